@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "daxfile-error.h"
+#include "daxfile-file.h"
+#include "daxfile-size.h"
+#include "daxfile-util.h"
+#include "daxfilectl.h"
+
+int
+cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    g_autofree char *msg = NULL;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "daxfile %s: %s (see 'daxfile %s --help')\n", cmd, msg,
+            cmd);
+    return CLI_EXIT_USAGE;
+}
+
+int
+cli_report_error(const GError *error)
+{
+    fprintf(stderr, "daxfile: %s\n", error->message);
+    return CLI_EXIT_FAILURE;
+}
+
+gboolean
+cli_parse(const char *cmd, const char *params, const char *summary,
+          const GOptionEntry *entries, int *argc, char ***argv,
+          int *ret_exit)
+{
+    gboolean help = FALSE;
+    gboolean version = FALSE;
+    const GOptionEntry common[] = {
+        {"help", 'h', 0, G_OPTION_ARG_NONE, &help, "Show this help", NULL},
+        {"version", 0, 0, G_OPTION_ARG_NONE, &version, "Show the version",
+         NULL},
+        {NULL},
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new(params);
+    g_autoptr(GError) error = NULL;
+    g_autofree char *usage = g_strdup_printf("daxfile %s", cmd);
+
+    g_set_prgname(usage);
+    g_option_context_set_help_enabled(ctx, FALSE);
+    g_option_context_set_summary(ctx, summary);
+    if (entries)
+        g_option_context_add_main_entries(ctx, entries, NULL);
+    g_option_context_add_main_entries(ctx, common, NULL);
+    if (!g_option_context_parse(ctx, argc, argv, &error)) {
+        *ret_exit = cli_usage_error(cmd, "%s", error->message);
+        return FALSE;
+    }
+    if (help) {
+        g_autofree char *text = g_option_context_get_help(ctx, TRUE, NULL);
+
+        fputs(text, stdout);
+        *ret_exit = CLI_EXIT_OK;
+        return FALSE;
+    }
+    if (version) {
+        printf("daxfile %s\n", DAXFILE_VERSION);
+        *ret_exit = CLI_EXIT_OK;
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+cli_parse_size(const char *cmd, const char *option, const char *value,
+               guint64 *ret_size, int *ret_exit)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (!daxfile_size_parse(value, ret_size, &error)) {
+        *ret_exit = cli_usage_error(cmd, "--%s: %s", option, error->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+cli_parse_align(const char *cmd, const char *value, guint64 *ret_align,
+                int *ret_exit)
+{
+    g_autoptr(GError) error = NULL;
+
+    if (!value) {
+        *ret_align = DAXFILE_DEFAULT_ALIGN;
+        return TRUE;
+    }
+    if (!cli_parse_size(cmd, "align", value, ret_align, ret_exit))
+        return FALSE;
+    if (!daxfile_align_check(*ret_align, &error)) {
+        *ret_exit = cli_usage_error(cmd, "--align: %s", error->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void
+cli_print_json(JsonNode *node)
+{
+    g_autofree char *text = daxfile_json_to_string(node);
+
+    fputs(text, stdout);
+}
+
+void
+cli_print_problems(const DaxfileReport *report)
+{
+    DaxfileReason last_fix = DAXFILE_REASON_NONE;
+    guint i;
+
+    for (i = 0; i < report->problems->len; i++) {
+        const DaxfileRange *r =
+            &g_array_index(report->problems, DaxfileRange, i);
+        g_autofree char *len = daxfile_size_format(r->length);
+
+        printf("  %s at 0x%" G_GINT64_MODIFIER "x, %s: %s\n",
+               daxfile_reason_to_string(r->reason), r->offset, len,
+               daxfile_reason_describe(r->reason));
+    }
+    for (i = 0; i < report->problems->len; i++) {
+        DaxfileReason reason =
+            g_array_index(report->problems, DaxfileRange, i).reason;
+        const char *fix = daxfile_report_fix(report, reason);
+
+        if (reason == last_fix || !*fix)
+            continue;
+        printf("  fix (%s): %s\n", daxfile_reason_to_string(reason), fix);
+        last_fix = reason;
+    }
+}
+
+static const char *
+tristate_word(DaxfileTristate value)
+{
+    if (value == DAXFILE_TRI_UNKNOWN)
+        return "unknown";
+    return value == DAXFILE_TRI_YES ? "yes" : "no";
+}
+
+static void
+print_geometry(const DaxfileReport *report)
+{
+    const DaxfileFsInfo *fs = report->fs;
+    g_autofree char *align = daxfile_size_format(report->align);
+    g_autofree char *stripe = daxfile_size_format(fs->stripe);
+
+    if (fs->geometry_aligned == DAXFILE_TRI_YES)
+        printf("geometry:     allocations are %s aligned%s%s\n", align,
+               fs->stripe ? ", stripe unit " : "", fs->stripe ? stripe : "");
+    else if (fs->geometry_aligned == DAXFILE_TRI_NO)
+        printf("geometry:     cannot guarantee %s-aligned extents; fix: %s\n",
+               align, fs->geometry_fix);
+    else
+        printf("geometry:     unknown for %s\n", fs->fs_type);
+}
+
+void
+cli_print_status(const DaxfileReport *report)
+{
+    const DaxfileFsInfo *fs = report->fs;
+    g_autofree char *size = daxfile_size_format(report->size);
+    g_autofree char *align = daxfile_size_format(report->align);
+    g_autofree char *mnt = daxfile_escape(fs->mount_point ? fs->mount_point
+                                                           : "?");
+    g_autofree char *dev = daxfile_escape(fs->device ? fs->device : "?");
+
+    printf("path:         %s\n", report->path);
+    printf("size:         %" G_GUINT64_FORMAT " (%s)\n", report->size, size);
+    printf("filesystem:   %s on %s at %s, block size %u\n", fs->fs_type, dev,
+           mnt, fs->block_size);
+    printf("dax:          %s (mount option: %s)\n", tristate_word(fs->dax),
+           fs->dax_mode ? fs->dax_mode : "none");
+    printf("map_sync:     %s%s%s%s\n", fs->map_sync ? "yes" : "no",
+           fs->map_sync ? "" : " (", fs->map_sync ? "" : fs->map_sync_error,
+           fs->map_sync ? "" : ")");
+    print_geometry(report);
+    printf("extents:      %u\n", daxfile_extent_map_count(report->map));
+    printf("align:        %s\n", align);
+    printf("static ready: %s\n", report->static_ready ? "yes" : "no");
+    if (report->problems->len > 0) {
+        printf("problems:\n");
+        cli_print_problems(report);
+    }
+}
+
+DaxfileReport *
+cli_build_report(const char *path, guint64 align, gboolean allow_non_dax,
+                 gboolean follow, GError **error)
+{
+    g_auto(DaxfileFd) fd = daxfile_file_open(
+        path, follow ? DAXFILE_OPEN_FOLLOW : DAXFILE_OPEN_READ, NULL, error);
+
+    if (fd < 0)
+        return NULL;
+    return daxfile_report_build(fd, path, align, allow_non_dax, error);
+}
+
+int
+cli_for_each_report(int argc, char **argv, const CliReportOptions *opts)
+{
+    g_autoptr(JsonBuilder) json = json_builder_new();
+    g_autoptr(JsonNode) root = NULL;
+    int ret = CLI_EXIT_OK;
+    int i;
+
+    json_builder_begin_array(json);
+    for (i = 0; i < argc; i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(DaxfileReport) report = cli_build_report(
+            argv[i], opts->align, opts->allow_non_dax, opts->follow, &error);
+
+        if (!report) {
+            ret = cli_report_error(error);
+            continue;
+        }
+        if (opts->fail_unready && !report->static_ready)
+            ret = CLI_EXIT_FAILURE;
+        if (opts->json)
+            json_builder_add_value(json, opts->to_json(report));
+        else
+            opts->print(report, i > 0);
+    }
+    json_builder_end_array(json);
+    root = json_builder_get_root(json);
+    if (opts->json)
+        cli_print_json(root);
+    return ret;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfilectl.h: shared pieces of the daxfile command line
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "daxfile-report.h"
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAILURE 1
+#define CLI_EXIT_USAGE 2
+
+typedef struct {
+    const char *name;
+    int (*func)(int argc, char **argv);
+    const char *summary;
+} CliCommand;
+
+/* Parse @argv of command @cmd with @entries. --help prints the help and
+ * returns FALSE with *ret_exit = 0; a usage error prints one line and
+ * returns FALSE with *ret_exit = 2. */
+gboolean cli_parse(const char *cmd, const char *params, const char *summary,
+                   const GOptionEntry *entries, int *argc, char ***argv,
+                   int *ret_exit);
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+/* Report @error once, on one line; returns CLI_EXIT_FAILURE. */
+int cli_report_error(const GError *error);
+
+/* Parse --align (default 2 MiB) and friends: usage error on garbage. */
+gboolean cli_parse_size(const char *cmd, const char *option,
+                        const char *value, guint64 *ret_size, int *ret_exit);
+gboolean cli_parse_align(const char *cmd, const char *value,
+                         guint64 *ret_align, int *ret_exit);
+
+/* Print @node (an array) as JSON on stdout. */
+void cli_print_json(JsonNode *node);
+
+/* Open @path safely and build its report. */
+DaxfileReport *cli_build_report(const char *path, guint64 align,
+                                gboolean allow_non_dax, gboolean follow,
+                                GError **error);
+
+typedef struct {
+    guint64 align;
+    gboolean allow_non_dax;
+    gboolean follow;
+    gboolean json;
+    gboolean fail_unready; /* exit 1 when a file is not static-ready */
+    void (*print)(const DaxfileReport *report, gboolean separator);
+    JsonNode *(*to_json)(const DaxfileReport *report);
+} CliReportOptions;
+
+/* Build a report for each path and print it (human or one JSON array).
+ * A path that cannot be opened is reported and makes the exit status 1. */
+int cli_for_each_report(int argc, char **argv, const CliReportOptions *opts);
+
+/* Human report for `status`. */
+void cli_print_status(const DaxfileReport *report);
+void cli_print_problems(const DaxfileReport *report);
+
+int cmd_create(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_status(int argc, char **argv);

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-create.h: make a new backing file fit for static mode
+ */
+#pragma once
+
+#include "daxfile-report.h"
+
+G_BEGIN_DECLS
+
+typedef void (*DaxfileProgressFunc)(guint64 done, guint64 total,
+                                    gpointer user_data);
+
+typedef enum {
+    DAXFILE_FILL_PWRITE,   /* zeroes written with pwrite (O_DIRECT if it can) */
+    DAXFILE_FILL_POPULATE, /* DAX, aligned: MADV_POPULATE_WRITE (PMD faults) */
+} DaxfileFillMethod;
+
+typedef struct {
+    guint64 size;
+    guint64 align;
+    gboolean allow_non_dax; /* only affects the report's verdict */
+    DaxfileProgressFunc progress;
+    gpointer progress_data;
+} DaxfileCreateParams;
+
+const char *daxfile_fill_method_to_string(DaxfileFillMethod method);
+
+/* Create @path: refuse an existing path; build the file unnamed (O_TMPFILE,
+ * or a hidden temporary name where unsupported) in the same directory; set
+ * the xfs extent-size hint; allocate; write every block (zeroes) so no
+ * extent stays unwritten; fsync; verify with the extent walk; only then
+ * link it under @path and fsync the directory. On any failure nothing is
+ * left behind. Returns the verification report. */
+DaxfileReport *daxfile_create(const char *path,
+                              const DaxfileCreateParams *params,
+                              DaxfileFillMethod *ret_method, GError **error);
+
+/* Remove temporary files of earlier, interrupted runs for @path (named
+ * fallback only; O_TMPFILE leaves nothing). Returns how many. */
+guint daxfile_create_cleanup_stale(int dirfd, const char *base);
+
+G_END_DECLS

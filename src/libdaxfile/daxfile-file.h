@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-file.h: open a user-named file once, safely, and work on the fd
+ */
+#pragma once
+
+#include <glib.h>
+#include <sys/stat.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+    DAXFILE_OPEN_READ = 0,
+    DAXFILE_OPEN_WRITE = 1 << 0,  /* O_RDWR instead of O_RDONLY */
+    DAXFILE_OPEN_FOLLOW = 1 << 1, /* accept a symlink as the last component */
+} DaxfileOpenFlags;
+
+/* Open @path as a regular file: O_PATH|O_NOFOLLOW first (no side effects
+ * on FIFOs or device nodes), check the type on that fd, then reopen the
+ * very same inode through /proc/self/fd. Returns the fd or -1. */
+int daxfile_file_open(const char *path, DaxfileOpenFlags flags,
+                      struct stat *ret_st, GError **error);
+
+/* The same check for an fd already open (O_PATH or not). */
+gboolean daxfile_file_check_regular(const struct stat *st, const char *name,
+                                    GError **error);
+
+/* Reopen the inode behind @fd with @open_flags (O_CLOEXEC added). */
+int daxfile_fd_reopen(int fd, int open_flags, const char *name,
+                      GError **error);
+
+G_END_DECLS

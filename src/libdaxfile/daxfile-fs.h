@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-fs.h: what the filesystem under a file can and does do for DAX
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+    DAXFILE_TRI_UNKNOWN = -1,
+    DAXFILE_TRI_NO = 0,
+    DAXFILE_TRI_YES = 1,
+} DaxfileTristate;
+
+typedef struct {
+    char *fs_type;        /* "ext4", "xfs", "tmpfs", ... or "0x<magic>" */
+    guint64 fs_magic;
+    guint32 block_size;
+    DaxfileTristate dax;  /* statx STATX_ATTR_DAX; UNKNOWN on old kernels */
+    char *dax_mode;       /* mount option: "always", "inode", "never", NULL */
+    gboolean map_sync;    /* MAP_SHARED_VALIDATE|MAP_SYNC accepted */
+    char *map_sync_error; /* strerror when not */
+    char *mount_point;
+    char *device;         /* mount source */
+    guint dev_major;
+    guint dev_minor;
+    guint64 part_offset;  /* partition start on its disk, bytes */
+    guint64 stripe;       /* allocation stripe unit in bytes, 0 = none */
+    DaxfileTristate geometry_aligned; /* can give align-aligned extents */
+    char *geometry_fix;   /* the mkfs command line that would */
+    guint64 available;    /* free bytes (f_bavail) */
+} DaxfileFsInfo;
+
+void daxfile_fs_info_free(DaxfileFsInfo *info);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileFsInfo, daxfile_fs_info_free)
+
+/* Probe the filesystem of the open file @fd for @align. Never fails for a
+ * filesystem that lacks something: that is reported in the fields. */
+DaxfileFsInfo *daxfile_fs_probe(int fd, guint64 align, GError **error);
+
+/* Pure helpers, exposed for unit tests. */
+typedef struct {
+    char *mount_point;
+    char *fs_type;
+    char *source;
+    char *super_options;
+} DaxfileMountEntry;
+
+void daxfile_mount_entry_clear(DaxfileMountEntry *entry);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileMountEntry, daxfile_mount_entry_clear)
+
+/* Find the mount of device @major:@minor in /proc/self/mountinfo text. */
+gboolean daxfile_mountinfo_lookup(const char *mountinfo, guint major,
+                                  guint minor, DaxfileMountEntry *ret_entry);
+
+/* Value of option @key in a comma-separated option string, "" for a flag,
+ * NULL when absent. */
+char *daxfile_mount_option(const char *options, const char *key);
+
+/* Fill stripe/geometry_aligned/geometry_fix from fs type and options. */
+void daxfile_fs_geometry(DaxfileFsInfo *info, const char *super_options,
+                         guint64 align);
+
+G_END_DECLS

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "daxfile-error.h"
+#include "daxfile-fiemap.h"
+#include "daxfile-report.h"
+#include "daxfile-size.h"
+#include "daxfile-util.h"
+
+void
+daxfile_report_free(DaxfileReport *report)
+{
+    if (!report)
+        return;
+    g_free(report->path);
+    g_free(report->raw_path);
+    daxfile_fs_info_free(report->fs);
+    daxfile_extent_map_free(report->map);
+    if (report->problems)
+        g_array_unref(report->problems);
+    g_free(report->fingerprint);
+    if (report->static_state)
+        json_node_unref(report->static_state);
+    g_free(report);
+}
+
+DaxfileReport *
+daxfile_report_new(const char *path, guint64 align, gboolean allow_non_dax,
+                   DaxfileFsInfo *fs, DaxfileExtentMap *map)
+{
+    DaxfileReport *report = g_new0(DaxfileReport, 1);
+
+    report->path = daxfile_escape(path);
+    report->raw_path = g_utf8_validate(path, -1, NULL) ? g_strdup(path)
+                                                       : g_strdup(report->path);
+    report->align = align;
+    report->allow_non_dax = allow_non_dax;
+    report->fs = fs;
+    report->map = map;
+    map->phys_offset = fs->part_offset;
+    report->size = map->size;
+    report->fingerprint = daxfile_extent_map_fingerprint(map);
+    report->problems = daxfile_extent_problems(map, align);
+    report->layout_ok = report->problems->len == 0;
+    report->dax_effective =
+        fs->dax == DAXFILE_TRI_YES ||
+        (fs->dax == DAXFILE_TRI_UNKNOWN && fs->map_sync);
+    if (!report->dax_effective && !allow_non_dax) {
+        DaxfileRange r = {0, report->size, 0, DAXFILE_REASON_NOT_DAX};
+
+        g_array_prepend_val(report->problems, r);
+    }
+    report->static_ready = report->problems->len == 0;
+    return report;
+}
+
+DaxfileReport *
+daxfile_report_build(int fd, const char *path, guint64 align,
+                     gboolean allow_non_dax, GError **error)
+{
+    g_autoptr(DaxfileFsInfo) fs = daxfile_fs_probe(fd, align, error);
+    g_autoptr(DaxfileExtentMap) map = NULL;
+    g_autofree char *name = daxfile_escape(path);
+
+    if (!fs)
+        return NULL;
+    map = daxfile_fiemap_read(fd, name, error);
+    if (!map)
+        return NULL;
+    return daxfile_report_new(path, align, allow_non_dax,
+                              g_steal_pointer(&fs), g_steal_pointer(&map));
+}
+
+const char *
+daxfile_report_fix(const DaxfileReport *report, DaxfileReason reason)
+{
+    switch (reason) {
+    case DAXFILE_REASON_HOLE:
+    case DAXFILE_REASON_UNWRITTEN:
+    case DAXFILE_REASON_DELALLOC:
+    case DAXFILE_REASON_UNKNOWN:
+    case DAXFILE_REASON_EMPTY:
+        return "make a provisioned file with 'daxfile create PATH --size "
+               "SIZE' and copy the data into it";
+    case DAXFILE_REASON_SHARED:
+        return "break the sharing: copy the file without reflink "
+               "(cp --reflink=never) or make it with 'daxfile create'";
+    case DAXFILE_REASON_INLINE:
+    case DAXFILE_REASON_ENCODED:
+    case DAXFILE_REASON_NOT_ALIGNED:
+        return "this filesystem cannot back a static file; use ext4 or xfs "
+               "on a DAX device";
+    case DAXFILE_REASON_MISALIGNED:
+    case DAXFILE_REASON_DISCONTIGUOUS:
+        if (report->fs->geometry_fix)
+            return report->fs->geometry_fix;
+        return "recreate the file with 'daxfile create' on a filesystem "
+               "made for aligned extents, or use a smaller --align";
+    case DAXFILE_REASON_SIZE:
+        return "use a size that is a multiple of the alignment";
+    case DAXFILE_REASON_NOT_DAX:
+        return "mount the filesystem with -o dax on a pmem device (or pass "
+               "--allow-non-dax for development without pmem)";
+    case DAXFILE_REASON_NONE:
+    case DAXFILE_REASON_LAST:
+        break;
+    }
+    return "";
+}
+
+char *
+daxfile_report_first_problem(const DaxfileReport *report)
+{
+    const DaxfileRange *r;
+    g_autofree char *len = NULL;
+
+    if (report->problems->len == 0)
+        return NULL;
+    r = &g_array_index(report->problems, DaxfileRange, 0);
+    len = daxfile_size_format(r->length);
+    return g_strdup_printf("%s at offset 0x%" G_GINT64_MODIFIER "x (%s%s)",
+                           daxfile_reason_describe(r->reason), r->offset,
+                           len,
+                           report->problems->len > 1 ? ", and more" : "");
+}
+
+static void
+json_add_tristate(JsonBuilder *b, const char *key, DaxfileTristate value)
+{
+    json_builder_set_member_name(b, key);
+    if (value == DAXFILE_TRI_UNKNOWN)
+        json_builder_add_null_value(b);
+    else
+        json_builder_add_boolean_value(b, value == DAXFILE_TRI_YES);
+}
+
+static void
+json_add_string_or_null(JsonBuilder *b, const char *key, const char *value)
+{
+    json_builder_set_member_name(b, key);
+    if (value)
+        json_builder_add_string_value(b, value);
+    else
+        json_builder_add_null_value(b);
+}
+
+static void
+json_add_int(JsonBuilder *b, const char *key, guint64 value)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_int_value(b, (gint64)value);
+}
+
+static void
+json_add_problems(JsonBuilder *b, const DaxfileReport *report)
+{
+    guint i;
+
+    json_builder_set_member_name(b, "problems");
+    json_builder_begin_array(b);
+    for (i = 0; i < report->problems->len; i++) {
+        const DaxfileRange *r =
+            &g_array_index(report->problems, DaxfileRange, i);
+
+        json_builder_begin_object(b);
+        json_add_int(b, "offset", r->offset);
+        json_add_int(b, "length", r->length);
+        json_builder_set_member_name(b, "reason");
+        json_builder_add_string_value(b, daxfile_reason_to_string(r->reason));
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
+static void
+json_add_common(JsonBuilder *b, const DaxfileReport *report)
+{
+    json_builder_set_member_name(b, "path");
+    json_builder_add_string_value(b, report->raw_path);
+    json_add_int(b, "size", report->size);
+    json_add_int(b, "align", report->align);
+}
+
+JsonNode *
+daxfile_report_check_to_json(const DaxfileReport *report)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_add_common(b, report);
+    json_add_int(b, "extents", daxfile_extent_map_count(report->map));
+    json_add_problems(b, report);
+    json_builder_set_member_name(b, "static_ready");
+    json_builder_add_boolean_value(b, report->static_ready);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+static void
+json_add_geometry(JsonBuilder *b, const DaxfileFsInfo *fs)
+{
+    json_builder_set_member_name(b, "geometry");
+    json_builder_begin_object(b);
+    json_add_int(b, "stripe", fs->stripe);
+    json_add_tristate(b, "aligned", fs->geometry_aligned);
+    json_add_string_or_null(b, "fix", fs->geometry_fix);
+    json_builder_end_object(b);
+}
+
+JsonNode *
+daxfile_report_to_json(const DaxfileReport *report)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    const DaxfileFsInfo *fs = report->fs;
+
+    json_builder_begin_object(b);
+    json_add_common(b, report);
+    json_add_string_or_null(b, "fs_type", fs->fs_type);
+    json_add_int(b, "block_size", fs->block_size);
+    json_add_string_or_null(b, "mount_point", fs->mount_point);
+    json_add_string_or_null(b, "device", fs->device);
+    json_add_tristate(b, "dax", fs->dax);
+    json_add_string_or_null(b, "dax_mode", fs->dax_mode);
+    json_builder_set_member_name(b, "map_sync");
+    json_builder_add_boolean_value(b, fs->map_sync);
+    json_add_geometry(b, fs);
+    json_add_int(b, "extents", daxfile_extent_map_count(report->map));
+    json_add_string_or_null(b, "fingerprint", report->fingerprint);
+    json_add_problems(b, report);
+    json_builder_set_member_name(b, "static_ready");
+    json_builder_add_boolean_value(b, report->static_ready);
+    if (report->static_state) {
+        json_builder_set_member_name(b, "static");
+        json_builder_add_value(b, json_node_copy(report->static_state));
+    }
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+char *
+daxfile_json_to_string(JsonNode *node)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autofree char *text = NULL;
+
+    json_generator_set_pretty(gen, TRUE);
+    json_generator_set_indent(gen, 2);
+    json_generator_set_root(gen, node);
+    text = json_generator_to_data(gen, NULL);
+    return g_strconcat(text, "\n", NULL);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-report.h: everything daxfile knows about one backing file
+ */
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+#include "daxfile-extent.h"
+#include "daxfile-fs.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+    char *path;              /* display form (escaped) */
+    char *raw_path;          /* as given when valid UTF-8 (JSON), else
+                              * the display form */
+    guint64 size;
+    guint64 align;
+    DaxfileFsInfo *fs;
+    DaxfileExtentMap *map;
+    GArray *problems;        /* DaxfileRange with reason != NONE */
+    gboolean dax_effective;  /* statx DAX, or MAP_SYNC on old kernels */
+    gboolean layout_ok;      /* no extent problem */
+    gboolean allow_non_dax;
+    gboolean static_ready;   /* layout_ok and (DAX or allowed) */
+    char *fingerprint;
+    JsonNode *static_state;  /* filled by static mode, or NULL */
+} DaxfileReport;
+
+void daxfile_report_free(DaxfileReport *report);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileReport, daxfile_report_free)
+
+/* Judge @map (taking ownership of @fs and @map) for @align. */
+DaxfileReport *daxfile_report_new(const char *path, guint64 align,
+                                  gboolean allow_non_dax, DaxfileFsInfo *fs,
+                                  DaxfileExtentMap *map);
+
+/* Probe the filesystem, read the block map and walk it for @align. */
+DaxfileReport *daxfile_report_build(int fd, const char *path, guint64 align,
+                                    gboolean allow_non_dax, GError **error);
+
+/* The fix for a problem, for people ("run 'daxfile create' ..."). */
+const char *daxfile_report_fix(const DaxfileReport *report,
+                               DaxfileReason reason);
+
+/* One-line summary of why a file is not static-ready (first problem), for
+ * error messages; NULL when it is ready. */
+char *daxfile_report_first_problem(const DaxfileReport *report);
+
+/* JSON: the full status object, or the check subset. */
+JsonNode *daxfile_report_to_json(const DaxfileReport *report);
+JsonNode *daxfile_report_check_to_json(const DaxfileReport *report);
+
+/* Serialise a node as pretty JSON with a trailing newline. */
+char *daxfile_json_to_string(JsonNode *node);
+
+G_END_DECLS

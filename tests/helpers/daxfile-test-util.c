@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <glib/gstdio.h>
+#include <unistd.h>
+
+#include "daxfile-test-util.h"
+
+static void
+print_diff(const char *expected_path, const char *actual)
+{
+    g_autofree char *tmp = NULL;
+    g_autofree char *out = NULL;
+    g_autoptr(GError) error = NULL;
+    int fd = g_file_open_tmp("golden-XXXXXX", &tmp, &error);
+    const char *argv[] = {"diff", "-u", expected_path, NULL, NULL};
+
+    if (fd < 0)
+        return;
+    close(fd);
+    if (!g_file_set_contents(tmp, actual, -1, &error))
+        return;
+    argv[3] = tmp;
+    g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+                 &out, NULL, NULL, NULL);
+    g_test_message("%s", out ? out : "(no diff output)");
+    g_unlink(tmp);
+}
+
+void
+daxfile_test_golden(const char *relpath, const char *actual)
+{
+    g_autofree char *path = g_test_build_filename(G_TEST_DIST, "data",
+                                                  relpath, NULL);
+    g_autofree char *expected = NULL;
+    g_autoptr(GError) error = NULL;
+    const char *regen = g_getenv("DAXFILE_TEST_REGENERATE");
+
+    if (regen && g_str_equal(regen, "1")) {
+        g_autofree char *dir = g_path_get_dirname(path);
+
+        g_mkdir_with_parents(dir, 0755);
+        g_assert_true(g_file_set_contents(path, actual, -1, &error));
+        return;
+    }
+    if (!g_file_get_contents(path, &expected, NULL, &error)) {
+        g_test_message("missing golden file %s (DAXFILE_TEST_REGENERATE=1 "
+                       "writes it): %s", path, error->message);
+        g_test_fail();
+        return;
+    }
+    if (!g_str_equal(expected, actual)) {
+        print_diff(path, actual);
+        g_test_fail();
+    }
+}
