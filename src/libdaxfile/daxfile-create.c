@@ -316,6 +316,7 @@ create_verify(int fd, const char *path, const char *name,
     g_autoptr(DaxfileReport) report = NULL;
     g_autofree char *why = NULL;
     g_autofree char *align = daxfile_size_format(params->align);
+    const DaxfileRange *first;
 
     if (fsync(fd) < 0) {
         daxfile_set_error_errno(error, errno, "Cannot sync '%s'", name);
@@ -327,13 +328,12 @@ create_verify(int fd, const char *path, const char *name,
         return NULL;
     if (report->layout_ok)
         return g_steal_pointer(&report);
-    why = daxfile_report_first_problem(report);
+    first = daxfile_report_first_problem(report, TRUE);
+    why = daxfile_report_describe_problem(report, first);
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
                 "'%s' was allocated but cannot back %s pages: %s; %s "
                 "(nothing was created)", name, align, why,
-                daxfile_report_fix(report, g_array_index(report->problems,
-                                                         DaxfileRange, 0)
-                                               .reason));
+                daxfile_report_fix(report, first->reason));
     return NULL;
 }
 
@@ -355,8 +355,9 @@ daxfile_create(const char *path, const DaxfileCreateParams *params,
         return NULL;
     dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot open directory '%s'",
-                                dirname);
+        daxfile_set_error_errno(error, errno,
+                                "Cannot create '%s': cannot open directory "
+                                "'%s'", name, dirname);
         return NULL;
     }
     daxfile_create_cleanup_stale(dirfd, base);

@@ -106,20 +106,33 @@ daxfile_report_fix(const DaxfileReport *report, DaxfileReason reason)
     return "";
 }
 
-char *
-daxfile_report_first_problem(const DaxfileReport *report)
+const DaxfileRange *
+daxfile_report_first_problem(const DaxfileReport *report,
+                             gboolean layout_only)
 {
-    const DaxfileRange *r;
-    g_autofree char *len = NULL;
+    guint i;
 
-    if (report->problems->len == 0)
-        return NULL;
-    r = &g_array_index(report->problems, DaxfileRange, 0);
-    len = daxfile_size_format(r->length);
+    for (i = 0; i < report->problems->len; i++) {
+        const DaxfileRange *r =
+            &g_array_index(report->problems, DaxfileRange, i);
+
+        if (!layout_only || r->reason != DAXFILE_REASON_NOT_DAX)
+            return r;
+    }
+    return NULL;
+}
+
+char *
+daxfile_report_describe_problem(const DaxfileReport *report,
+                                const DaxfileRange *problem)
+{
+    g_autofree char *len = daxfile_size_format(problem->length);
+    gboolean more = problem != &g_array_index(report->problems, DaxfileRange,
+                                              report->problems->len - 1);
+
     return g_strdup_printf("%s at offset 0x%" G_GINT64_MODIFIER "x (%s%s)",
-                           daxfile_reason_describe(r->reason), r->offset,
-                           len,
-                           report->problems->len > 1 ? ", and more" : "");
+                           daxfile_reason_describe(problem->reason),
+                           problem->offset, len, more ? ", and more" : "");
 }
 
 static void

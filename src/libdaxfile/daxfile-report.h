@@ -44,9 +44,14 @@ DaxfileReport *daxfile_report_build(int fd, const char *path, guint64 align,
 const char *daxfile_report_fix(const DaxfileReport *report,
                                DaxfileReason reason);
 
-/* One-line summary of why a file is not static-ready (first problem), for
- * error messages; NULL when it is ready. */
-char *daxfile_report_first_problem(const DaxfileReport *report);
+/* The first problem, or the first extent-layout problem (skipping the
+ * file-level not_dax) when @layout_only; NULL when there is none. */
+const DaxfileRange *daxfile_report_first_problem(const DaxfileReport *report,
+                                                 gboolean layout_only);
+
+/* "<description> at offset 0x.. (<length>[, and more])" for messages */
+char *daxfile_report_describe_problem(const DaxfileReport *report,
+                                      const DaxfileRange *problem);
 
 /* JSON: the full status object, or the check subset. */
 JsonNode *daxfile_report_to_json(const DaxfileReport *report);

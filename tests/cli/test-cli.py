@@ -1,0 +1,92 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Golden tests of the daxfile command line: exit code, stdout and stderr.
+
+Runs unprivileged in a scratch directory holding a few odd files, so the
+paths in the messages are stable. DAXFILE_TEST_REGENERATE=1 rewrites the
+golden files in tests/data/cli/ (review them before committing).
+"""
+
+import difflib
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+from daxtest import SRCDIR, Tap, daxfile, tempdir  # noqa: E402
+
+GOLDEN = os.path.join(SRCDIR, "tests", "data", "cli")
+
+CASES = [
+    ("no-args", []),
+    ("help", ["--help"]),
+    ("version", ["--version"]),
+    ("unknown-command", ["frobnicate"]),
+    ("create-help", ["create", "--help"]),
+    ("check-help", ["check", "--help"]),
+    ("status-help", ["status", "--help"]),
+    ("create-version", ["create", "--version"]),
+    ("create-missing-path", ["create", "--size", "2M"]),
+    ("create-missing-size", ["create", "new.img"]),
+    ("create-two-paths", ["create", "a.img", "b.img", "--size", "2M"]),
+    ("create-size-garbage", ["create", "new.img", "--size", "abc"]),
+    ("create-size-zero", ["create", "new.img", "--size", "0"]),
+    ("create-size-mb", ["create", "new.img", "--size", "2MB"]),
+    ("create-size-overflow", ["create", "new.img", "--size", "99999999T"]),
+    ("create-size-unaligned", ["create", "new.img", "--size", "3M"]),
+    ("create-align-3m", ["create", "new.img", "--size", "6M", "--align", "3M"]),
+    ("create-align-1k", ["create", "new.img", "--size", "6M", "--align", "1K"]),
+    ("create-exists", ["create", "regular.img", "--size", "2M"]),
+    ("create-dot", ["create", ".", "--size", "2M"]),
+    ("create-trailing-slash", ["create", "newdir/", "--size", "2M"]),
+    ("check-missing-path", ["check"]),
+    ("check-unknown-option", ["check", "--frob", "regular.img"]),
+    ("check-missing", ["check", "missing.img"]),
+    ("check-directory", ["check", "dir"]),
+    ("check-fifo", ["check", "fifo"]),
+    ("check-devnull", ["check", "/dev/null"]),
+    ("check-symlink", ["check", "link.img"]),
+    ("check-odd-name", ["check", "odd\nname.img"]),
+    ("status-missing", ["status", "--json", "missing.img"]),
+    ("status-two-errors", ["status", "missing.img", "dir"]),
+]
+
+
+def render(res):
+    return f"rc: {res.rc}\n--- stdout\n{res.out}--- stderr\n{res.err}"
+
+
+def populate(d):
+    with open(os.path.join(d, "regular.img"), "wb") as f:
+        f.write(b"\0" * 4096)
+    os.mkdir(os.path.join(d, "dir"))
+    os.mkfifo(os.path.join(d, "fifo"))
+    os.symlink("regular.img", os.path.join(d, "link.img"))
+
+
+def main():
+    tap = Tap()
+    tap.plan(len(CASES))
+    regen = os.environ.get("DAXFILE_TEST_REGENERATE") == "1"
+    with tempdir() as d:
+        populate(d)
+        os.chdir(d)
+        for name, argv in CASES:
+            got = render(daxfile(*argv))
+            path = os.path.join(GOLDEN, name + ".out")
+            if regen:
+                with open(path, "w", errors="surrogateescape") as f:
+                    f.write(got)
+            try:
+                with open(path, errors="surrogateescape") as f:
+                    want = f.read()
+            except FileNotFoundError:
+                want = f"(missing golden file {path})\n"
+            diff = "".join(difflib.unified_diff(
+                want.splitlines(True), got.splitlines(True), "expected", "got"))
+            tap.ok(got == want, f"daxfile {' '.join(argv)}".strip(), diff)
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

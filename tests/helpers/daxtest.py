@@ -1,0 +1,228 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Small TAP test helper for daxfile's Python test drivers.
+
+Every check is a named TAP result; a test driver never turns a failure into
+a pass or a skip. Skips are only for what the environment truly lacks.
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+SRCDIR = os.environ.get(
+    "DAXFILE_SRCDIR",
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BUILDDIR = os.environ.get("DAXFILE_BUILDDIR", os.path.join(SRCDIR, "build"))
+
+
+def build_path(*parts):
+    return os.path.join(BUILDDIR, *parts)
+
+
+DAXFILE = os.environ.get("DAXFILE_BIN", build_path("src", "daxfilectl", "daxfile"))
+
+
+class Tap:
+    """Collects results and prints TAP as it goes."""
+
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+        self.planned = None
+
+    def plan(self, n):
+        self.planned = n
+        print(f"1..{n}", flush=True)
+
+    def diag(self, text):
+        for line in str(text).splitlines() or [""]:
+            print(f"# {line}", flush=True)
+
+    @staticmethod
+    def _name(name):
+        # one line, and no '#' that TAP would read as a directive
+        return (name.replace("\\", "\\\\").replace("\n", "\\n")
+                .replace("#", "\\#"))
+
+    def ok(self, cond, name, diag=None):
+        name = self._name(name)
+        self.n += 1
+        if cond:
+            print(f"ok {self.n} - {name}", flush=True)
+        else:
+            self.failed += 1
+            print(f"not ok {self.n} - {name}", flush=True)
+            if diag is not None:
+                self.diag(diag)
+        return bool(cond)
+
+    def is_(self, got, want, name):
+        return self.ok(got == want, name, f"got:  {got!r}\nwant: {want!r}")
+
+    def skip(self, name, why):
+        name = self._name(name)
+        self.n += 1
+        print(f"ok {self.n} - {name} # SKIP {why}", flush=True)
+
+    def subtest(self, name, func, *args):
+        """Run func; an exception is a failed result, not a crash."""
+        try:
+            return func(*args)
+        except Exception:  # noqa: BLE001 - reported as a TAP failure
+            self.ok(False, f"{name}: raised", traceback.format_exc())
+            return None
+
+    def done(self):
+        if self.planned is None:
+            print(f"1..{self.n}", flush=True)
+        elif self.planned != self.n:
+            self.failed += 1
+            print(f"# planned {self.planned} results, ran {self.n}", flush=True)
+        return 1 if self.failed else 0
+
+
+class Result:
+    def __init__(self, proc):
+        self.rc = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    def json(self):
+        return json.loads(self.out)
+
+    def __repr__(self):
+        return f"rc={self.rc}\nstdout:\n{self.out}\nstderr:\n{self.err}"
+
+
+def run(argv, env=None, input=None, user=None, timeout=600):
+    """Run a command, capture text output (undecodable bytes escaped)."""
+    full_env = dict(os.environ)
+    full_env.setdefault("LC_ALL", "C.UTF-8")
+    if env:
+        full_env.update(env)
+    if user:
+        uid = pwd.getpwnam(user).pw_uid
+        gid = pwd.getpwnam(user).pw_gid
+        argv = ["setpriv", f"--reuid={uid}", f"--regid={gid}",
+                "--clear-groups", "--"] + list(argv)
+    proc = subprocess.run(argv, env=full_env, input=input, capture_output=True,
+                          timeout=timeout, errors="surrogateescape", text=True)
+    return Result(proc)
+
+
+def daxfile(*args, **kw):
+    return run([DAXFILE] + [str(a) for a in args], **kw)
+
+
+def one_line_error(res):
+    """An error is exactly one line on stderr, prefixed by the program."""
+    lines = res.err.splitlines()
+    return res.rc != 0 and len(lines) == 1 and lines[0].startswith("daxfile")
+
+
+def tree_snapshot(root):
+    """Content hash, mode, size and mtime of everything under root."""
+    snap = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(dirnames + filenames):
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            entry = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
+            if os.path.isfile(path) and not os.path.islink(path):
+                try:
+                    with open(path, "rb") as f:
+                        entry += (hashlib.sha256(f.read()).hexdigest(),)
+                except PermissionError:
+                    entry += ("unreadable",)
+            snap[os.path.relpath(path, root)] = entry
+    return snap
+
+
+def fiemap_flags(path):
+    """(logical, physical, length, flags) per extent, via filefrag -v."""
+    out = subprocess.run(["filefrag", "-v", "-b4096", path], capture_output=True,
+                         text=True, check=True).stdout
+    extents = []
+    for line in out.splitlines():
+        parts = line.split(":")
+        if len(parts) < 4 or not parts[0].strip().isdigit():
+            continue
+        logical = int(parts[1].split("..")[0])
+        physical = int(parts[2].split("..")[0])
+        length = int(parts[3].strip())
+        last = parts[-1].strip()
+        flags = last if len(parts) > 4 and not last.isdigit() else ""
+        extents.append((logical * 4096, physical * 4096, length * 4096, flags))
+    return extents
+
+
+class LoopFs:
+    """A filesystem image in a temp dir, loop-mounted; always unmounted."""
+
+    MKFS = {
+        "ext4": ["mkfs.ext4", "-q", "-F", "-b", "4096",
+                 "-E", "stride=512,stripe_width=512"],
+        "ext4-default": ["mkfs.ext4", "-q", "-F", "-b", "4096"],
+        "xfs": ["mkfs.xfs", "-q", "-f", "-m", "reflink=0", "-d", "su=2m,sw=1"],
+        "xfs-reflink": ["mkfs.xfs", "-q", "-f", "-m", "reflink=1",
+                        "-d", "su=2m,sw=1"],
+        "xfs-default": ["mkfs.xfs", "-q", "-f", "-m", "reflink=0"],
+    }
+
+    def __init__(self, kind, size_mib=1536, workdir=None):
+        self.kind = kind
+        self.size = size_mib << 20
+        self.tmp = tempfile.mkdtemp(prefix=f"daxfile-{kind}-", dir=workdir)
+        self.image = os.path.join(self.tmp, "fs.img")
+        self.mnt = os.path.join(self.tmp, "mnt")
+        self.mounted = False
+
+    def __enter__(self):
+        try:
+            os.mkdir(self.mnt)
+            with open(self.image, "wb") as f:
+                f.truncate(self.size)
+            subprocess.run(self.MKFS[self.kind] + [self.image], check=True,
+                           capture_output=True)
+            subprocess.run(["mount", "-o", "loop", self.image, self.mnt],
+                           check=True, capture_output=True)
+            self.mounted = True
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def path(self, *parts):
+        return os.path.join(self.mnt, *parts)
+
+    def __exit__(self, *exc):
+        if self.mounted:
+            subprocess.run(["umount", self.mnt], capture_output=True)
+            if os.path.ismount(self.mnt):
+                subprocess.run(["umount", "-l", self.mnt], capture_output=True)
+            self.mounted = False
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return False
+
+
+def need_root(tap):
+    if os.geteuid() != 0:
+        print("1..0 # SKIP needs root (loop devices, mount)")
+        sys.exit(0)
+
+
+@contextlib.contextmanager
+def tempdir(prefix="daxfile-test-"):
+    d = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
