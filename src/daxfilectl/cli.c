@@ -6,6 +6,7 @@
 #include "daxfile-error.h"
 #include "daxfile-file.h"
 #include "daxfile-size.h"
+#include "daxfile-static.h"
 #include "daxfile-util.h"
 #include "daxfilectl.h"
 
@@ -164,6 +165,30 @@ print_geometry(const DaxfileReport *report)
         printf("geometry:     unknown for %s\n", fs->fs_type);
 }
 
+static void
+print_static(JsonNode *node)
+{
+    JsonObject *o = json_node_get_object(node);
+    const char *mech = json_object_get_string_member_with_default(
+        o, "mechanism", NULL);
+    JsonNode *unchanged = json_object_get_member(o, "layout_unchanged");
+
+    if (!mech) {
+        printf("static:       no\n");
+        return;
+    }
+    printf("static:       %s (%s, %s for '%s' since %s%s)\n",
+           json_object_get_boolean_member(o, "enabled") ? "yes" : "no",
+           mech, json_object_get_string_member(o, "state"),
+           json_object_get_string_member(o, "owner"),
+           json_object_get_string_member(o, "since"),
+           json_object_get_boolean_member_with_default(o, "stale", FALSE)
+               ? ", STALE: run 'daxfile repair'" : "");
+    if (unchanged && !json_node_is_null(unchanged))
+        printf("layout:       %s since it was made static\n",
+               json_node_get_boolean(unchanged) ? "unchanged" : "CHANGED");
+}
+
 void
 cli_print_status(const DaxfileReport *report)
 {
@@ -187,6 +212,8 @@ cli_print_status(const DaxfileReport *report)
     printf("extents:      %u\n", daxfile_extent_map_count(report->map));
     printf("align:        %s\n", align);
     printf("static ready: %s\n", report->static_ready ? "yes" : "no");
+    if (report->static_state)
+        print_static(report->static_state);
     if (report->problems->len > 0) {
         printf("problems:\n");
         cli_print_problems(report);
@@ -194,15 +221,21 @@ cli_print_status(const DaxfileReport *report)
 }
 
 DaxfileReport *
-cli_build_report(const char *path, guint64 align, gboolean allow_non_dax,
-                 gboolean follow, GError **error)
+cli_build_report(const char *path, const CliReportOptions *opts,
+                 GError **error)
 {
     g_auto(DaxfileFd) fd = daxfile_file_open(
-        path, follow ? DAXFILE_OPEN_FOLLOW : DAXFILE_OPEN_READ, NULL, error);
+        path, opts->follow ? DAXFILE_OPEN_FOLLOW : DAXFILE_OPEN_READ, NULL,
+        error);
+    DaxfileReport *report;
 
     if (fd < 0)
         return NULL;
-    return daxfile_report_build(fd, path, align, allow_non_dax, error);
+    report = daxfile_report_build(fd, path, opts->align, opts->allow_non_dax,
+                                  error);
+    if (report && opts->with_static)
+        report->static_state = daxfile_static_state_json(fd, report);
+    return report;
 }
 
 int
@@ -216,8 +249,8 @@ cli_for_each_report(int argc, char **argv, const CliReportOptions *opts)
     json_builder_begin_array(json);
     for (i = 0; i < argc; i++) {
         g_autoptr(GError) error = NULL;
-        g_autoptr(DaxfileReport) report = cli_build_report(
-            argv[i], opts->align, opts->allow_non_dax, opts->follow, &error);
+        g_autoptr(DaxfileReport) report = cli_build_report(argv[i], opts,
+                                                           &error);
 
         if (!report) {
             ret = cli_report_error(error);

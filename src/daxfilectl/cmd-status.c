@@ -35,6 +35,7 @@ cmd_status(int argc, char **argv)
 {
     CliReportOptions opts = {
         .fail_unready = FALSE,
+        .with_static = TRUE,
         .print = print_status,
         .to_json = daxfile_report_to_json,
     };

@@ -7,6 +7,7 @@
 #include <glib.h>
 
 #include "daxfile-report.h"
+#include "daxfile-static.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAILURE 1
@@ -39,20 +40,20 @@ gboolean cli_parse_align(const char *cmd, const char *value,
 /* Print @node (an array) as JSON on stdout. */
 void cli_print_json(JsonNode *node);
 
-/* Open @path safely and build its report. */
-DaxfileReport *cli_build_report(const char *path, guint64 align,
-                                gboolean allow_non_dax, gboolean follow,
-                                GError **error);
-
 typedef struct {
     guint64 align;
     gboolean allow_non_dax;
     gboolean follow;
     gboolean json;
     gboolean fail_unready; /* exit 1 when a file is not static-ready */
+    gboolean with_static;  /* add the static-mode state */
     void (*print)(const DaxfileReport *report, gboolean separator);
     JsonNode *(*to_json)(const DaxfileReport *report);
 } CliReportOptions;
+
+/* Open @path safely and build its report. */
+DaxfileReport *cli_build_report(const char *path, const CliReportOptions *opts,
+                                GError **error);
 
 /* Build a report for each path and print it (human or one JSON array).
  * A path that cannot be opened is reported and makes the exit status 1. */
@@ -62,6 +63,18 @@ int cli_for_each_report(int argc, char **argv, const CliReportOptions *opts);
 void cli_print_status(const DaxfileReport *report);
 void cli_print_problems(const DaxfileReport *report);
 
+/* Summaries of enable/disable on stderr (shared by enable, disable, run);
+ * cli_print_disabled returns 1 when the layout changed while static. */
+void cli_print_enabled(const char *path, const DaxfileEnableResult *result,
+                       const char *owner);
+int cli_print_disabled(const char *path, const DaxfileDisableResult *result);
+
 int cmd_create(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_enable(int argc, char **argv);
+int cmd_disable(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_selftest(int argc, char **argv);

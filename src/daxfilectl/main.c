@@ -14,6 +14,12 @@ static const CliCommand commands[] = {
     {"create", cmd_create, "Make a new, provisioned file fit for static mode"},
     {"check", cmd_check, "Tell whether files can be made static"},
     {"status", cmd_status, "Show everything daxfile knows about files"},
+    {"enable", cmd_enable, "Make a file static now (its consumer has it mapped)"},
+    {"disable", cmd_disable, "Release static mode and compare the layout"},
+    {"run", cmd_run, "Run a consumer; static while it has the files mapped"},
+    {"list", cmd_list, "List the files held static"},
+    {"repair", cmd_repair, "Finish interrupted operations, drop stale entries"},
+    {"selftest", cmd_selftest, "Test whether the immutable guard is safe here"},
 };
 
 static void

@@ -135,6 +135,22 @@ daxfile_report_describe_problem(const DaxfileReport *report,
                            problem->offset, len, more ? ", and more" : "");
 }
 
+gboolean
+daxfile_report_require_ready(const DaxfileReport *report, GError **error)
+{
+    const DaxfileRange *first;
+    g_autofree char *why = NULL;
+
+    if (report->static_ready)
+        return TRUE;
+    first = daxfile_report_first_problem(report, FALSE);
+    why = daxfile_report_describe_problem(report, first);
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
+                "'%s' cannot be made static: %s; %s", report->path, why,
+                daxfile_report_fix(report, first->reason));
+    return FALSE;
+}
+
 static void
 json_add_tristate(JsonBuilder *b, const char *key, DaxfileTristate value)
 {

@@ -53,6 +53,11 @@ const DaxfileRange *daxfile_report_first_problem(const DaxfileReport *report,
 char *daxfile_report_describe_problem(const DaxfileReport *report,
                                       const DaxfileRange *problem);
 
+/* FALSE with a NOT_READY error naming the first problem and its fix when
+ * the file is not static-ready */
+gboolean daxfile_report_require_ready(const DaxfileReport *report,
+                                      GError **error);
+
 /* JSON: the full status object, or the check subset. */
 JsonNode *daxfile_report_to_json(const DaxfileReport *report);
 JsonNode *daxfile_report_check_to_json(const DaxfileReport *report);

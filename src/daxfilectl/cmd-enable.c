@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile enable PATH [--owner NAME] ...: make a file static now
+ * daxfile disable PATH [--owner NAME]: release it and compare its layout
+ */
+#include <stdio.h>
+
+#include "daxfile-file.h"
+#include "daxfile-static.h"
+#include "daxfile-util.h"
+#include "daxfilectl.h"
+
+#define DEFAULT_OWNER "manual"
+
+static char *arg_owner;
+static char *arg_align;
+static char *arg_mechanism;
+static gboolean arg_allow_non_dax;
+static gboolean arg_follow;
+
+static const GOptionEntry enable_options[] = {
+    {"owner", 'o', 0, G_OPTION_ARG_STRING, &arg_owner,
+     "Who holds the file static (default: manual)", "NAME"},
+    {"align", 'a', 0, G_OPTION_ARG_STRING, &arg_align,
+     "Page size the layout must support (default 2M)", "SIZE"},
+    {"mechanism", 'm', 0, G_OPTION_ARG_STRING, &arg_mechanism,
+     "kernel, immutable-guard or verified-only (default: the strongest "
+     "available)", "NAME"},
+    {"allow-non-dax", 0, 0, G_OPTION_ARG_NONE, &arg_allow_non_dax,
+     "Register a file without DAX, enforcing nothing (development)", NULL},
+    {"follow-symlinks", 0, 0, G_OPTION_ARG_NONE, &arg_follow,
+     "Accept a symbolic link and use its target", NULL},
+    {NULL},
+};
+
+static const GOptionEntry disable_options[] = {
+    {"owner", 'o', 0, G_OPTION_ARG_STRING, &arg_owner,
+     "Only release it if NAME holds it", "NAME"},
+    {"follow-symlinks", 0, 0, G_OPTION_ARG_NONE, &arg_follow,
+     "Accept a symbolic link and use its target", NULL},
+    {NULL},
+};
+
+static int
+open_target(const char *path, GError **error)
+{
+    return daxfile_file_open(path,
+                             arg_follow ? DAXFILE_OPEN_FOLLOW
+                                        : DAXFILE_OPEN_READ,
+                             NULL, error);
+}
+
+static gboolean
+parse_mechanism(DaxfileMechanism *ret_mech, int *ret_exit)
+{
+    *ret_mech = DAXFILE_MECH_NONE;
+    if (!arg_mechanism || STREQ(arg_mechanism, "auto"))
+        return TRUE;
+    if (daxfile_mechanism_from_string(arg_mechanism, ret_mech) &&
+        *ret_mech != DAXFILE_MECH_NONE)
+        return TRUE;
+    *ret_exit = cli_usage_error("enable", "unknown --mechanism '%s'; use "
+                                "kernel, immutable-guard or verified-only",
+                                arg_mechanism);
+    return FALSE;
+}
+
+void
+cli_print_enabled(const char *path, const DaxfileEnableResult *result,
+                  const char *owner)
+{
+    g_autofree char *name = daxfile_escape(path);
+
+    if (result->warning)
+        fprintf(stderr, "warning: %s\n", result->warning);
+    fprintf(stderr, "'%s' %s static (%s, owner '%s')\n", name,
+            result->already ? "was already" : "is now",
+            daxfile_mechanism_to_string(result->mechanism), owner);
+}
+
+int
+cmd_enable(int argc, char **argv)
+{
+    DaxfileEnableParams params = {0};
+    g_auto(DaxfileEnableResult) result = {0};
+    g_autoptr(GError) error = NULL;
+    g_auto(DaxfileFd) fd = -1;
+    int ret = CLI_EXIT_OK;
+
+    if (!cli_parse("enable", "PATH",
+                   "Verify PATH and make it static now, for a consumer that "
+                   "already has it mapped.",
+                   enable_options, &argc, &argv, &ret))
+        return ret;
+    if (argc != 2)
+        return cli_usage_error("enable", argc < 2 ? "missing PATH"
+                                                  : "exactly one PATH");
+    if (!cli_parse_align("enable", arg_align, &params.align, &ret) ||
+        !parse_mechanism(&params.mechanism, &ret))
+        return ret;
+    params.owner = arg_owner ? arg_owner : DEFAULT_OWNER;
+    params.allow_non_dax = arg_allow_non_dax;
+    fd = open_target(argv[1], &error);
+    if (fd < 0 ||
+        !daxfile_static_enable(fd, argv[1], &params, &result, &error))
+        return cli_report_error(error);
+    cli_print_enabled(argv[1], &result, params.owner);
+    return CLI_EXIT_OK;
+}
+
+/* Report a release; a layout that changed while static is a failure. */
+int
+cli_print_disabled(const char *path, const DaxfileDisableResult *result)
+{
+    g_autofree char *name = daxfile_escape(path);
+
+    if (!result->layout_unchanged) {
+        fprintf(stderr, "daxfile: '%s' was released (%s, owner '%s') but %s\n",
+                name, daxfile_mechanism_to_string(result->mechanism),
+                result->owner, result->change);
+        return CLI_EXIT_FAILURE;
+    }
+    fprintf(stderr, "'%s' released (%s, owner '%s'): layout unchanged\n",
+            name, daxfile_mechanism_to_string(result->mechanism),
+            result->owner);
+    return CLI_EXIT_OK;
+}
+
+int
+cmd_disable(int argc, char **argv)
+{
+    g_auto(DaxfileDisableResult) result = {0};
+    g_autoptr(GError) error = NULL;
+    g_auto(DaxfileFd) fd = -1;
+    int ret = CLI_EXIT_OK;
+
+    if (!cli_parse("disable", "PATH",
+                   "Release static mode of PATH and report whether its "
+                   "layout changed meanwhile.",
+                   disable_options, &argc, &argv, &ret))
+        return ret;
+    if (argc != 2)
+        return cli_usage_error("disable", argc < 2 ? "missing PATH"
+                                                   : "exactly one PATH");
+    fd = open_target(argv[1], &error);
+    if (fd < 0 ||
+        !daxfile_static_disable(fd, argv[1], arg_owner, &result, &error))
+        return cli_report_error(error);
+    return cli_print_disabled(argv[1], &result);
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "daxfile-proc.h"
+#include "daxfile-util.h"
+
+gboolean
+daxfile_pid_in(const GArray *pids, pid_t pid)
+{
+    guint i;
+
+    for (i = 0; pids && i < pids->len; i++) {
+        if (g_array_index(pids, pid_t, i) == pid)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static GArray *
+proc_pids(void)
+{
+    GArray *pids = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    g_autoptr(GDir) dir = g_dir_open("/proc", 0, NULL);
+    const char *name;
+
+    while (dir && (name = g_dir_read_name(dir))) {
+        guint64 pid = 0;
+
+        if (g_ascii_string_to_unsigned(name, 10, 1, G_MAXINT32, &pid, NULL)) {
+            pid_t p = (pid_t)pid;
+
+            g_array_append_val(pids, p);
+        }
+    }
+    return pids;
+}
+
+gboolean
+daxfile_proc_maps_inode(pid_t pid, guint64 dev, guint64 ino)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/maps", (int)pid);
+    g_autofree char *maps = NULL;
+    g_auto(GStrv) lines = NULL;
+    guint i;
+
+    if (!g_file_get_contents(path, &maps, NULL, NULL))
+        return FALSE;
+    lines = g_strsplit(maps, "\n", -1);
+    for (i = 0; lines[i]; i++) {
+        unsigned int maj, min;
+        unsigned long long inode;
+
+        /* start-end perms offset MAJ:MIN inode path */
+        if (sscanf(lines[i], "%*s %*s %*s %x:%x %llu", &maj, &min, &inode) != 3)
+            continue;
+        if (inode == ino && maj == major(dev) && min == minor(dev))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+GArray *
+daxfile_proc_mappers(guint64 dev, guint64 ino)
+{
+    g_autoptr(GArray) pids = proc_pids();
+    GArray *out = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    guint i;
+
+    for (i = 0; i < pids->len; i++) {
+        pid_t pid = g_array_index(pids, pid_t, i);
+
+        if (daxfile_proc_maps_inode(pid, dev, ino))
+            g_array_append_val(out, pid);
+    }
+    return out;
+}
+
+static gboolean
+fd_is_writable(pid_t pid, const char *fd)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/fdinfo/%s", (int)pid, fd);
+    g_autofree char *info = NULL;
+    const char *flags;
+    guint64 value = 0;
+
+    if (!g_file_get_contents(path, &info, NULL, NULL))
+        return FALSE;
+    flags = strstr(info, "flags:");
+    if (!flags)
+        return FALSE;
+    value = g_ascii_strtoull(flags + strlen("flags:"), NULL, 8);
+    return (value & O_ACCMODE) != O_RDONLY;
+}
+
+static gboolean
+pid_writes_inode(pid_t pid, guint64 dev, guint64 ino)
+{
+    g_autofree char *fddir = g_strdup_printf("/proc/%d/fd", (int)pid);
+    g_autoptr(GDir) dir = g_dir_open(fddir, 0, NULL);
+    const char *name;
+
+    while (dir && (name = g_dir_read_name(dir))) {
+        g_autofree char *link = g_build_filename(fddir, name, NULL);
+        struct stat st;
+
+        if (stat(link, &st) < 0 || st.st_ino != ino || st.st_dev != dev)
+            continue;
+        if (fd_is_writable(pid, name))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+GArray *
+daxfile_proc_writers(guint64 dev, guint64 ino)
+{
+    g_autoptr(GArray) pids = proc_pids();
+    GArray *out = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    pid_t self = getpid();
+    guint i;
+
+    for (i = 0; i < pids->len; i++) {
+        pid_t pid = g_array_index(pids, pid_t, i);
+
+        if (pid != self && pid_writes_inode(pid, dev, ino))
+            g_array_append_val(out, pid);
+    }
+    return out;
+}
+
+static pid_t
+proc_ppid(pid_t pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+    g_autofree char *stat = NULL;
+    const char *end;
+    int ppid = 0;
+
+    if (!g_file_get_contents(path, &stat, NULL, NULL))
+        return 0;
+    /* "pid (comm) state ppid ...": comm may hold spaces and ')' */
+    end = strrchr(stat, ')');
+    if (!end || sscanf(end + 1, " %*c %d", &ppid) != 1)
+        return 0;
+    return ppid;
+}
+
+GArray *
+daxfile_proc_tree(pid_t pid)
+{
+    g_autoptr(GArray) pids = proc_pids();
+    g_autoptr(GArray) ppids = g_array_sized_new(FALSE, FALSE, sizeof(pid_t),
+                                                pids->len);
+    GArray *tree = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    gboolean grew = TRUE;
+    guint i;
+
+    for (i = 0; i < pids->len; i++) {
+        pid_t ppid = proc_ppid(g_array_index(pids, pid_t, i));
+
+        g_array_append_val(ppids, ppid);
+    }
+    g_array_append_val(tree, pid);
+    while (grew) {
+        grew = FALSE;
+        for (i = 0; i < pids->len; i++) {
+            pid_t p = g_array_index(pids, pid_t, i);
+
+            if (!daxfile_pid_in(tree, p) &&
+                daxfile_pid_in(tree, g_array_index(ppids, pid_t, i))) {
+                g_array_append_val(tree, p);
+                grew = TRUE;
+            }
+        }
+    }
+    return tree;
+}
+
+gboolean
+daxfile_proc_alive(pid_t pid)
+{
+    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+char *
+daxfile_proc_comm(pid_t pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/comm", (int)pid);
+    char *comm = NULL;
+
+    if (!g_file_get_contents(path, &comm, NULL, NULL))
+        return g_strdup("?");
+    g_strchomp(comm);
+    return comm;
+}

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-glib/json-glib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "daxfile-error.h"
+#include "daxfile-registry.h"
+#include "daxfile-util.h"
+
+#define REGISTRY_VERSION 1
+
+struct _DaxfileRegistry {
+    int lock_fd;
+    char *path;
+    GPtrArray *entries; /* DaxfileEntry * */
+    gboolean dirty;
+};
+
+static const char *const mech_names[] = {
+    [DAXFILE_MECH_NONE] = "none",
+    [DAXFILE_MECH_KERNEL] = "kernel",
+    [DAXFILE_MECH_IMMUTABLE] = "immutable-guard",
+    [DAXFILE_MECH_VERIFIED_ONLY] = "verified-only",
+};
+
+static const char *const state_names[] = {
+    [DAXFILE_STATE_RESERVED] = "reserved",
+    [DAXFILE_STATE_ENGAGING] = "engaging",
+    [DAXFILE_STATE_ENGAGED] = "engaged",
+    [DAXFILE_STATE_RELEASING] = "releasing",
+};
+
+const char *
+daxfile_mechanism_to_string(DaxfileMechanism mech)
+{
+    return mech_names[mech];
+}
+
+gboolean
+daxfile_mechanism_from_string(const char *str, DaxfileMechanism *ret_mech)
+{
+    guint i;
+
+    for (i = 0; i < G_N_ELEMENTS(mech_names); i++) {
+        if (str && STREQ(str, mech_names[i])) {
+            *ret_mech = i;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+const char *
+daxfile_entry_state_to_string(DaxfileEntryState state)
+{
+    return state_names[state];
+}
+
+static gboolean
+state_from_string(const char *str, DaxfileEntryState *ret_state)
+{
+    guint i;
+
+    for (i = 0; i < G_N_ELEMENTS(state_names); i++) {
+        if (str && STREQ(str, state_names[i])) {
+            *ret_state = i;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+void
+daxfile_entry_free(DaxfileEntry *entry)
+{
+    if (!entry)
+        return;
+    g_free(entry->path);
+    g_free(entry->owner);
+    g_free(entry->owner_uuid);
+    g_free(entry->fingerprint);
+    g_free(entry->since);
+    g_free(entry->boot_id);
+    g_free(entry);
+}
+
+DaxfileEntry *
+daxfile_entry_copy(const DaxfileEntry *entry)
+{
+    DaxfileEntry *copy = g_memdup2(entry, sizeof(*entry));
+
+    copy->path = g_strdup(entry->path);
+    copy->owner = g_strdup(entry->owner);
+    copy->owner_uuid = g_strdup(entry->owner_uuid);
+    copy->fingerprint = g_strdup(entry->fingerprint);
+    copy->since = g_strdup(entry->since);
+    copy->boot_id = g_strdup(entry->boot_id);
+    return copy;
+}
+
+static char *
+state_dir(const char *sub, const char *fallback)
+{
+    const char *root = g_getenv("DAXFILE_STATE_DIR");
+
+    if (root && *root)
+        return g_build_filename(root, sub, NULL);
+    return g_strdup(fallback);
+}
+
+char *
+daxfile_state_run_dir(void)
+{
+    return state_dir("run", DAXFILE_RUNSTATEDIR);
+}
+
+char *
+daxfile_state_lib_dir(void)
+{
+    return state_dir("lib", DAXFILE_LIBSTATEDIR);
+}
+
+const char *
+daxfile_boot_id(void)
+{
+    static char *boot_id;
+
+    if (!boot_id) {
+        char *contents = NULL;
+
+        if (g_file_get_contents("/proc/sys/kernel/random/boot_id", &contents,
+                                NULL, NULL))
+            g_strstrip(contents);
+        boot_id = contents ? contents : g_strdup("unknown");
+    }
+    return boot_id;
+}
+
+gboolean
+daxfile_entry_is_stale(const DaxfileEntry *entry)
+{
+    return !entry->boot_id || STRNEQ(entry->boot_id, daxfile_boot_id());
+}
+
+static gboolean
+ensure_dir(const char *dir, GError **error)
+{
+    if (g_mkdir_with_parents(dir, 0700) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot create '%s'", dir);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static const char *
+member_string(JsonObject *obj, const char *key)
+{
+    JsonNode *node = json_object_get_member(obj, key);
+
+    if (!node || JSON_NODE_TYPE(node) != JSON_NODE_VALUE ||
+        json_node_get_value_type(node) != G_TYPE_STRING)
+        return NULL;
+    return json_node_get_string(node);
+}
+
+static DaxfileEntry *
+entry_from_json(JsonObject *obj)
+{
+    g_autoptr(DaxfileEntry) e = g_new0(DaxfileEntry, 1);
+
+    if (!member_string(obj, "path") ||
+        !state_from_string(member_string(obj, "state"), &e->state) ||
+        !daxfile_mechanism_from_string(member_string(obj, "mechanism"),
+                                       &e->mechanism))
+        return NULL;
+    e->path = g_strdup(member_string(obj, "path"));
+    e->dev = (guint64)json_object_get_int_member_with_default(obj, "dev", 0);
+    e->ino = (guint64)json_object_get_int_member_with_default(obj, "ino", 0);
+    e->owner = g_strdup(member_string(obj, "owner"));
+    e->owner_uuid = g_strdup(member_string(obj, "owner_uuid"));
+    e->pid = json_object_get_int_member_with_default(obj, "pid", 0);
+    e->align = (guint64)json_object_get_int_member_with_default(obj, "align",
+                                                                0);
+    e->fingerprint = g_strdup(member_string(obj, "fingerprint"));
+    e->since = g_strdup(member_string(obj, "since"));
+    e->boot_id = g_strdup(member_string(obj, "boot_id"));
+    e->flag_set = json_object_get_boolean_member_with_default(obj, "flag_set",
+                                                              FALSE);
+    return g_steal_pointer(&e);
+}
+
+static gboolean
+registry_load(DaxfileRegistry *reg, GError **error)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) local = NULL;
+    JsonNode *root;
+    JsonArray *arr;
+    guint i;
+
+    if (!g_file_test(reg->path, G_FILE_TEST_EXISTS))
+        return TRUE;
+    if (!json_parser_load_from_file(parser, reg->path, &local)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+                    "Cannot read the registry '%s': %s; move it aside and run "
+                    "'daxfile repair'", reg->path, local->message);
+        return FALSE;
+    }
+    root = json_parser_get_root(parser);
+    if (!JSON_NODE_HOLDS_OBJECT(root) ||
+        !json_object_has_member(json_node_get_object(root), "entries")) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+                    "Cannot read the registry '%s': not a daxfile registry",
+                    reg->path);
+        return FALSE;
+    }
+    arr = json_object_get_array_member(json_node_get_object(root), "entries");
+    for (i = 0; arr && i < json_array_get_length(arr); i++) {
+        JsonNode *n = json_array_get_element(arr, i);
+        DaxfileEntry *e = JSON_NODE_HOLDS_OBJECT(n)
+                              ? entry_from_json(json_node_get_object(n))
+                              : NULL;
+
+        if (!e) {
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+                        "Cannot read the registry '%s': entry %u is "
+                        "malformed", reg->path, i);
+            return FALSE;
+        }
+        g_ptr_array_add(reg->entries, e);
+    }
+    return TRUE;
+}
+
+DaxfileRegistry *
+daxfile_registry_open(GError **error)
+{
+    g_autoptr(DaxfileRegistry) reg = g_new0(DaxfileRegistry, 1);
+    g_autofree char *run = daxfile_state_run_dir();
+    g_autofree char *lib = daxfile_state_lib_dir();
+    g_autofree char *lock = g_build_filename(run, "registry.lock", NULL);
+
+    reg->lock_fd = -1;
+    reg->entries = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)daxfile_entry_free);
+    reg->path = g_build_filename(lib, "registry.json", NULL);
+    if (!ensure_dir(run, error) || !ensure_dir(lib, error))
+        return NULL;
+    reg->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (reg->lock_fd < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot open '%s'", lock);
+        return NULL;
+    }
+    while (flock(reg->lock_fd, LOCK_EX) < 0) {
+        if (errno != EINTR) {
+            daxfile_set_error_errno(error, errno, "Cannot lock '%s'", lock);
+            return NULL;
+        }
+    }
+    if (!registry_load(reg, error))
+        return NULL;
+    return g_steal_pointer(&reg);
+}
+
+void
+daxfile_registry_free(DaxfileRegistry *reg)
+{
+    if (!reg)
+        return;
+    if (reg->lock_fd >= 0)
+        close(reg->lock_fd); /* drops the flock */
+    g_ptr_array_unref(reg->entries);
+    g_free(reg->path);
+    g_free(reg);
+}
+
+static gint
+registry_index(DaxfileRegistry *reg, guint64 dev, guint64 ino)
+{
+    guint i;
+
+    for (i = 0; i < reg->entries->len; i++) {
+        DaxfileEntry *e = g_ptr_array_index(reg->entries, i);
+
+        if (e->dev == dev && e->ino == ino)
+            return (gint)i;
+    }
+    return -1;
+}
+
+DaxfileEntry *
+daxfile_registry_lookup(DaxfileRegistry *reg, guint64 dev, guint64 ino)
+{
+    gint i = registry_index(reg, dev, ino);
+
+    return i < 0 ? NULL : g_ptr_array_index(reg->entries, i);
+}
+
+void
+daxfile_registry_put(DaxfileRegistry *reg, DaxfileEntry *entry)
+{
+    gint i = registry_index(reg, entry->dev, entry->ino);
+
+    if (i >= 0) {
+        daxfile_entry_free(g_ptr_array_index(reg->entries, i));
+        g_ptr_array_index(reg->entries, i) = entry;
+    } else {
+        g_ptr_array_add(reg->entries, entry);
+    }
+    reg->dirty = TRUE;
+}
+
+void
+daxfile_registry_touch(DaxfileRegistry *reg)
+{
+    reg->dirty = TRUE;
+}
+
+gboolean
+daxfile_registry_remove(DaxfileRegistry *reg, guint64 dev, guint64 ino)
+{
+    gint i = registry_index(reg, dev, ino);
+
+    if (i < 0)
+        return FALSE;
+    g_ptr_array_remove_index(reg->entries, i);
+    reg->dirty = TRUE;
+    return TRUE;
+}
+
+GPtrArray *
+daxfile_registry_entries(DaxfileRegistry *reg)
+{
+    return reg->entries;
+}
+
+static void
+json_set_string(JsonBuilder *b, const char *key, const char *value)
+{
+    json_builder_set_member_name(b, key);
+    if (value)
+        json_builder_add_string_value(b, value);
+    else
+        json_builder_add_null_value(b);
+}
+
+static void
+entry_to_json(JsonBuilder *b, const DaxfileEntry *e)
+{
+    json_builder_begin_object(b);
+    json_set_string(b, "path", e->path);
+    json_builder_set_member_name(b, "dev");
+    json_builder_add_int_value(b, (gint64)e->dev);
+    json_builder_set_member_name(b, "ino");
+    json_builder_add_int_value(b, (gint64)e->ino);
+    json_set_string(b, "state", daxfile_entry_state_to_string(e->state));
+    json_set_string(b, "mechanism", daxfile_mechanism_to_string(e->mechanism));
+    json_set_string(b, "owner", e->owner);
+    json_set_string(b, "owner_uuid", e->owner_uuid);
+    json_builder_set_member_name(b, "pid");
+    json_builder_add_int_value(b, e->pid);
+    json_builder_set_member_name(b, "align");
+    json_builder_add_int_value(b, (gint64)e->align);
+    json_set_string(b, "fingerprint", e->fingerprint);
+    json_set_string(b, "since", e->since);
+    json_set_string(b, "boot_id", e->boot_id);
+    json_builder_set_member_name(b, "flag_set");
+    json_builder_add_boolean_value(b, e->flag_set);
+    json_builder_end_object(b);
+}
+
+static char *
+registry_serialise(DaxfileRegistry *reg)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = NULL;
+    guint i;
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "version");
+    json_builder_add_int_value(b, REGISTRY_VERSION);
+    json_builder_set_member_name(b, "entries");
+    json_builder_begin_array(b);
+    for (i = 0; i < reg->entries->len; i++)
+        entry_to_json(b, g_ptr_array_index(reg->entries, i));
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    json_generator_set_pretty(gen, TRUE);
+    json_generator_set_root(gen, root);
+    return json_generator_to_data(gen, NULL);
+}
+
+gboolean
+daxfile_registry_save(DaxfileRegistry *reg, GError **error)
+{
+    g_autofree char *text = NULL;
+    g_autofree char *dir = g_path_get_dirname(reg->path);
+    g_autofree char *tmp = g_strdup_printf("%s.tmp", reg->path);
+    g_auto(DaxfileFd) fd = -1;
+    g_auto(DaxfileFd) dirfd = -1;
+    size_t len;
+
+    if (!reg->dirty)
+        return TRUE;
+    text = registry_serialise(reg);
+    len = strlen(text);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+              0600);
+    if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot write '%s'", tmp);
+        unlink(tmp);
+        return FALSE;
+    }
+    daxfile_test_crash_point("registry-written");
+    if (rename(tmp, reg->path) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot replace '%s'",
+                                reg->path);
+        unlink(tmp);
+        return FALSE;
+    }
+    dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd >= 0)
+        fsync(dirfd);
+    reg->dirty = FALSE;
+    return TRUE;
+}
+
+int
+daxfile_registry_lock_inode(guint64 dev, guint64 ino, const char *name,
+                            GError **error)
+{
+    g_autofree char *run = daxfile_state_run_dir();
+    g_autofree char *dir = g_build_filename(run, "locks", NULL);
+    g_autofree char *base = g_strdup_printf("%" G_GUINT64_FORMAT "-%"
+                                            G_GUINT64_FORMAT ".lock", dev, ino);
+    g_autofree char *path = g_build_filename(dir, base, NULL);
+    g_auto(DaxfileFd) fd = -1;
+
+    if (!ensure_dir(dir, error))
+        return -1;
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot open '%s'", path);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EWOULDBLOCK) {
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                        "'%s' is busy: another daxfile operation on it is in "
+                        "progress; try again", name);
+            return -1;
+        }
+        daxfile_set_error_errno(error, errno, "Cannot lock '%s'", path);
+        return -1;
+    }
+    return g_steal_fd(&fd);
+}

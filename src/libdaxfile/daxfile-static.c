@@ -1,0 +1,697 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daxfile-error.h"
+#include "daxfile-fiemap.h"
+#include "daxfile-file.h"
+#include "daxfile-guard.h"
+#include "daxfile-kernel.h"
+#include "daxfile-proc.h"
+#include "daxfile-static.h"
+#include "daxfile-util.h"
+
+void
+daxfile_enable_result_clear(DaxfileEnableResult *result)
+{
+    g_clear_pointer(&result->warning, g_free);
+}
+
+void
+daxfile_disable_result_clear(DaxfileDisableResult *result)
+{
+    g_clear_pointer(&result->owner, g_free);
+    g_clear_pointer(&result->change, g_free);
+}
+
+static char *
+iso_now(void)
+{
+    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+
+    return g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
+}
+
+static gboolean
+fd_identity(int fd, const char *name, struct stat *st, GError **error)
+{
+    if (fstat(fd, st) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* A copy of the inode's entry (NULL when none), read under the registry
+ * lock. The caller holds the inode lock, so it cannot change after. */
+static gboolean
+registry_peek(const struct stat *st, DaxfileEntry **ret_entry,
+              GError **error)
+{
+    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
+    DaxfileEntry *e;
+
+    if (!reg)
+        return FALSE;
+    e = daxfile_registry_lookup(reg, st->st_dev, st->st_ino);
+    *ret_entry = e ? daxfile_entry_copy(e) : NULL;
+    return TRUE;
+}
+
+static gboolean
+owner_conflict(const DaxfileEntry *e, const char *owner, const char *name,
+               GError **error)
+{
+    if (!e || !owner || STREQ(e->owner, owner))
+        return FALSE;
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                "'%s' is %s for '%s'%s%s%s since %s; it cannot be used by "
+                "'%s' until that owner releases it",
+                name,
+                e->state == DAXFILE_STATE_RESERVED ? "reserved" : "static",
+                e->owner, e->owner_uuid ? " (uuid " : "",
+                e->owner_uuid ? e->owner_uuid : "", e->owner_uuid ? ")" : "",
+                e->since, owner);
+    return TRUE;
+}
+
+static gboolean
+interrupted(const DaxfileEntry *e, const char *name, GError **error)
+{
+    if (!e || (e->state != DAXFILE_STATE_ENGAGING &&
+               e->state != DAXFILE_STATE_RELEASING))
+        return FALSE;
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                "'%s' was left %s by an interrupted daxfile; run 'daxfile "
+                "repair' first", name, daxfile_entry_state_to_string(e->state));
+    return TRUE;
+}
+
+static gboolean
+check_cap(const char *name, GError **error)
+{
+    if (daxfile_have_cap_linux_immutable())
+        return TRUE;
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+                "Cannot change static mode of '%s': CAP_LINUX_IMMUTABLE is "
+                "missing (run as root)", name);
+    return FALSE;
+}
+
+/* The guard stops new writers only: refuse while someone other than the
+ * consumer already holds the file open for writing (on xfs such an fd
+ * keeps write() and ftruncate() under the flag). */
+static gboolean
+check_writers(const struct stat *st, const DaxfileEnableParams *params,
+              const char *name, GError **error)
+{
+    g_autoptr(GArray) writers = daxfile_proc_writers(st->st_dev, st->st_ino);
+    g_autoptr(GArray) mappers = NULL;
+    const GArray *consumers = params->consumers;
+    guint i;
+
+    if (!consumers)
+        consumers = mappers = daxfile_proc_mappers(st->st_dev, st->st_ino);
+    for (i = 0; i < writers->len; i++) {
+        pid_t pid = g_array_index(writers, pid_t, i);
+        g_autofree char *comm = NULL;
+
+        if (daxfile_pid_in(consumers, pid))
+            continue;
+        comm = daxfile_proc_comm(pid);
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                    "'%s' is open for writing by process %d (%s), which is "
+                    "not its consumer; the guard cannot stop writes through "
+                    "that descriptor, so close it first", name, (int)pid,
+                    comm);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+check_not_immutable(int fd, const char *name, GError **error)
+{
+    gboolean on = FALSE;
+
+    if (!daxfile_guard_get(fd, name, &on, error))
+        return FALSE;
+    if (!on)
+        return TRUE;
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                "'%s' is already immutable and daxfile did not set the flag; "
+                "clear it with 'chattr -i' if nothing else relies on it", name);
+    return FALSE;
+}
+
+/* Run the self-test in the file's directory; FALSE only on error. */
+static gboolean
+guard_selftest(const char *path, const struct stat *st,
+               DaxfileSelftest *result, GError **error)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_auto(DaxfileFd) dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (dirfd < 0) {
+        g_autofree char *d = daxfile_escape(dir);
+
+        daxfile_set_error_errno(error, errno, "Cannot open directory '%s'", d);
+        return FALSE;
+    }
+    return daxfile_guard_selftest(dirfd, st->st_dev, TRUE, result, error);
+}
+
+static gboolean
+choose_guard(int fd, const char *path, const struct stat *st,
+             const DaxfileEnableParams *params, const char *name,
+             DaxfileEnableResult *result, GError **error)
+{
+    g_auto(DaxfileSelftest) test = {0};
+
+    if (!check_cap(name, error) || !check_not_immutable(fd, name, error) ||
+        !check_writers(st, params, name, error) ||
+        !guard_selftest(path, st, &test, error))
+        return FALSE;
+    if (test.safe) {
+        result->mechanism = DAXFILE_MECH_IMMUTABLE;
+        return TRUE;
+    }
+    if (params->mechanism == DAXFILE_MECH_IMMUTABLE) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+                    "The immutable guard is unsafe for '%s' on this kernel and "
+                    "filesystem: %s", name, test.detail);
+        return FALSE;
+    }
+    result->mechanism = DAXFILE_MECH_VERIFIED_ONLY;
+    result->warning = g_strdup_printf(
+        "the immutable guard is unsafe here (%s); '%s' is verified but "
+        "layout changes are NOT blocked", test.detail, name);
+    return TRUE;
+}
+
+static gboolean
+choose_mechanism(int fd, const char *path, const struct stat *st,
+                 const DaxfileEnableParams *params,
+                 const DaxfileReport *report, const char *name,
+                 DaxfileEnableResult *result, GError **error)
+{
+    DaxfileMechanism want = params->mechanism;
+    long nr = 0;
+
+    if ((want == DAXFILE_MECH_NONE || want == DAXFILE_MECH_KERNEL) &&
+        report->dax_effective && daxfile_kernel_syscall_nr(&nr)) {
+        result->mechanism = DAXFILE_MECH_KERNEL;
+        return check_cap(name, error);
+    }
+    if (want == DAXFILE_MECH_KERNEL) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+                    "Cannot use the kernel mechanism for '%s': the running "
+                    "kernel does not advertise daxctl() (%s)", name,
+                    report->dax_effective ? "no /sys/" DAXFILE_KERNEL_SYSFS_NR
+                                          : "DAX is not in effect");
+        return FALSE;
+    }
+    if (want != DAXFILE_MECH_VERIFIED_ONLY && report->dax_effective)
+        return choose_guard(fd, path, st, params, name, result, error);
+    if (want == DAXFILE_MECH_IMMUTABLE) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+                    "Cannot use the immutable guard for '%s': DAX is not in "
+                    "effect, and without DAX a store after the flag can "
+                    "SIGBUS the consumer", name);
+        return FALSE;
+    }
+    result->mechanism = DAXFILE_MECH_VERIFIED_ONLY;
+    if (!report->dax_effective)
+        result->warning = g_strdup_printf(
+            "DEVELOPMENT MODE: '%s' is not on DAX; it is verified and "
+            "registered but nothing is enforced, and guest writes are only "
+            "durable after the host flushes the page cache (msync/fsync)",
+            name);
+    return TRUE;
+}
+
+static gboolean
+engage(DaxfileMechanism mech, int fd, const char *name, gboolean on,
+       guint64 align, GError **error)
+{
+    long nr = 0;
+
+    switch (mech) {
+    case DAXFILE_MECH_KERNEL:
+        if (!daxfile_kernel_syscall_nr(&nr)) {
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+                        "Cannot release '%s': the running kernel no longer "
+                        "advertises daxctl()", name);
+            return FALSE;
+        }
+        return daxfile_kernel_set(nr, fd, name, on, align, error);
+    case DAXFILE_MECH_IMMUTABLE:
+        return daxfile_guard_set(fd, name, on, error);
+    case DAXFILE_MECH_NONE:
+    case DAXFILE_MECH_VERIFIED_ONLY:
+        break;
+    }
+    return TRUE;
+}
+
+/* The absolute path of the inode behind @fd (for later repair), or @path */
+static char *
+fd_abspath(int fd, const char *path)
+{
+    g_autofree char *link = g_strdup_printf("/proc/self/fd/%d", fd);
+    char *target = g_file_read_link(link, NULL);
+
+    if (target && g_path_is_absolute(target))
+        return target;
+    g_free(target);
+    return g_canonicalize_filename(path, NULL);
+}
+
+static DaxfileEntry *
+entry_new(const char *path, const struct stat *st,
+          const DaxfileEnableParams *params, const DaxfileReport *report,
+          DaxfileMechanism mech, DaxfileEntryState state)
+{
+    DaxfileEntry *e = g_new0(DaxfileEntry, 1);
+
+    e->path = g_strdup(path);
+    e->dev = st->st_dev;
+    e->ino = st->st_ino;
+    e->state = state;
+    e->mechanism = mech;
+    e->owner = g_strdup(params->owner);
+    e->owner_uuid = g_strdup(params->owner_uuid);
+    e->pid = params->pid;
+    e->align = params->align;
+    e->fingerprint = g_strdup(report->fingerprint);
+    e->since = iso_now();
+    e->boot_id = g_strdup(daxfile_boot_id());
+    e->flag_set = mech == DAXFILE_MECH_IMMUTABLE;
+    return e;
+}
+
+/* Log the intent, engage, log the result. On failure the entry goes back
+ * to what it was (a reservation stays a reservation). */
+static gboolean
+commit_enable(int fd, const char *path, const struct stat *st,
+              const DaxfileEnableParams *params, const DaxfileReport *report,
+              DaxfileMechanism mech, const char *name, GError **error)
+{
+    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
+    g_autofree char *abspath = NULL;
+    DaxfileEntry *old;
+    DaxfileEntry *e;
+
+    if (!reg)
+        return FALSE;
+    old = daxfile_registry_lookup(reg, st->st_dev, st->st_ino);
+    old = old ? daxfile_entry_copy(old) : NULL;
+    abspath = fd_abspath(fd, path);
+    e = entry_new(abspath, st, params, report, mech, DAXFILE_STATE_ENGAGING);
+    daxfile_registry_put(reg, e);
+    if (!daxfile_registry_save(reg, error))
+        goto fail;
+    daxfile_test_crash_point("enable-logged");
+    if (!engage(mech, fd, name, TRUE, params->align, error))
+        goto fail;
+    daxfile_test_crash_point("enable-engaged");
+    e->state = DAXFILE_STATE_ENGAGED;
+    daxfile_registry_touch(reg);
+    if (daxfile_registry_save(reg, error)) {
+        daxfile_entry_free(old);
+        return TRUE;
+    }
+    engage(mech, fd, name, FALSE, 0, NULL);
+ fail:
+    if (old)
+        daxfile_registry_put(reg, old);
+    else
+        daxfile_registry_remove(reg, st->st_dev, st->st_ino);
+    daxfile_registry_save(reg, NULL);
+    return FALSE;
+}
+
+gboolean
+daxfile_static_enable(int fd, const char *path,
+                      const DaxfileEnableParams *params,
+                      DaxfileEnableResult *ret_result, GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+    g_auto(DaxfileFd) lock = -1;
+    g_autoptr(DaxfileEntry) cur = NULL;
+    g_autoptr(DaxfileReport) report = NULL;
+    struct stat st;
+
+    g_return_val_if_fail(params->owner != NULL, FALSE);
+    if (!fd_identity(fd, name, &st, error))
+        return FALSE;
+    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, error);
+    if (lock < 0 || !registry_peek(&st, &cur, error) ||
+        owner_conflict(cur, params->owner, name, error) ||
+        interrupted(cur, name, error))
+        return FALSE;
+    if (cur && cur->state == DAXFILE_STATE_ENGAGED) {
+        ret_result->mechanism = cur->mechanism;
+        ret_result->already = TRUE;
+        return TRUE;
+    }
+    report = daxfile_report_build(fd, path, params->align,
+                                  params->allow_non_dax, error);
+    if (!report || !daxfile_report_require_ready(report, error))
+        return FALSE;
+    if (daxfile_is_swapfile(st.st_dev, st.st_ino)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                    "'%s' is an active swapfile; swapoff it first", name);
+        return FALSE;
+    }
+    if (!choose_mechanism(fd, path, &st, params, report, name, ret_result,
+                          error))
+        return FALSE;
+    return commit_enable(fd, path, &st, params, report,
+                         ret_result->mechanism, name, error);
+}
+
+static void
+compare_layout(int fd, const DaxfileEntry *e, const char *name,
+               DaxfileDisableResult *result)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(fd, name, &error);
+    g_autofree char *now = map ? daxfile_extent_map_fingerprint(map) : NULL;
+
+    if (!map) {
+        result->change = g_strdup_printf("cannot re-read the block map: %s",
+                                         error->message);
+        return;
+    }
+    result->layout_unchanged = e->fingerprint && STREQ(now, e->fingerprint);
+    if (!result->layout_unchanged)
+        result->change = g_strdup_printf(
+            "the block map changed while static: %u extents now, "
+            "fingerprint %.12s, was %.12s", daxfile_extent_map_count(map),
+            now, e->fingerprint ? e->fingerprint : "none");
+}
+
+static gboolean
+not_static_error(int fd, const char *name, GError **error)
+{
+    gboolean immutable = FALSE;
+
+    daxfile_guard_get(fd, name, &immutable, NULL);
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                immutable ? "'%s' is not static (no registry entry); its "
+                            "immutable flag was not set by daxfile, clear it "
+                            "with 'chattr -i' if you know who set it"
+                          : "'%s' is not static (no registry entry)",
+                name);
+    return FALSE;
+}
+
+gboolean
+daxfile_static_disable(int fd, const char *path, const char *owner,
+                       DaxfileDisableResult *ret_result, GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+    g_autoptr(DaxfileRegistry) reg = NULL;
+    g_auto(DaxfileFd) lock = -1;
+    DaxfileEntry *e;
+    struct stat st;
+
+    if (!fd_identity(fd, name, &st, error))
+        return FALSE;
+    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, error);
+    if (lock < 0 || !(reg = daxfile_registry_open(error)))
+        return FALSE;
+    e = daxfile_registry_lookup(reg, st.st_dev, st.st_ino);
+    if (!e)
+        return not_static_error(fd, name, error);
+    if (owner_conflict(e, owner, name, error))
+        return FALSE;
+    if (e->mechanism != DAXFILE_MECH_VERIFIED_ONLY &&
+        e->mechanism != DAXFILE_MECH_NONE && !check_cap(name, error))
+        return FALSE;
+    e->state = DAXFILE_STATE_RELEASING;
+    daxfile_registry_touch(reg);
+    if (!daxfile_registry_save(reg, error))
+        return FALSE;
+    daxfile_test_crash_point("disable-logged");
+    if ((e->mechanism != DAXFILE_MECH_IMMUTABLE || e->flag_set) &&
+        !engage(e->mechanism, fd, name, FALSE, 0, error))
+        return FALSE;
+    daxfile_test_crash_point("disable-released");
+    ret_result->mechanism = e->mechanism;
+    ret_result->owner = g_strdup(e->owner);
+    compare_layout(fd, e, name, ret_result);
+    daxfile_registry_remove(reg, st.st_dev, st.st_ino);
+    return daxfile_registry_save(reg, error);
+}
+
+gboolean
+daxfile_static_reserve(int fd, const char *path, const char *owner,
+                       const char *owner_uuid, guint64 align, GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+    g_autofree char *abspath = NULL;
+    g_autoptr(DaxfileRegistry) reg = NULL;
+    g_autoptr(DaxfileExtentMap) map = NULL;
+    g_auto(DaxfileFd) lock = -1;
+    DaxfileEnableParams params = {.align = align, .owner = owner,
+                                  .owner_uuid = owner_uuid};
+    DaxfileReport fake = {0};
+    DaxfileEntry *e;
+    struct stat st;
+
+    if (!fd_identity(fd, name, &st, error))
+        return FALSE;
+    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, error);
+    if (lock < 0 || !(reg = daxfile_registry_open(error)))
+        return FALSE;
+    e = daxfile_registry_lookup(reg, st.st_dev, st.st_ino);
+    if (owner_conflict(e, owner, name, error) || interrupted(e, name, error))
+        return FALSE;
+    if (e)
+        return TRUE; /* already reserved or static for this owner */
+    map = daxfile_fiemap_read(fd, name, error);
+    if (!map)
+        return FALSE;
+    fake.fingerprint = daxfile_extent_map_fingerprint(map);
+    abspath = fd_abspath(fd, path);
+    daxfile_registry_put(reg, entry_new(abspath, &st, &params, &fake,
+                                        DAXFILE_MECH_NONE,
+                                        DAXFILE_STATE_RESERVED));
+    g_free(fake.fingerprint);
+    return daxfile_registry_save(reg, error);
+}
+
+static void
+json_member_string(JsonBuilder *b, const char *key, const char *value)
+{
+    json_builder_set_member_name(b, key);
+    if (value)
+        json_builder_add_string_value(b, value);
+    else
+        json_builder_add_null_value(b);
+}
+
+static void
+json_member_bool_or_null(JsonBuilder *b, const char *key, int value)
+{
+    json_builder_set_member_name(b, key);
+    if (value < 0)
+        json_builder_add_null_value(b);
+    else
+        json_builder_add_boolean_value(b, value);
+}
+
+/* Is the mechanism still in force? -1 when it has nothing to check. */
+static int
+mechanism_intact(int fd, const DaxfileEntry *e)
+{
+    gboolean on = FALSE;
+    long nr = 0;
+
+    if (e->state != DAXFILE_STATE_ENGAGED)
+        return -1;
+    if (e->mechanism == DAXFILE_MECH_IMMUTABLE)
+        return daxfile_guard_get(fd, e->path, &on, NULL) ? on : -1;
+    if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_kernel_syscall_nr(&nr))
+        return daxfile_kernel_get(nr, fd, e->path, &on, NULL) ? on : -1;
+    return -1;
+}
+
+static void
+entry_members(JsonBuilder *b, const DaxfileEntry *e)
+{
+    json_member_string(b, "state", daxfile_entry_state_to_string(e->state));
+    json_member_string(b, "mechanism",
+                       daxfile_mechanism_to_string(e->mechanism));
+    json_member_string(b, "owner", e->owner);
+    json_member_string(b, "owner_uuid", e->owner_uuid);
+    json_builder_set_member_name(b, "pid");
+    json_builder_add_int_value(b, e->pid);
+    json_builder_set_member_name(b, "align");
+    json_builder_add_int_value(b, (gint64)e->align);
+    json_member_string(b, "since", e->since);
+    json_builder_set_member_name(b, "stale");
+    json_builder_add_boolean_value(b, daxfile_entry_is_stale(e));
+}
+
+JsonNode *
+daxfile_static_state_json(int fd, const DaxfileReport *report)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    g_autoptr(DaxfileEntry) e = NULL;
+    gboolean immutable = FALSE;
+    struct stat st;
+
+    if (fstat(fd, &st) == 0)
+        registry_peek(&st, &e, NULL);
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "enabled");
+    json_builder_add_boolean_value(b, e && e->state == DAXFILE_STATE_ENGAGED);
+    if (e) {
+        entry_members(b, e);
+        json_member_bool_or_null(b, "layout_unchanged",
+                                 e->fingerprint && report->fingerprint &&
+                                     STREQ(e->fingerprint,
+                                           report->fingerprint));
+        json_member_bool_or_null(b, "mechanism_intact",
+                                 mechanism_intact(fd, e));
+    } else {
+        json_member_string(b, "mechanism", NULL);
+        json_member_string(b, "owner", NULL);
+        json_member_string(b, "since", NULL);
+        json_member_bool_or_null(b, "layout_unchanged", -1);
+    }
+    json_member_bool_or_null(b, "immutable",
+                             daxfile_guard_get(fd, report->path, &immutable,
+                                               NULL) ? immutable : -1);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+JsonNode *
+daxfile_static_list_json(GError **error)
+{
+    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    GPtrArray *entries;
+    guint i;
+
+    if (!reg)
+        return NULL;
+    entries = daxfile_registry_entries(reg);
+    json_builder_begin_array(b);
+    for (i = 0; i < entries->len; i++) {
+        const DaxfileEntry *e = g_ptr_array_index(entries, i);
+
+        json_builder_begin_object(b);
+        json_member_string(b, "path", e->path);
+        entry_members(b, e);
+        json_member_string(b, "fingerprint", e->fingerprint);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    return json_builder_get_root(b);
+}
+
+static gboolean
+owned_by_consumer(const DaxfileEntry *e)
+{
+    return e->owner && (g_str_has_prefix(e->owner, "domain:") ||
+                        g_str_has_prefix(e->owner, "pid:"));
+}
+
+/* Why an entry needs repair, or NULL when it is healthy */
+static const char *
+repair_reason(const DaxfileEntry *e)
+{
+    g_autoptr(GArray) mappers = NULL;
+
+    if (daxfile_entry_is_stale(e))
+        return "left over from an earlier boot";
+    if (e->state == DAXFILE_STATE_ENGAGING ||
+        e->state == DAXFILE_STATE_RELEASING)
+        return "an enable or disable was interrupted";
+    if (e->pid > 0 && !daxfile_proc_alive((pid_t)e->pid))
+        return "its consumer process is gone";
+    if (e->state != DAXFILE_STATE_ENGAGED || !owned_by_consumer(e))
+        return NULL;
+    mappers = daxfile_proc_mappers(e->dev, e->ino);
+    return mappers->len == 0 ? "no process maps it any more" : NULL;
+}
+
+/* Open the entry's file and make sure it is still the same inode. */
+static int
+repair_open(const DaxfileEntry *e, GError **error)
+{
+    struct stat st;
+    g_auto(DaxfileFd) fd = daxfile_file_open(e->path, DAXFILE_OPEN_READ, &st,
+                                             error);
+
+    if (fd < 0)
+        return -1;
+    if (st.st_dev != e->dev || st.st_ino != e->ino) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                    "'%s' is now a different file", e->path);
+        return -1;
+    }
+    return g_steal_fd(&fd);
+}
+
+static gboolean
+repair_release(const DaxfileEntry *e, const char *name, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_auto(DaxfileFd) fd = repair_open(e, &local);
+    gboolean on = FALSE;
+    long nr = 0;
+
+    if (fd < 0)
+        return TRUE; /* gone or replaced: nothing of ours to undo there */
+    if (e->mechanism == DAXFILE_MECH_IMMUTABLE && e->flag_set &&
+        daxfile_guard_get(fd, name, &on, error) && on)
+        return check_cap(name, error) &&
+               daxfile_guard_set(fd, name, FALSE, error);
+    if (e->mechanism == DAXFILE_MECH_KERNEL && !daxfile_entry_is_stale(e) &&
+        daxfile_kernel_syscall_nr(&nr) &&
+        daxfile_kernel_get(nr, fd, name, &on, error) && on)
+        return daxfile_kernel_set(nr, fd, name, FALSE, 0, error);
+    return TRUE;
+}
+
+GPtrArray *
+daxfile_static_repair(GError **error)
+{
+    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
+    g_autoptr(GPtrArray) actions = g_ptr_array_new_with_free_func(g_free);
+    GPtrArray *entries;
+    guint i = 0;
+
+    if (!reg)
+        return NULL;
+    entries = daxfile_registry_entries(reg);
+    while (i < entries->len) {
+        DaxfileEntry *e = g_ptr_array_index(entries, i);
+        g_autofree char *name = daxfile_escape(e->path);
+        const char *why = repair_reason(e);
+
+        if (!why) {
+            i++;
+            continue;
+        }
+        if (!repair_release(e, name, error))
+            return NULL;
+        g_ptr_array_add(actions,
+                        g_strdup_printf("released '%s' (%s, owner '%s'): %s",
+                                        name,
+                                        daxfile_mechanism_to_string(e->mechanism),
+                                        e->owner, why));
+        daxfile_registry_remove(reg, e->dev, e->ino);
+    }
+    if (!daxfile_registry_save(reg, error))
+        return NULL;
+    return g_steal_pointer(&actions);
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-static.h: static-DAX mode with the RFC's semantics
+ *
+ * enable: the file must be a regular file with DAX in effect (or the
+ * caller allows development mode), not a swapfile, and pass the extent
+ * walk for @align; then one mechanism engages, chosen in this order:
+ *   kernel          daxctl(DAXCTL_F_STATIC) when the kernel advertises it
+ *   immutable-guard FS_IMMUTABLE_FL, when a self-test on the file's own
+ *                   filesystem shows that mapped stores survive it
+ *   verified-only   nothing enforced (no DAX, or the guard is unsafe)
+ * Every step is logged in the registry before it happens, so an
+ * interrupted enable or disable is found and finished by 'daxfile repair'.
+ */
+#pragma once
+
+#include <json-glib/json-glib.h>
+#include <sys/types.h>
+
+#include "daxfile-registry.h"
+#include "daxfile-report.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+    guint64 align;
+    gboolean allow_non_dax;
+    const char *owner;          /* required: "domain:NAME", "pid:N", ... */
+    const char *owner_uuid;     /* optional */
+    pid_t pid;                  /* consumer process (run), or 0 */
+    DaxfileMechanism mechanism; /* NONE = choose */
+    const GArray *consumers;    /* pids allowed to hold the file open for
+                                 * writing; NULL = every process mapping it */
+} DaxfileEnableParams;
+
+typedef struct {
+    DaxfileMechanism mechanism;
+    gboolean already;  /* it was already static for this owner */
+    char *warning;     /* a weaker guarantee than asked for, and why */
+} DaxfileEnableResult;
+
+void daxfile_enable_result_clear(DaxfileEnableResult *result);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileEnableResult,
+                                 daxfile_enable_result_clear)
+
+/* Make the file behind @fd (named @path, for the registry and messages)
+ * static. The caller opened it with daxfile_file_open(). */
+gboolean daxfile_static_enable(int fd, const char *path,
+                               const DaxfileEnableParams *params,
+                               DaxfileEnableResult *ret_result,
+                               GError **error);
+
+typedef struct {
+    DaxfileMechanism mechanism;
+    char *owner;
+    gboolean layout_unchanged;
+    char *change; /* what changed while static, when it did */
+} DaxfileDisableResult;
+
+void daxfile_disable_result_clear(DaxfileDisableResult *result);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileDisableResult,
+                                 daxfile_disable_result_clear)
+
+/* Release static mode. @owner NULL releases whoever holds it; otherwise a
+ * different owner is refused (BUSY). A file that is not static is a
+ * NOT_FOUND error. */
+gboolean daxfile_static_disable(int fd, const char *path, const char *owner,
+                                DaxfileDisableResult *ret_result,
+                                GError **error);
+
+/* Claim the file for @owner before its consumer starts (libvirt prepare):
+ * a second owner is refused with the first one named. */
+gboolean daxfile_static_reserve(int fd, const char *path, const char *owner,
+                                const char *owner_uuid, guint64 align,
+                                GError **error);
+
+/* The "static" object of `status --json` for the file behind @fd:
+ * enabled, state, mechanism, owner, owner_uuid, since, layout_unchanged,
+ * guard_intact, stale. */
+JsonNode *daxfile_static_state_json(int fd, const DaxfileReport *report);
+
+/* `daxfile list --json`: every registry entry. */
+JsonNode *daxfile_static_list_json(GError **error);
+
+/* Finish or roll back interrupted operations and drop what a reboot or a
+ * dead consumer left behind. Returns one line per action taken. */
+GPtrArray *daxfile_static_repair(GError **error);
+
+G_END_DECLS
