@@ -52,3 +52,23 @@ daxfile_test_golden(const char *relpath, const char *actual)
         g_test_fail();
     }
 }
+
+void
+daxfile_test_rmtree(const char *path)
+{
+    g_autoptr(GDir) dir = NULL;
+    const char *name;
+
+    if (!g_file_test(path, G_FILE_TEST_IS_DIR) ||
+        g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
+        g_unlink(path);
+        return;
+    }
+    dir = g_dir_open(path, 0, NULL);
+    while (dir && (name = g_dir_read_name(dir))) {
+        g_autofree char *child = g_build_filename(path, name, NULL);
+
+        daxfile_test_rmtree(child);
+    }
+    g_rmdir(path);
+}

@@ -10,3 +10,6 @@
  * unified diff as TAP diagnostics and fail the test. With
  * DAXFILE_TEST_REGENERATE=1 the file is rewritten instead. */
 void daxfile_test_golden(const char *relpath, const char *actual);
+
+/* Remove @path and everything below it (no symlinks followed). */
+void daxfile_test_rmtree(const char *path);
