@@ -338,33 +338,24 @@ create_verify(int fd, const char *path, const char *name,
 }
 
 DaxfileReport *
-daxfile_create(const char *path, const DaxfileCreateParams *params,
-               DaxfileFillMethod *ret_method, GError **error)
+daxfile_create_at(int dirfd, const char *path,
+                  const DaxfileCreateParams *params,
+                  DaxfileFillMethod *ret_method, GError **error)
 {
     g_autofree char *name = daxfile_escape(path);
     g_autofree char *dir = g_path_get_dirname(path);
     g_autofree char *dirname = daxfile_escape(dir);
     g_autofree char *base = g_path_get_basename(path);
-    g_auto(DaxfileFd) dirfd = -1;
-    g_auto(TmpFile) tmp = {-1, -1, NULL, FALSE};
+    g_auto(TmpFile) tmp = {dirfd, -1, NULL, FALSE};
     g_autoptr(DaxfileFsInfo) fs = NULL;
     g_autoptr(DaxfileReport) report = NULL;
     DaxfileFillMethod method = DAXFILE_FILL_PWRITE;
 
     if (!create_validate(name, base, params, error))
         return NULL;
-    dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dirfd < 0) {
-        daxfile_set_error_errno(error, errno,
-                                "Cannot create '%s': cannot open directory "
-                                "'%s'", name, dirname);
-        return NULL;
-    }
     daxfile_create_cleanup_stale(dirfd, base);
-    if (!create_precheck(dirfd, name, base, params, error))
-        return NULL;
-    tmp.dirfd = dirfd;
-    if (!tmpfile_open(&tmp, base, dirname, error))
+    if (!create_precheck(dirfd, name, base, params, error) ||
+        !tmpfile_open(&tmp, base, dirname, error))
         return NULL;
     fs = daxfile_fs_probe(tmp.fd, params->align, error);
     if (!fs || !daxfile_fiemap_supported(tmp.fd, name, error) ||
@@ -382,4 +373,25 @@ daxfile_create(const char *path, const DaxfileCreateParams *params,
     if (ret_method)
         *ret_method = method;
     return g_steal_pointer(&report);
+}
+
+DaxfileReport *
+daxfile_create(const char *path, const DaxfileCreateParams *params,
+               DaxfileFillMethod *ret_method, GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *dirname = daxfile_escape(dir);
+    g_auto(DaxfileFd) dirfd = -1;
+
+    if (!create_validate(name, "x", params, error))
+        return NULL;
+    dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        daxfile_set_error_errno(error, errno,
+                                "Cannot create '%s': cannot open directory "
+                                "'%s'", name, dirname);
+        return NULL;
+    }
+    return daxfile_create_at(dirfd, path, params, ret_method, error);
 }

@@ -36,6 +36,14 @@ DaxfileReport *daxfile_create(const char *path,
                               const DaxfileCreateParams *params,
                               DaxfileFillMethod *ret_method, GError **error);
 
+/* The same in the directory @dirfd, already opened by the caller (who
+ * made sure it is the right one); @path names the file for messages and
+ * its basename is created there. */
+DaxfileReport *daxfile_create_at(int dirfd, const char *path,
+                                 const DaxfileCreateParams *params,
+                                 DaxfileFillMethod *ret_method,
+                                 GError **error);
+
 /* Remove temporary files of earlier, interrupted runs for @path (named
  * fallback only; O_TMPFILE leaves nothing). Returns how many. */
 guint daxfile_create_cleanup_stale(int dirfd, const char *base);

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "daxfile-error.h"
@@ -17,9 +20,8 @@ daxfile_file_check_regular(const struct stat *st, const char *name,
         return TRUE;
     if (S_ISLNK(st->st_mode)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is a symbolic link; daxfile does not follow "
-                    "symlinks (give the target's path, or pass "
-                    "--follow-symlinks)", name);
+                    "'%s' is a symbolic link, which daxfile does not "
+                    "follow; give the target's path", name);
         return FALSE;
     }
     if (S_ISCHR(st->st_mode)) {
@@ -72,6 +74,81 @@ daxfile_file_open(const char *path, DaxfileOpenFlags flags,
         daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
         return -1;
     }
+    if (fstat(pfd, &st) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
+        return -1;
+    }
+    if (!daxfile_file_check_regular(&st, name, error))
+        return -1;
+    if (ret_st)
+        *ret_st = st;
+    return daxfile_fd_reopen(pfd,
+                             (flags & DAXFILE_OPEN_WRITE) ? O_RDWR : O_RDONLY,
+                             name, error);
+}
+
+static int
+open_beneath(int rootfd, const char *rel, int oflags)
+{
+    struct open_how how = {
+        .flags = oflags | O_CLOEXEC | O_NOFOLLOW,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+                   RESOLVE_NO_MAGICLINKS,
+    };
+
+    return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+}
+
+/* Resolve @path under @root with openat2(RESOLVE_BENEATH|NO_SYMLINKS) */
+static int
+beneath(const char *root, const char *path, int oflags, GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+    g_autofree char *rootname = daxfile_escape(root);
+    g_auto(DaxfileFd) rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    size_t n = strlen(root);
+    const char *rel;
+    int fd;
+
+    if (rootfd < 0) {
+        daxfile_set_error_errno(error, errno,
+                                "Cannot open the managed root '%s'", rootname);
+        return -1;
+    }
+    g_return_val_if_fail(strncmp(path, root, n) == 0, -1);
+    rel = path + n;
+    while (*rel == '/')
+        rel++;
+    fd = open_beneath(rootfd, *rel ? rel : ".", oflags);
+    if (fd < 0 && (errno == ELOOP || errno == EXDEV)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+                    "'%s' leads outside the managed root '%s' or through a "
+                    "symbolic link; use a plain path inside the root",
+                    name, rootname);
+        return -1;
+    }
+    if (fd < 0)
+        daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
+    return fd;
+}
+
+int
+daxfile_dir_open_beneath(const char *root, const char *dir, GError **error)
+{
+    return beneath(root, dir, O_RDONLY | O_DIRECTORY, error);
+}
+
+int
+daxfile_file_open_beneath(const char *root, const char *path,
+                          DaxfileOpenFlags flags, struct stat *ret_st,
+                          GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+    g_auto(DaxfileFd) pfd = beneath(root, path, O_PATH, error);
+    struct stat st;
+
+    if (pfd < 0)
+        return -1;
     if (fstat(pfd, &st) < 0) {
         daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
         return -1;

@@ -30,3 +30,20 @@ int daxfile_fd_reopen(int fd, int open_flags, const char *name,
                       GError **error);
 
 G_END_DECLS
+
+G_BEGIN_DECLS
+
+/* Open @path, which lies lexically under the directory @root, without
+ * leaving @root: no symbolic link and no ".." is followed (openat2 with
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS). Same checks and result as
+ * daxfile_file_open(). */
+int daxfile_file_open_beneath(const char *root, const char *path,
+                              DaxfileOpenFlags flags, struct stat *ret_st,
+                              GError **error);
+
+/* The directory @dir (lexically under @root) as an O_DIRECTORY fd, with
+ * the same no-symlink, no-escape resolution. */
+int daxfile_dir_open_beneath(const char *root, const char *dir,
+                             GError **error);
+
+G_END_DECLS

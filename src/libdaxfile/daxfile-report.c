@@ -130,7 +130,7 @@ daxfile_report_describe_problem(const DaxfileReport *report,
     gboolean more = problem != &g_array_index(report->problems, DaxfileRange,
                                               report->problems->len - 1);
 
-    return g_strdup_printf("%s at offset 0x%" G_GINT64_MODIFIER "x (%s%s)",
+    return g_strdup_printf("%s (offset 0x%" G_GINT64_MODIFIER "x, %s%s)",
                            daxfile_reason_describe(problem->reason),
                            problem->offset, len, more ? ", and more" : "");
 }

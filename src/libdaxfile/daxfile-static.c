@@ -333,6 +333,29 @@ commit_enable(int fd, const char *path, const struct stat *st,
     return FALSE;
 }
 
+static int mechanism_intact(int fd, const DaxfileEntry *e);
+
+/* Enabling again for the same owner is a no-op, unless the mechanism was
+ * lost meanwhile (someone ran chattr -i): then it is engaged again. */
+static gboolean
+still_engaged(int fd, const DaxfileEntry *cur, const char *name,
+              DaxfileEnableResult *result, GError **error)
+{
+    result->mechanism = cur->mechanism;
+    result->already = TRUE;
+    if (mechanism_intact(fd, cur) != 0)
+        return TRUE;
+    if (!check_cap(name, error) ||
+        !engage(cur->mechanism, fd, name, TRUE, cur->align, error))
+        return FALSE;
+    result->warning = g_strdup_printf("the %s of '%s' had been removed; it "
+                                      "is engaged again",
+                                      daxfile_mechanism_to_string(
+                                          cur->mechanism),
+                                      name);
+    return TRUE;
+}
+
 gboolean
 daxfile_static_enable(int fd, const char *path,
                       const DaxfileEnableParams *params,
@@ -352,11 +375,8 @@ daxfile_static_enable(int fd, const char *path,
         owner_conflict(cur, params->owner, name, error) ||
         interrupted(cur, name, error))
         return FALSE;
-    if (cur && cur->state == DAXFILE_STATE_ENGAGED) {
-        ret_result->mechanism = cur->mechanism;
-        ret_result->already = TRUE;
-        return TRUE;
-    }
+    if (cur && cur->state == DAXFILE_STATE_ENGAGED)
+        return still_engaged(fd, cur, name, ret_result, error);
     report = daxfile_report_build(fd, path, params->align,
                                   params->allow_non_dax, error);
     if (!report || !daxfile_report_require_ready(report, error))

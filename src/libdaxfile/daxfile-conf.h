@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-conf.h: /etc/daxfile/daxfile.conf (GKeyFile)
+ *
+ *   [hook]
+ *   managed_roots=/var/lib/libvirt/pmem;/mnt/pmem
+ *   allow_non_dax=false
+ *   trusted_owners=root;libvirt-qemu
+ *   create_missing=false
+ *   path_map=/mnt/pmem-a=/mnt/pmem-b
+ *
+ * DAXFILE_CONF overrides the path. A missing file means the defaults: no
+ * managed roots, so the hook leaves every domain alone.
+ */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+    char *path;            /* the file read, for messages */
+    char **managed_roots;  /* absolute, normalised, no trailing slash */
+    gboolean allow_non_dax;
+    GArray *trusted_uids;  /* uid_t; files under a root must be owned by one */
+    gboolean create_missing; /* migrate/restore: create a missing file */
+    GPtrArray *path_map;   /* pairs: from, to, from, to, ... */
+} DaxfileConf;
+
+void daxfile_conf_free(DaxfileConf *conf);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileConf, daxfile_conf_free)
+
+const char *daxfile_conf_path(void);
+
+/* Load @path (NULL: daxfile_conf_path()); a missing file gives defaults. */
+DaxfileConf *daxfile_conf_load(const char *path, GError **error);
+
+/* Parse configuration text (for tests and the fuzzer) */
+DaxfileConf *daxfile_conf_load_data(const char *data, gsize len,
+                                    const char *path, GError **error);
+
+/* The managed root that lexically contains @path, or NULL */
+const char *daxfile_conf_managed_root(const DaxfileConf *conf,
+                                      const char *path);
+
+/* @path rewritten by the first matching path_map prefix, or NULL */
+char *daxfile_conf_map_path(const DaxfileConf *conf, const char *path);
+
+gboolean daxfile_conf_trusts_uid(const DaxfileConf *conf, uid_t uid);
+
+G_END_DECLS

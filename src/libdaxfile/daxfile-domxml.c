@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/xpath.h>
+#include <string.h>
+
+#include "daxfile-domxml.h"
+#include "daxfile-error.h"
+#include "daxfile-util.h"
+
+#define PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlXPathContext, xmlXPathFreeContext)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlXPathObject, xmlXPathFreeObject)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlDoc, xmlFreeDoc)
+
+static void
+nvdimm_free(DaxfileNvdimm *nv)
+{
+    g_free(nv->alias);
+    g_free(nv->access);
+    g_free(nv->path);
+    g_free(nv);
+}
+
+void
+daxfile_domain_free(DaxfileDomain *dom)
+{
+    if (!dom)
+        return;
+    g_free(dom->name);
+    g_free(dom->uuid);
+    g_ptr_array_unref(dom->nvdimms);
+    if (dom->doc)
+        xmlFreeDoc(dom->doc);
+    g_free(dom);
+}
+
+static const struct {
+    const char *unit;
+    guint64 scale;
+} scales[] = {
+    {"b", 1}, {"byte", 1}, {"bytes", 1},
+    {"KB", 1000ULL}, {"k", 1ULL << 10}, {"KiB", 1ULL << 10},
+    {"MB", 1000000ULL}, {"M", 1ULL << 20}, {"MiB", 1ULL << 20},
+    {"GB", 1000000000ULL}, {"G", 1ULL << 30}, {"GiB", 1ULL << 30},
+    {"TB", 1000000000000ULL}, {"T", 1ULL << 40}, {"TiB", 1ULL << 40},
+    {"PB", 1000000000000000ULL}, {"P", 1ULL << 50}, {"PiB", 1ULL << 50},
+};
+
+gboolean
+daxfile_scale_parse(const char *value, const char *unit,
+                    guint64 default_scale, guint64 *ret, GError **error)
+{
+    g_autofree char *num = NULL;
+    guint64 scale = 0, n = 0;
+    size_t i;
+
+    if (!unit || !*unit)
+        scale = default_scale;
+    /* libvirt: units are case-insensitive except that "KB" (1000) differs
+     * from "k"/"KiB" (1024) only by the trailing "B" */
+    for (i = 0; !scale && i < G_N_ELEMENTS(scales); i++) {
+        if (g_ascii_strcasecmp(unit, scales[i].unit) == 0)
+            scale = scales[i].scale;
+    }
+    if (!scale) {
+        g_autofree char *shown = daxfile_escape(unit);
+
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Unknown unit '%s'", shown);
+        return FALSE;
+    }
+    num = g_strstrip(g_strdup(value ? value : ""));
+    if (!g_ascii_string_to_unsigned(num, 10, 0, G_MAXUINT64 / scale, &n,
+                                    NULL)) {
+        g_autofree char *shown = daxfile_escape(num);
+
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Invalid number '%s'", shown);
+        return FALSE;
+    }
+    *ret = n * scale;
+    return TRUE;
+}
+
+static xmlNode *
+child(xmlNode *node, const char *name)
+{
+    xmlNode *c;
+
+    for (c = node ? node->children : NULL; c; c = c->next) {
+        if (c->type == XML_ELEMENT_NODE && STREQ((const char *)c->name, name))
+            return c;
+    }
+    return NULL;
+}
+
+static char *
+text_of(xmlNode *node)
+{
+    xmlChar *t;
+    char *out;
+
+    if (!node)
+        return NULL;
+    t = xmlNodeGetContent(node);
+    out = g_strdup((const char *)t);
+    xmlFree(t);
+    return out;
+}
+
+static char *
+attr_of(xmlNode *node, const char *name)
+{
+    xmlChar *v = node ? xmlGetProp(node, (const xmlChar *)name) : NULL;
+    char *out = g_strdup((const char *)v);
+
+    xmlFree(v);
+    return out;
+}
+
+/* A scaled size element (<size unit='KiB'>N</size>); 0 when absent */
+static gboolean
+size_of(xmlNode *node, const char *what, guint64 *ret, GError **error)
+{
+    g_autofree char *text = text_of(node);
+    g_autofree char *unit = attr_of(node, "unit");
+    g_autoptr(GError) local = NULL;
+
+    *ret = 0;
+    if (!node)
+        return TRUE;
+    if (daxfile_scale_parse(text, unit, 1024, ret, &local))
+        return TRUE;
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                "Invalid %s in the domain XML: %s", what, local->message);
+    return FALSE;
+}
+
+static DaxfileNvdimm *
+nvdimm_parse(xmlNode *mem, guint index, GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    DaxfileNvdimm *nv = g_new0(DaxfileNvdimm, 1);
+    xmlNode *source = child(mem, "source");
+    xmlNode *target = child(mem, "target");
+    g_autofree char *node = text_of(child(target, "node"));
+    guint64 n = 0;
+
+    nv->index = index;
+    nv->access = attr_of(mem, "access");
+    nv->alias = attr_of(child(mem, "alias"), "name");
+    nv->path = text_of(child(source, "path"));
+    nv->pmem = child(source, "pmem") != NULL;
+    nv->readonly = child(target, "readonly") != NULL;
+    nv->node = -1;
+    if (node && g_ascii_string_to_unsigned(g_strstrip(node), 10, 0, 1024, &n,
+                                           NULL))
+        nv->node = (gint)n;
+    if (!size_of(child(source, "alignsize"), "nvdimm alignsize",
+                 &nv->alignsize, error) ||
+        !size_of(child(target, "size"), "nvdimm size", &nv->size, error) ||
+        !size_of(child(child(target, "label"), "size"), "nvdimm label size",
+                 &nv->label_size, error)) {
+        nvdimm_free(nv);
+        return NULL;
+    }
+    return nv;
+}
+
+static gboolean
+parse_devices(DaxfileDomain *dom, xmlNode *devices, GError **error)
+{
+    xmlNode *c;
+    guint index = 0;
+
+    for (c = devices ? devices->children : NULL; c; c = c->next) {
+        g_autofree char *model = NULL;
+        guint64 size = 0;
+
+        if (c->type != XML_ELEMENT_NODE || STRNEQ((const char *)c->name,
+                                                  "memory"))
+            continue;
+        if (!size_of(child(child(c, "target"), "size"), "memory device size",
+                     &size, error))
+            return FALSE;
+        dom->devices_memory += size;
+        dom->memory_devices++;
+        model = attr_of(c, "model");
+        if (model && STREQ(model, "nvdimm")) {
+            DaxfileNvdimm *nv = nvdimm_parse(c, index++, error);
+
+            if (!nv)
+                return FALSE;
+            g_ptr_array_add(dom->nvdimms, nv);
+        }
+    }
+    return TRUE;
+}
+
+static guint
+count_cells(xmlNode *root)
+{
+    xmlNode *numa = child(child(root, "cpu"), "numa");
+    xmlNode *c;
+    guint n = 0;
+
+    for (c = numa ? numa->children : NULL; c; c = c->next) {
+        if (c->type == XML_ELEMENT_NODE && STREQ((const char *)c->name, "cell"))
+            n++;
+    }
+    return n;
+}
+
+static gboolean
+parse_domain(DaxfileDomain *dom, xmlNode *root, GError **error)
+{
+    xmlNode *maxmem = child(root, "maxMemory");
+    g_autofree char *slots = attr_of(maxmem, "slots");
+    guint64 n = 0;
+
+    dom->name = text_of(child(root, "name"));
+    dom->uuid = text_of(child(root, "uuid"));
+    if (!dom->name || !*dom->name) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "The domain XML has no <name>");
+        return FALSE;
+    }
+    if (!size_of(child(root, "memory"), "memory", &dom->memory, error) ||
+        !size_of(maxmem, "maxMemory", &dom->max_memory, error))
+        return FALSE;
+    if (slots && g_ascii_string_to_unsigned(slots, 10, 0, 4096, &n, NULL))
+        dom->max_slots = (guint)n;
+    dom->numa_cells = count_cells(root);
+    dom->acpi = child(child(root, "features"), "acpi") != NULL;
+    return parse_devices(dom, child(root, "devices"), error);
+}
+
+static xmlDoc *
+read_xml(const char *xml, gsize len, GError **error)
+{
+    xmlDoc *doc;
+    xmlErrorPtr err;
+
+    if (len > DAXFILE_DOMXML_MAX || len > G_MAXINT) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "The domain XML is larger than %" G_GUINT64_FORMAT
+                    " MiB", DAXFILE_DOMXML_MAX >> 20);
+        return NULL;
+    }
+    /* refused before libxml2 sees it: entities need a DOCTYPE */
+    if (memmem(xml, len, "<!DOCTYPE", strlen("<!DOCTYPE"))) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "The domain XML has a DOCTYPE; entity declarations are "
+                    "not accepted");
+        return NULL;
+    }
+    xmlResetLastError();
+    doc = xmlReadMemory(xml, (int)len, "domain.xml", NULL, PARSE_OPTIONS);
+    if (!doc) {
+        err = xmlGetLastError();
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Cannot parse the domain XML: %s",
+                    err && err->message ? g_strchomp(err->message)
+                                        : "malformed");
+        return NULL;
+    }
+    g_assert(!doc->intSubset && !doc->extSubset);
+    return doc;
+}
+
+DaxfileDomain *
+daxfile_domain_parse(const char *xml, gsize len, GError **error)
+{
+    g_autoptr(DaxfileDomain) dom = g_new0(DaxfileDomain, 1);
+    xmlDoc *doc = read_xml(xml, len, error);
+    xmlNode *root;
+
+    dom->nvdimms = g_ptr_array_new_with_free_func((GDestroyNotify)nvdimm_free);
+    if (!doc)
+        return NULL;
+    dom->doc = doc;
+    root = xmlDocGetRootElement(doc);
+    if (!root || STRNEQ((const char *)root->name, "domain")) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "The XML is not a libvirt domain (root element is not "
+                    "<domain>)");
+        return NULL;
+    }
+    if (!parse_domain(dom, root, error))
+        return NULL;
+    return g_steal_pointer(&dom);
+}
+
+static char *
+doc_to_string(xmlDoc *doc)
+{
+    xmlChar *buf = NULL;
+    int len = 0;
+    char *out;
+
+    xmlDocDumpFormatMemory(doc, &buf, &len, 0);
+    out = g_strndup((const char *)buf, len);
+    xmlFree(buf);
+    return out;
+}
+
+char *
+daxfile_domain_rewrite_paths(DaxfileDomain *dom, GHashTable *paths,
+                             GError **error)
+{
+    xmlNode *devices = child(xmlDocGetRootElement(dom->doc), "devices");
+    xmlNode *c;
+    guint index = 0;
+
+    for (c = devices ? devices->children : NULL; c; c = c->next) {
+        g_autofree char *model = attr_of(c, "model");
+        const char *to;
+
+        if (c->type != XML_ELEMENT_NODE ||
+            STRNEQ((const char *)c->name, "memory") || !model ||
+            STRNEQ(model, "nvdimm"))
+            continue;
+        to = g_hash_table_lookup(paths, GUINT_TO_POINTER(index++));
+        if (!to)
+            continue;
+        if (!g_utf8_validate(to, -1, NULL)) {
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                        "Cannot put a path that is not UTF-8 in domain XML");
+            return NULL;
+        }
+        xmlNodeSetContent(child(child(c, "source"), "path"), NULL);
+        xmlNodeAddContent(child(child(c, "source"), "path"),
+                          (const xmlChar *)to);
+    }
+    return doc_to_string(dom->doc);
+}
+
+static void
+add_size(xmlNode *parent, const char *name, guint64 bytes)
+{
+    g_autofree char *kib = g_strdup_printf("%" G_GUINT64_FORMAT, bytes >> 10);
+    xmlNode *n = xmlNewTextChild(parent, NULL, (const xmlChar *)name,
+                                 (const xmlChar *)kib);
+
+    xmlNewProp(n, (const xmlChar *)"unit", (const xmlChar *)"KiB");
+}
+
+char *
+daxfile_nvdimm_device_xml(const DaxfileNvdimmSpec *spec, GError **error)
+{
+    g_autoptr(xmlDoc) doc = xmlNewDoc((const xmlChar *)"1.0");
+    xmlNode *mem = xmlNewNode(NULL, (const xmlChar *)"memory");
+    xmlNode *source, *target;
+    g_autofree char *node = g_strdup_printf("%d", spec->node);
+    xmlBuffer *buf;
+    char *out;
+
+    xmlDocSetRootElement(doc, mem);
+    if (!g_utf8_validate(spec->path, -1, NULL)) {
+        g_autofree char *name = daxfile_escape(spec->path);
+
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' is not valid UTF-8 and cannot be written into "
+                    "domain XML; rename the file", name);
+        return NULL;
+    }
+    xmlNewProp(mem, (const xmlChar *)"model", (const xmlChar *)"nvdimm");
+    xmlNewProp(mem, (const xmlChar *)"access", (const xmlChar *)"shared");
+    source = xmlNewChild(mem, NULL, (const xmlChar *)"source", NULL);
+    xmlNewTextChild(source, NULL, (const xmlChar *)"path",
+                    (const xmlChar *)spec->path);
+    add_size(source, "alignsize", spec->align);
+    xmlNewChild(source, NULL, (const xmlChar *)"pmem", NULL);
+    target = xmlNewChild(mem, NULL, (const xmlChar *)"target", NULL);
+    add_size(target, "size", spec->size);
+    xmlNewTextChild(target, NULL, (const xmlChar *)"node",
+                    (const xmlChar *)node);
+    if (spec->label_size)
+        add_size(xmlNewChild(target, NULL, (const xmlChar *)"label", NULL),
+                 "size", spec->label_size);
+    if (spec->readonly)
+        xmlNewChild(target, NULL, (const xmlChar *)"readonly", NULL);
+    buf = xmlBufferCreate();
+    xmlNodeDump(buf, doc, mem, 0, 1);
+    out = g_strconcat((const char *)xmlBufferContent(buf), "\n", NULL);
+    xmlBufferFree(buf);
+    return out;
+}

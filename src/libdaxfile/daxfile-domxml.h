@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-domxml.h: the parts of libvirt domain XML daxfile cares about
+ *
+ *   <memory model='nvdimm' access='shared'>
+ *     <source><path/><alignsize/><pmem/></source>
+ *     <target><size/><node/><label><size/></label><readonly/></target>
+ *   </memory>
+ *
+ * Parsed with libxml2, no network, no entity substitution, and any
+ * DOCTYPE refused (domain XML never has one; entity bombs need one).
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define DAXFILE_DOMXML_MAX (G_GUINT64_CONSTANT(16) << 20)
+#define DAXFILE_MIN_LABEL_SIZE (G_GUINT64_CONSTANT(128) << 10)
+
+typedef struct {
+    guint index;        /* position among the domain's nvdimms */
+    char *alias;        /* <alias name=>, or NULL */
+    char *access;       /* "shared", "private", or NULL */
+    char *path;         /* <source><path>, or NULL */
+    guint64 alignsize;  /* bytes, 0 when absent */
+    gboolean pmem;      /* <source><pmem/> */
+    guint64 size;       /* <target><size> bytes, 0 when absent */
+    gint node;          /* <target><node>, -1 when absent */
+    guint64 label_size; /* bytes, 0 when absent */
+    gboolean readonly;  /* <target><readonly/> */
+} DaxfileNvdimm;
+
+typedef struct {
+    char *name;
+    char *uuid;
+    GPtrArray *nvdimms;      /* DaxfileNvdimm */
+    guint64 memory;          /* <memory>, bytes */
+    guint64 max_memory;      /* <maxMemory>, bytes; 0 when absent */
+    guint max_slots;         /* <maxMemory slots=> */
+    guint numa_cells;
+    gboolean acpi;           /* <features><acpi/> */
+    guint64 devices_memory;  /* sum of every <memory> device's size */
+    guint memory_devices;    /* number of <memory> devices */
+    void *doc;               /* the xmlDoc, for rewriting */
+} DaxfileDomain;
+
+void daxfile_domain_free(DaxfileDomain *dom);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileDomain, daxfile_domain_free)
+
+DaxfileDomain *daxfile_domain_parse(const char *xml, gsize len,
+                                    GError **error);
+
+/* Replace the <source><path> of the nvdimms whose index is a key of
+ * @paths (GUINT_TO_POINTER(index) -> new path) and serialise the domain. */
+char *daxfile_domain_rewrite_paths(DaxfileDomain *dom, GHashTable *paths,
+                                   GError **error);
+
+/* libvirt's scaled integers: @unit "b", "KB" (1000), "k"/"KiB" (1024), ...
+ * @default_scale applies when @unit is NULL. */
+gboolean daxfile_scale_parse(const char *value, const char *unit,
+                             guint64 default_scale, guint64 *ret,
+                             GError **error);
+
+typedef struct {
+    const char *path;
+    guint64 size;       /* bytes; the backing file's size */
+    guint64 align;      /* bytes */
+    guint64 label_size; /* bytes, 0 = no label */
+    gint node;          /* guest NUMA node */
+    gboolean readonly;
+} DaxfileNvdimmSpec;
+
+/* The <memory model='nvdimm'> device XML for @spec, formatted */
+char *daxfile_nvdimm_device_xml(const DaxfileNvdimmSpec *spec,
+                                GError **error);
+
+G_END_DECLS
