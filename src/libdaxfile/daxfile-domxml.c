@@ -6,6 +6,7 @@
 
 #include "daxfile-domxml.h"
 #include "daxfile-error.h"
+#include "daxfile-size.h"
 #include "daxfile-util.h"
 
 #define PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
@@ -387,4 +388,113 @@ daxfile_nvdimm_device_xml(const DaxfileNvdimmSpec *spec, GError **error)
     out = g_strconcat((const char *)xmlBufferContent(buf), "\n", NULL);
     xmlBufferFree(buf);
     return out;
+}
+
+gint
+daxfile_domain_find_nvdimm(const DaxfileDomain *dom, const char *path)
+{
+    guint i;
+
+    for (i = 0; i < dom->nvdimms->len; i++) {
+        const DaxfileNvdimm *nv = g_ptr_array_index(dom->nvdimms, i);
+
+        if (nv->path && STREQ(nv->path, path))
+            return (gint)nv->index;
+    }
+    return -1;
+}
+
+char *
+daxfile_domain_nvdimm_xml(DaxfileDomain *dom, guint index)
+{
+    xmlNode *devices = child(xmlDocGetRootElement(dom->doc), "devices");
+    xmlNode *c;
+    guint i = 0;
+
+    for (c = devices ? devices->children : NULL; c; c = c->next) {
+        g_autofree char *model = attr_of(c, "model");
+        xmlBuffer *buf;
+        char *out;
+
+        if (c->type != XML_ELEMENT_NODE ||
+            STRNEQ((const char *)c->name, "memory") || !model ||
+            STRNEQ(model, "nvdimm") || i++ != index)
+            continue;
+        buf = xmlBufferCreate();
+        xmlNodeDump(buf, dom->doc, c, 0, 1);
+        out = g_strdup((const char *)xmlBufferContent(buf));
+        xmlBufferFree(buf);
+        return out;
+    }
+    return NULL;
+}
+
+static gboolean
+check_memory_room(const DaxfileDomain *dom, const DaxfileNvdimmSpec *spec,
+                  const char *name, GError **error)
+{
+    guint64 need = dom->memory + dom->devices_memory + spec->size;
+    g_autofree char *max = daxfile_size_format(dom->max_memory);
+    g_autofree char *want = daxfile_size_format(spec->size);
+
+    if (dom->memory_devices >= dom->max_slots) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Domain '%s' uses all %u memory slots; fix: raise "
+                    "<maxMemory slots='%u'>", name, dom->max_slots,
+                    dom->max_slots + 1);
+        return FALSE;
+    }
+    if (need > dom->max_memory) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Domain '%s' has no room for %s more under <maxMemory> "
+                    "(%s); fix: <maxMemory slots='%u' unit='KiB'>%"
+                    G_GUINT64_FORMAT "</maxMemory>", name, want, max,
+                    dom->max_slots, need >> 10);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+daxfile_domain_check_attach(const DaxfileDomain *dom,
+                            const DaxfileNvdimmSpec *spec, GError **error)
+{
+    g_autofree char *name = daxfile_escape(dom->name);
+    g_autofree char *path = daxfile_escape(spec->path);
+    guint64 suggest = (dom->memory + spec->size) * 2;
+
+    if (!dom->max_memory || !dom->max_slots) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Domain '%s' has no <maxMemory slots=...>, so it cannot "
+                    "take memory devices; fix: add <maxMemory slots='4' "
+                    "unit='KiB'>%" G_GUINT64_FORMAT "</maxMemory> (virsh edit)",
+                    name, suggest >> 10);
+        return FALSE;
+    }
+    if (dom->numa_cells == 0) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Domain '%s' has no NUMA cell; fix: add <cpu><numa><cell "
+                    "id='0' cpus='0' memory='%" G_GUINT64_FORMAT "' "
+                    "unit='KiB'/></numa></cpu>", name, dom->memory >> 10);
+        return FALSE;
+    }
+    if (spec->node < 0 || (guint)spec->node >= dom->numa_cells) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Domain '%s' has %u NUMA cell(s), so there is no node %d; "
+                    "fix: --node 0", name, dom->numa_cells, spec->node);
+        return FALSE;
+    }
+    if (!dom->acpi) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Domain '%s' has no <features><acpi/>, and QEMU refuses "
+                    "memory devices without ACPI; fix: add <acpi/> to "
+                    "<features>", name);
+        return FALSE;
+    }
+    if (daxfile_domain_find_nvdimm(dom, spec->path) >= 0) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
+                    "'%s' is already attached to domain '%s'", path, name);
+        return FALSE;
+    }
+    return check_memory_room(dom, spec, name, error);
 }

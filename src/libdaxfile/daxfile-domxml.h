@@ -46,6 +46,15 @@ typedef struct {
     void *doc;               /* the xmlDoc, for rewriting */
 } DaxfileDomain;
 
+typedef struct {
+    const char *path;
+    guint64 size;       /* bytes; the backing file's size */
+    guint64 align;      /* bytes */
+    guint64 label_size; /* bytes, 0 = no label */
+    gint node;          /* guest NUMA node */
+    gboolean readonly;
+} DaxfileNvdimmSpec;
+
 void daxfile_domain_free(DaxfileDomain *dom);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileDomain, daxfile_domain_free)
 
@@ -57,20 +66,25 @@ DaxfileDomain *daxfile_domain_parse(const char *xml, gsize len,
 char *daxfile_domain_rewrite_paths(DaxfileDomain *dom, GHashTable *paths,
                                    GError **error);
 
+/* The index of the nvdimm backed by @path, or -1 */
+gint daxfile_domain_find_nvdimm(const DaxfileDomain *dom, const char *path);
+
+/* The <memory> element of nvdimm @index, serialised (for detach) */
+char *daxfile_domain_nvdimm_xml(DaxfileDomain *dom, guint index);
+
+/* Whether @spec can be attached to @dom: maxMemory with free slots and
+ * room, a NUMA cell for the node, ACPI, not attached already. The error
+ * names the missing piece and the XML that fixes it. */
+gboolean daxfile_domain_check_attach(const DaxfileDomain *dom,
+                                     const DaxfileNvdimmSpec *spec,
+                                     GError **error);
+
 /* libvirt's scaled integers: @unit "b", "KB" (1000), "k"/"KiB" (1024), ...
  * @default_scale applies when @unit is NULL. */
 gboolean daxfile_scale_parse(const char *value, const char *unit,
                              guint64 default_scale, guint64 *ret,
                              GError **error);
 
-typedef struct {
-    const char *path;
-    guint64 size;       /* bytes; the backing file's size */
-    guint64 align;      /* bytes */
-    guint64 label_size; /* bytes, 0 = no label */
-    gint node;          /* guest NUMA node */
-    gboolean readonly;
-} DaxfileNvdimmSpec;
 
 /* The <memory model='nvdimm'> device XML for @spec, formatted */
 char *daxfile_nvdimm_device_xml(const DaxfileNvdimmSpec *spec,

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile attach DOMAIN PATH [--create --size S] ...: wire a file as an nvdimm
+ * daxfile detach DOMAIN PATH: remove it from the definition
+ * daxfile domain-xml PATH ...: print the device XML, no libvirt involved
+ */
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "daxfile-create.h"
+#include "daxfile-error.h"
+#include "daxfile-file.h"
+#include "daxfile-hook.h"
+#include "daxfile-size.h"
+#include "daxfile-util.h"
+#include "daxfile-virt.h"
+#include "daxfilectl.h"
+
+static char *arg_size;
+static char *arg_align;
+static char *arg_label;
+static gint arg_node;
+static char *arg_uri;
+static gboolean arg_create;
+static gboolean arg_readonly;
+static gboolean arg_allow_non_dax;
+
+#define SPEC_OPTIONS                                                         \
+    {"size", 's', 0, G_OPTION_ARG_STRING, &arg_size,                         \
+     "Device size; the file's size (default: the file's size)", "SIZE"},     \
+    {"align", 'a', 0, G_OPTION_ARG_STRING, &arg_align,                       \
+     "alignsize, and the page size the file must support (default 2M)",      \
+     "SIZE"},                                                                \
+    {"label-size", 'l', 0, G_OPTION_ARG_STRING, &arg_label,                  \
+     "NVDIMM label area at the end of the file (at least 128K)", "SIZE"},    \
+    {"node", 'n', 0, G_OPTION_ARG_INT, &arg_node,                            \
+     "Guest NUMA node (default 0)", "N"},                                    \
+    {"readonly", 0, 0, G_OPTION_ARG_NONE, &arg_readonly,                     \
+     "Give the guest a read-only nvdimm", NULL}
+
+static const GOptionEntry attach_options[] = {
+    SPEC_OPTIONS,
+    {"uri", 'c', 0, G_OPTION_ARG_STRING, &arg_uri,
+     "libvirt connection URI (default: libvirt's default)", "URI"},
+    {"create", 0, 0, G_OPTION_ARG_NONE, &arg_create,
+     "Create and provision the file first (needs --size)", NULL},
+    {"allow-non-dax", 0, 0, G_OPTION_ARG_NONE, &arg_allow_non_dax,
+     "Accept a file without DAX (development)", NULL},
+    {NULL},
+};
+
+static const GOptionEntry xml_options[] = {
+    SPEC_OPTIONS,
+    {NULL},
+};
+
+static const GOptionEntry detach_options[] = {
+    {"uri", 'c', 0, G_OPTION_ARG_STRING, &arg_uri,
+     "libvirt connection URI (default: libvirt's default)", "URI"},
+    {NULL},
+};
+
+/* Fill @spec from the options and the file (when it exists). */
+static gboolean
+spec_from_options(const char *cmd, const char *path, DaxfileNvdimmSpec *spec,
+                  int *ret_exit)
+{
+    spec->size = 0;
+    spec->label_size = 0;
+    spec->node = arg_node;
+    spec->readonly = arg_readonly;
+    if (!cli_parse_align(cmd, arg_align, &spec->align, ret_exit) ||
+        (arg_size && !cli_parse_size(cmd, "size", arg_size, &spec->size,
+                                     ret_exit)) ||
+        (arg_label && !cli_parse_size(cmd, "label-size", arg_label,
+                                      &spec->label_size, ret_exit)))
+        return FALSE;
+    if (arg_node < 0) {
+        *ret_exit = cli_usage_error(cmd, "--node must not be negative");
+        return FALSE;
+    }
+    spec->path = path;
+    return TRUE;
+}
+
+/* The device settings, checked as the hook will check them at start */
+static gboolean
+spec_check_settings(const DaxfileNvdimmSpec *spec, GError **error)
+{
+    g_autofree char *name = daxfile_escape(spec->path);
+    DaxfileNvdimm nv = {0};
+
+    nv.access = (char *)"shared";
+    nv.pmem = TRUE;
+    nv.alignsize = spec->align;
+    nv.size = spec->size;
+    nv.label_size = spec->label_size;
+    if (daxfile_hook_check_device(&nv, error))
+        return TRUE;
+    g_prefix_error(error, "'%s': ", name);
+    return FALSE;
+}
+
+/* The file's size, checked against --size, and the device settings */
+static gboolean
+spec_check_file(DaxfileNvdimmSpec *spec, gboolean need_ready, GError **error)
+{
+    g_autoptr(DaxfileReport) report = NULL;
+    g_autofree char *name = daxfile_escape(spec->path);
+    g_auto(DaxfileFd) fd = daxfile_file_open(spec->path, DAXFILE_OPEN_READ,
+                                             NULL, error);
+
+    if (fd < 0)
+        return FALSE;
+    report = daxfile_report_build(fd, spec->path, spec->align,
+                                  arg_allow_non_dax, error);
+    if (!report || (need_ready && !daxfile_report_require_ready(report,
+                                                                error)))
+        return FALSE;
+    if (spec->size && spec->size != report->size) {
+        g_autofree char *have = daxfile_size_format(report->size);
+        g_autofree char *want = daxfile_size_format(spec->size);
+
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' is %s, not %s; the device size must equal the "
+                    "file's size (drop --size)", name, have, want);
+        return FALSE;
+    }
+    spec->size = report->size;
+    return spec_check_settings(spec, error);
+}
+
+static gboolean
+maybe_create(const DaxfileNvdimmSpec *spec, GError **error)
+{
+    DaxfileCreateParams params = {.size = spec->size, .align = spec->align,
+                                  .allow_non_dax = arg_allow_non_dax};
+    g_autoptr(DaxfileReport) report = NULL;
+
+    if (!arg_create)
+        return TRUE;
+    report = daxfile_create(spec->path, &params, NULL, error);
+    if (!report)
+        return FALSE;
+    fprintf(stderr, "created '%s'\n", report->path);
+    return TRUE;
+}
+
+int
+cmd_attach(int argc, char **argv)
+{
+    DaxfileNvdimmSpec spec = {0};
+    g_auto(DaxfileAttachResult) result = {0};
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = NULL;
+    int ret = CLI_EXIT_OK;
+
+    if (!cli_parse("attach", "DOMAIN PATH",
+                   "Attach PATH to DOMAIN as an nvdimm (persistent; also live "
+                   "when the running domain can hot-plug one).",
+                   attach_options, &argc, &argv, &ret))
+        return ret;
+    if (argc != 3)
+        return cli_usage_error("attach", "expected DOMAIN and PATH");
+    if (arg_create && !arg_size)
+        return cli_usage_error("attach", "--create needs --size");
+    path = g_canonicalize_filename(argv[2], NULL);
+    if (!spec_from_options("attach", path, &spec, &ret))
+        return ret;
+    if (!maybe_create(&spec, &error) ||
+        !spec_check_file(&spec, !arg_readonly, &error) ||
+        !daxfile_virt_attach(arg_uri, argv[1], &spec, &result, &error))
+        return cli_report_error(error);
+    fprintf(stderr, "attached '%s' to domain '%s'%s%s%s\n", path, argv[1],
+            result.live ? " (live and persistent)" : " (persistent)",
+            result.note ? ": " : "", result.note ? result.note : "");
+    return CLI_EXIT_OK;
+}
+
+int
+cmd_detach(int argc, char **argv)
+{
+    g_auto(DaxfileAttachResult) result = {0};
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = NULL;
+    int ret = CLI_EXIT_OK;
+
+    if (!cli_parse("detach", "DOMAIN PATH",
+                   "Remove the nvdimm backed by PATH from DOMAIN's "
+                   "definition.",
+                   detach_options, &argc, &argv, &ret))
+        return ret;
+    if (argc != 3)
+        return cli_usage_error("detach", "expected DOMAIN and PATH");
+    path = g_canonicalize_filename(argv[2], NULL);
+    if (!daxfile_virt_detach(arg_uri, argv[1], path, &result, &error))
+        return cli_report_error(error);
+    fprintf(stderr, "detached '%s' from domain '%s'%s%s\n", path, argv[1],
+            result.note ? ": " : "", result.note ? result.note : "");
+    return CLI_EXIT_OK;
+}
+
+int
+cmd_domain_xml(int argc, char **argv)
+{
+    DaxfileNvdimmSpec spec = {0};
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = NULL;
+    g_autofree char *xml = NULL;
+    struct stat st;
+    int ret = CLI_EXIT_OK;
+
+    if (!cli_parse("domain-xml", "PATH",
+                   "Print the <memory model='nvdimm'> device XML for PATH "
+                   "(for virsh attach-device or a domain definition).",
+                   xml_options, &argc, &argv, &ret))
+        return ret;
+    if (argc != 2)
+        return cli_usage_error("domain-xml", "expected exactly one PATH");
+    path = g_canonicalize_filename(argv[1], NULL);
+    if (!spec_from_options("domain-xml", path, &spec, &ret))
+        return ret;
+    if (!spec.size && stat(path, &st) == 0)
+        spec.size = (guint64)st.st_size;
+    if (!spec.size)
+        return cli_usage_error("domain-xml", "'%s' does not exist; give "
+                               "--size", argv[1]);
+    if (!spec_check_settings(&spec, &error))
+        return cli_report_error(error);
+    xml = daxfile_nvdimm_device_xml(&spec, &error);
+    if (!xml)
+        return cli_report_error(error);
+    fputs(xml, stdout);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <string.h>
+
+#include "daxfile-error.h"
+#include "daxfile-util.h"
+#include "daxfile-virt.h"
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(virConnect, virConnectClose)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(virDomain, virDomainFree)
+
+void
+daxfile_attach_result_clear(DaxfileAttachResult *result)
+{
+    g_clear_pointer(&result->note, g_free);
+}
+
+static void
+silence(void *data, virErrorPtr err)
+{
+    /* libvirt would print to stderr; errors become GErrors instead */
+}
+
+static void
+set_virt_error(GError **error, const char *what)
+{
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED, "%s: %s", what,
+                virGetLastErrorMessage());
+}
+
+static virDomainPtr
+lookup(const char *uri, const char *domain, virConnectPtr *ret_conn,
+       GError **error)
+{
+    g_autofree char *name = daxfile_escape(domain);
+    g_autofree char *what = NULL;
+    virDomainPtr dom;
+
+    virSetErrorFunc(NULL, silence);
+    *ret_conn = virConnectOpen(uri);
+    if (!*ret_conn) {
+        what = g_strdup_printf("Cannot connect to libvirt at '%s'",
+                               uri ? uri : "(default URI)");
+        set_virt_error(error, what);
+        return NULL;
+    }
+    dom = virDomainLookupByName(*ret_conn, domain);
+    if (!dom) {
+        what = g_strdup_printf("Cannot find domain '%s'", name);
+        set_virt_error(error, what);
+    }
+    return dom;
+}
+
+static DaxfileDomain *
+domain_xml(virDomainPtr dom, unsigned int flags, GError **error)
+{
+    g_autofree char *xml = virDomainGetXMLDesc(dom, flags);
+
+    if (!xml) {
+        set_virt_error(error, "Cannot read the domain XML");
+        return NULL;
+    }
+    return daxfile_domain_parse(xml, strlen(xml), error);
+}
+
+/* QEMU hot-plugs an nvdimm only into a guest started with nvdimm=on,
+ * which libvirt sets when the domain booted with at least one. */
+static gboolean
+can_hotplug(virDomainPtr dom, char **ret_note)
+{
+    g_autoptr(DaxfileDomain) live = NULL;
+
+    if (virDomainIsActive(dom) != 1)
+        return FALSE;
+    live = domain_xml(dom, 0, NULL);
+    if (live && live->nvdimms->len > 0)
+        return TRUE;
+    *ret_note = g_strdup("the running domain booted without an nvdimm, so "
+                         "QEMU cannot hot-plug one; it appears at the next "
+                         "boot");
+    return FALSE;
+}
+
+gboolean
+daxfile_virt_attach(const char *uri, const char *domain,
+                    const DaxfileNvdimmSpec *spec,
+                    DaxfileAttachResult *ret_result, GError **error)
+{
+    g_autoptr(virConnect) conn = NULL;
+    g_autoptr(virDomain) dom = lookup(uri, domain, &conn, error);
+    g_autoptr(DaxfileDomain) def = NULL;
+    g_autofree char *xml = NULL;
+    unsigned int flags = VIR_DOMAIN_AFFECT_CONFIG;
+
+    if (!dom)
+        return FALSE;
+    def = domain_xml(dom, VIR_DOMAIN_XML_INACTIVE, error);
+    if (!def || !daxfile_domain_check_attach(def, spec, error))
+        return FALSE;
+    xml = daxfile_nvdimm_device_xml(spec, error);
+    if (!xml)
+        return FALSE;
+    if (can_hotplug(dom, &ret_result->note))
+        flags |= VIR_DOMAIN_AFFECT_LIVE;
+    if (virDomainAttachDeviceFlags(dom, xml, flags) < 0) {
+        set_virt_error(error, "libvirt refused the nvdimm");
+        return FALSE;
+    }
+    ret_result->live = (flags & VIR_DOMAIN_AFFECT_LIVE) != 0;
+    return TRUE;
+}
+
+gboolean
+daxfile_virt_detach(const char *uri, const char *domain, const char *path,
+                    DaxfileAttachResult *ret_result, GError **error)
+{
+    g_autoptr(virConnect) conn = NULL;
+    g_autoptr(virDomain) dom = lookup(uri, domain, &conn, error);
+    g_autoptr(DaxfileDomain) def = NULL;
+    g_autofree char *xml = NULL;
+    g_autofree char *name = daxfile_escape(path);
+    g_autofree char *dname = daxfile_escape(domain);
+    gint index;
+
+    if (!dom)
+        return FALSE;
+    def = domain_xml(dom, VIR_DOMAIN_XML_INACTIVE, error);
+    if (!def)
+        return FALSE;
+    index = daxfile_domain_find_nvdimm(def, path);
+    if (index < 0) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                    "Domain '%s' has no nvdimm backed by '%s'", dname, name);
+        return FALSE;
+    }
+    xml = daxfile_domain_nvdimm_xml(def, (guint)index);
+    if (virDomainDetachDeviceFlags(dom, xml, VIR_DOMAIN_AFFECT_CONFIG) < 0) {
+        set_virt_error(error, "libvirt refused to detach the nvdimm");
+        return FALSE;
+    }
+    if (virDomainIsActive(dom) == 1)
+        ret_result->note = g_strdup("QEMU cannot unplug an nvdimm: the "
+                                    "running domain keeps it until it shuts "
+                                    "down");
+    return TRUE;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-virt.h: attach and detach nvdimms through the libvirt API
+ * (never used by the hook: libvirt waits for the hook)
+ */
+#pragma once
+
+#include "daxfile-domxml.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+    gboolean live;   /* also hot-plugged into the running domain */
+    char *note;      /* e.g. why it waits for the next boot */
+} DaxfileAttachResult;
+
+void daxfile_attach_result_clear(DaxfileAttachResult *result);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileAttachResult,
+                                 daxfile_attach_result_clear)
+
+/* Check the domain's prerequisites, then virDomainAttachDeviceFlags with
+ * AFFECT_CONFIG (and AFFECT_LIVE when the domain runs and booted with an
+ * nvdimm, which is when QEMU can hot-plug one). @uri NULL = default. */
+gboolean daxfile_virt_attach(const char *uri, const char *domain,
+                             const DaxfileNvdimmSpec *spec,
+                             DaxfileAttachResult *ret_result, GError **error);
+
+/* Remove the nvdimm backed by @path from the persistent definition (QEMU
+ * cannot unplug an nvdimm: a running domain keeps it until shutdown). */
+gboolean daxfile_virt_detach(const char *uri, const char *domain,
+                             const char *path, DaxfileAttachResult *ret_result,
+                             GError **error);
+
+G_END_DECLS

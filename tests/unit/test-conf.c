@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile.conf: parsing, managed roots, path mapping, trusted owners
+ */
+#include "daxfile-conf.h"
+#include "daxfile-error.h"
+
+static DaxfileConf *
+parse(const char *text, GError **error)
+{
+    return daxfile_conf_load_data(text, strlen(text), "/etc/daxfile.conf",
+                                  error);
+}
+
+static void
+test_good(void)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DaxfileConf) c = parse(
+        "# comment\n[hook]\nmanaged_roots=/mnt/pmem/;/var/lib/libvirt/pmem\n"
+        "allow_non_dax=true\ntrusted_owners=root;1234\n"
+        "create_missing=true\npath_map=/mnt/a=/mnt/b;/x=/y\n", &error);
+    g_autofree char *m1 = NULL;
+    g_autofree char *m2 = NULL;
+
+    g_assert_no_error(error);
+    g_assert_cmpstr(c->managed_roots[0], ==, "/mnt/pmem");
+    g_assert_cmpstr(c->managed_roots[1], ==, "/var/lib/libvirt/pmem");
+    g_assert_null(c->managed_roots[2]);
+    g_assert_true(c->allow_non_dax);
+    g_assert_true(c->create_missing);
+    g_assert_true(daxfile_conf_trusts_uid(c, 0));
+    g_assert_true(daxfile_conf_trusts_uid(c, 1234));
+    g_assert_false(daxfile_conf_trusts_uid(c, 1000));
+    g_assert_cmpstr(daxfile_conf_managed_root(c, "/mnt/pmem/vm.img"), ==,
+                    "/mnt/pmem");
+    g_assert_cmpstr(daxfile_conf_managed_root(c, "/mnt/pmem/d/vm.img"), ==,
+                    "/mnt/pmem");
+    g_assert_null(daxfile_conf_managed_root(c, "/mnt/pmem2/vm.img"));
+    g_assert_null(daxfile_conf_managed_root(c, "/mnt/pmem"));
+    g_assert_null(daxfile_conf_managed_root(c, "mnt/pmem/vm.img"));
+    g_assert_null(daxfile_conf_managed_root(c, NULL));
+    m1 = daxfile_conf_map_path(c, "/mnt/a/vm.img");
+    m2 = daxfile_conf_map_path(c, "/mnt/ab/vm.img");
+    g_assert_cmpstr(m1, ==, "/mnt/b/vm.img");
+    g_assert_null(m2);
+}
+
+static void
+test_defaults(void)
+{
+    g_autoptr(DaxfileConf) c = parse("", NULL);
+    g_autoptr(DaxfileConf) missing = daxfile_conf_load("/nonexistent.conf",
+                                                       NULL);
+
+    g_assert_nonnull(c);
+    g_assert_null(c->managed_roots[0]);
+    g_assert_false(c->allow_non_dax);
+    g_assert_false(c->create_missing);
+    g_assert_true(daxfile_conf_trusts_uid(c, 0));
+    g_assert_nonnull(missing);
+    g_assert_null(missing->managed_roots[0]);
+}
+
+static void
+test_bad(void)
+{
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"[hook\n", "Cannot parse '/etc/daxfile.conf'"},
+        {"managed_roots=/x\n", "Cannot parse"},
+        {"[hook]\nmanaged_roots=relative\n", "not an absolute path"},
+        {"[hook]\nmanaged_roots=/a/../b\n", "'.' and '..' are not allowed"},
+        {"[hook]\nallow_non_dax=maybe\n", "Invalid allow_non_dax"},
+        {"[hook]\ntrusted_owners=no-such-user-here\n", "no such user"},
+        {"[hook]\npath_map=/a\n", "Invalid path_map entry '/a'"},
+        {"[hook]\npath_map=/a=rel\n", "not an absolute path"},
+    };
+    guint i;
+
+    for (i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(DaxfileConf) c = parse(cases[i].text, &error);
+
+        g_test_message("case %u: %s", i, error ? error->message : "(none)");
+        g_assert_null(c);
+        g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID);
+        g_assert_nonnull(strstr(error->message, cases[i].want));
+        g_assert_nonnull(strstr(error->message, "/etc/daxfile.conf"));
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/conf/good", test_good);
+    g_test_add_func("/conf/defaults", test_defaults);
+    g_test_add_func("/conf/bad", test_bad);
+    return g_test_run();
+}
