@@ -131,7 +131,7 @@ cli_print_problems(const DaxfileReport *report)
     for (i = 0; i < report->problems->len; i++) {
         DaxfileReason reason =
             g_array_index(report->problems, DaxfileRange, i).reason;
-        const char *fix = daxfile_report_fix(report, reason);
+        g_autofree char *fix = daxfile_report_fix(report, reason);
 
         if (reason == last_fix || !*fix)
             continue;

@@ -64,11 +64,14 @@ print_summary(const DaxfileReport *report, DaxfileFillMethod method,
             report->path, size, daxfile_extent_map_count(report->map),
             daxfile_extent_map_count(report->map) == 1 ? "" : "s", align,
             daxfile_fill_method_to_string(method), elapsed_us / 1e6);
-    if (!report->static_ready)
+    if (!report->static_ready) {
+        g_autofree char *fix = daxfile_report_fix(report,
+                                                  DAXFILE_REASON_NOT_DAX);
+
         fprintf(stderr,
                 "note: DAX is not in effect on this filesystem, so the file "
-                "cannot be made static here; %s\n",
-                daxfile_report_fix(report, DAXFILE_REASON_NOT_DAX));
+                "cannot be made static here; %s\n", fix);
+    }
 }
 
 int

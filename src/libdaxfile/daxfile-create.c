@@ -315,6 +315,7 @@ create_verify(int fd, const char *path, const char *name,
 {
     g_autoptr(DaxfileReport) report = NULL;
     g_autofree char *why = NULL;
+    g_autofree char *fix = NULL;
     g_autofree char *align = daxfile_size_format(params->align);
     const DaxfileRange *first;
 
@@ -330,10 +331,10 @@ create_verify(int fd, const char *path, const char *name,
         return g_steal_pointer(&report);
     first = daxfile_report_first_problem(report, TRUE);
     why = daxfile_report_describe_problem(report, first);
+    fix = daxfile_report_fix(report, first->reason);
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
                 "'%s' was allocated but cannot back %s pages: %s; %s "
-                "(nothing was created)", name, align, why,
-                daxfile_report_fix(report, first->reason));
+                "(nothing was created)", name, align, why, fix);
     return NULL;
 }
 

@@ -69,8 +69,8 @@ daxfile_report_build(int fd, const char *path, guint64 align,
                               g_steal_pointer(&fs), g_steal_pointer(&map));
 }
 
-const char *
-daxfile_report_fix(const DaxfileReport *report, DaxfileReason reason)
+static const char *
+report_fix_text(DaxfileReason reason)
 {
     switch (reason) {
     case DAXFILE_REASON_HOLE:
@@ -90,8 +90,6 @@ daxfile_report_fix(const DaxfileReport *report, DaxfileReason reason)
                "on a DAX device";
     case DAXFILE_REASON_MISALIGNED:
     case DAXFILE_REASON_DISCONTIGUOUS:
-        if (report->fs->geometry_fix)
-            return report->fs->geometry_fix;
         return "recreate the file with 'daxfile create' on a filesystem "
                "made for aligned extents, or use a smaller --align";
     case DAXFILE_REASON_SIZE:
@@ -104,6 +102,20 @@ daxfile_report_fix(const DaxfileReport *report, DaxfileReason reason)
         break;
     }
     return "";
+}
+
+char *
+daxfile_report_fix(const DaxfileReport *report, DaxfileReason reason)
+{
+    gboolean layout = reason == DAXFILE_REASON_MISALIGNED ||
+                      reason == DAXFILE_REASON_DISCONTIGUOUS;
+
+    if (layout && report->fs->geometry_fix)
+        return g_strdup_printf("the filesystem does not allocate aligned "
+                               "extents: recreate it with '%s' and the file "
+                               "with 'daxfile create', or use a smaller "
+                               "--align", report->fs->geometry_fix);
+    return g_strdup(report_fix_text(reason));
 }
 
 const DaxfileRange *
@@ -140,14 +152,15 @@ daxfile_report_require_ready(const DaxfileReport *report, GError **error)
 {
     const DaxfileRange *first;
     g_autofree char *why = NULL;
+    g_autofree char *fix = NULL;
 
     if (report->static_ready)
         return TRUE;
     first = daxfile_report_first_problem(report, FALSE);
     why = daxfile_report_describe_problem(report, first);
+    fix = daxfile_report_fix(report, first->reason);
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
-                "'%s' cannot be made static: %s; %s", report->path, why,
-                daxfile_report_fix(report, first->reason));
+                "'%s' cannot be made static: %s; %s", report->path, why, fix);
     return FALSE;
 }
 

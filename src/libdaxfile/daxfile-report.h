@@ -41,7 +41,7 @@ DaxfileReport *daxfile_report_build(int fd, const char *path, guint64 align,
                                     gboolean allow_non_dax, GError **error);
 
 /* The fix for a problem, for people ("run 'daxfile create' ..."). */
-const char *daxfile_report_fix(const DaxfileReport *report,
+char *daxfile_report_fix(const DaxfileReport *report,
                                DaxfileReason reason);
 
 /* The first problem, or the first extent-layout problem (skipping the

@@ -1,0 +1,173 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# static: daxfile enable/disable/run on real fsdax, ext4 and xfs.
+# A consumer (stand-in for QEMU) holds a MAP_SYNC mapping; enable engages the
+# strongest mechanism the running kernel offers; stores to write-faulted,
+# read-faulted and never-faulted pages keep working; every layout-changing
+# operation is refused; disable restores them and the data is intact.
+# Also: the refusals (capability, foreign immutable flag, another writer,
+# another owner) and `daxfile run` around a real process.
+# Needs: --bin daxfile daxfile-consumer daxfile-layout-ops daxfile-nocap,
+# one NVDIMM of 1 GiB.
+. /daxfile/lib/guest-lib.sh
+
+MB=1048576
+OPS="truncate ftruncate open-rdwr open-wronly open-trunc falloc-alloc
+falloc-keep falloc-punch falloc-collapse falloc-insert falloc-zero
+clone clonerange dedupe copy-range pwrite-inside pwrite-extend rename
+link unlink chmod"
+NOPS=$(echo $OPS | wc -w)
+dx_plan $((2 + 2 * (21 + NOPS)))
+
+# ------------------------------------------------------- the consumer
+consumer_start() {
+    rm -f /tmp/cin /tmp/cout
+    mkfifo /tmp/cin
+    daxfile-consumer "$1" --sync </tmp/cin >/tmp/cout 2>&1 &
+    CPID=$!
+    exec 7>/tmp/cin
+    consumer_wait 1 && grep -q '^mapped' /tmp/cout
+}
+
+consumer_wait() {
+    # consumer_wait N: until the consumer has printed N lines
+    local i=0
+    while [ "$(wc -l </tmp/cout)" -lt "$1" ] && [ $i -lt 200 ]; do
+        sleep 0.05
+        i=$((i + 1))
+    done
+    [ "$(wc -l </tmp/cout)" -ge "$1" ]
+}
+
+cmd() {
+    # cmd LINE: send one command, print the consumer's answer
+    local n
+    n=$(wc -l </tmp/cout)
+    echo "$*" >&7
+    consumer_wait $((n + 1)) || { echo "no answer to '$*'"; return 1; }
+    tail -n 1 /tmp/cout
+}
+
+cmd_ok() {
+    local a
+    a=$(cmd "$@")
+    echo "$* -> $a"
+    [ "$a" = ok ]
+}
+
+consumer_stop() {
+    echo "exit 0" >&7
+    exec 7>&-
+    wait $CPID
+}
+
+# -------------------------------------------------------------- checks
+status_has() {
+    local f=$1
+    shift
+    daxfile status --json "$f" >/tmp/st.json 2>&1
+    cat /tmp/st.json
+    for t in "$@"; do
+        grep -q -- "$t" /tmp/st.json || { echo "missing: $t"; return 1; }
+    done
+}
+
+refused() {
+    # refused FILE OP: the operation must not succeed
+    local r
+    r=$(daxfile-layout-ops "$1" "$2" "$1.src")
+    echo "$2: $r"
+    [ -n "$r" ] && [ "$r" != OK ]
+}
+
+expect_fail() {
+    local want=$1 out rc
+    shift
+    out=$("$@" 2>&1)
+    rc=$?
+    echo "$out (exit $rc)"
+    [ "$rc" -ne 0 ] && echo "$out" | grep -q -- "$want"
+}
+
+fault_pages() {
+    cmd_ok touch 0 $((4 * MB)) && cmd_ok read $((4 * MB)) $((4 * MB))
+}
+
+remap_store() {
+    cmd_ok remap && cmd_ok write $((40 * MB)) 4096 20
+}
+
+verify_data() {
+    local off val a
+    for pair in "0 17" "$((4 * MB)) 18" "$((32 * MB)) 19" "$((40 * MB)) 20"; do
+        set -- $pair
+        a=$(cmd verify "$1" 4096 "$2")
+        echo "verify $1 = $2: $a"
+        [ "$a" = ok ] || return 1
+    done
+}
+
+expected_mechanism() {
+    # The guard is used only where the self-test proves it safe here.
+    if daxfile selftest "$1" >&2; then
+        echo immutable-guard
+    else
+        echo verified-only
+    fi
+}
+
+check_fs() {
+    local fs=$1 mnt=/mnt/$1 f=/mnt/$1/vm.img mech
+    dx_run "$fs: mkfs and mount -o dax" dx_mkfs "$2" "$mnt"
+    dx_run "$fs: create 64 MiB (and a clone source)" sh -c \
+        "daxfile create $f --size 64M && daxfile create $f.src --size 64M"
+    mech=$(expected_mechanism "$mnt")
+    dx_run "$fs: consumer maps it MAP_SYNC" consumer_start "$f"
+    dx_run "$fs: consumer write-faults 4 MiB, read-faults 4 MiB" fault_pages
+    dx_run "$fs: another owner's writable fd blocks enable" expect_fail \
+        "open for writing by process" sh -c "exec 5<>$f; daxfile enable $f; exit \$?"
+    dx_run "$fs: enable without CAP_LINUX_IMMUTABLE is refused" expect_fail \
+        "CAP_LINUX_IMMUTABLE" daxfile-nocap daxfile enable "$f" --owner t
+    dx_run "$fs: a foreign immutable flag is not taken over" sh -c \
+        "chattr +i $f && { daxfile enable $f 2>&1 | tee /tmp/e.out; };
+         chattr -i $f; grep -q 'daxfile did not set the flag' /tmp/e.out"
+    dx_run "$fs: enable engages $mech" sh -c \
+        "daxfile enable $f --owner test 2>&1 | tee /tmp/e.out;
+         grep -q 'is now static ($mech' /tmp/e.out"
+    dx_run "$fs: status --json reports mechanism and owner" status_has "$f" \
+        '"enabled" : true' "\"mechanism\" : \"$mech\"" '"owner" : "test"' \
+        '"layout_unchanged" : true'
+    dx_run "$fs: store to a write-faulted page" cmd_ok write 0 4096 17
+    dx_run "$fs: store to a read-faulted page" cmd_ok write $((4 * MB)) 4096 18
+    dx_run "$fs: store to a never-faulted page" cmd_ok write $((32 * MB)) 4096 19
+    dx_run "$fs: msync" cmd_ok msync
+    dx_run "$fs: new MAP_SYNC mapping of the old fd, store" remap_store
+    for op in $OPS; do
+        if [ "$mech" = verified-only ]; then
+            dx_skip "$fs: static refuses $op" "guard unsafe on this kernel; verified-only"
+        else
+            dx_run "$fs: static refuses $op" refused "$f" "$op"
+        fi
+    done
+    dx_run "$fs: enable for another owner is refused" expect_fail \
+        "static for 'test'" daxfile enable "$f" --owner other
+    dx_run "$fs: disable: layout unchanged" sh -c \
+        "daxfile disable $f 2>&1 | tee /tmp/d.out; grep -q 'layout unchanged' /tmp/d.out"
+    dx_run "$fs: data written while static is intact" verify_data
+    dx_is "$fs: open O_RDWR works again" "$(daxfile-layout-ops "$f" open-rdwr)" OK
+    dx_run "$fs: consumer exits cleanly" consumer_stop
+    dx_run "$fs: daxfile run engages around a real process" sh -c \
+        "printf 'write 0 4096 33\nexit 5\n' | (sleep 1; cat) |
+           daxfile run --file $f --owner runner -- daxfile-consumer $f --sync > /tmp/run.out 2>&1;
+         rc=\$?; cat /tmp/run.out; test \$rc -eq 5 &&
+         grep -q 'is now static' /tmp/run.out && grep -q 'layout unchanged' /tmp/run.out &&
+         test \"\$(daxfile list --json | tr -d ' \n')\" = '[]'"
+    dx_run "$fs: umount" dx_umount "$mnt"
+}
+
+dx_run "fsdax namespace" dx_fsdax
+check_fs ext4 ext4
+check_fs xfs xfs-reflink
+dx_run "nothing left in the registry" sh -c \
+    "daxfile list --json; test \"\$(daxfile list --json | tr -d ' \n')\" = '[]'"
+dx_done
