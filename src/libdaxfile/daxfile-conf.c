@@ -10,16 +10,36 @@
 #define GROUP "hook"
 #define DEFAULT_TRUSTED "root;libvirt-qemu"
 
+static void
+root_free(DaxfileRoot *root)
+{
+    g_free(root->path);
+    g_free(root->conf);
+    g_free(root);
+}
+
 void
 daxfile_conf_free(DaxfileConf *conf)
 {
     if (!conf)
         return;
     g_free(conf->path);
-    g_strfreev(conf->managed_roots);
+    g_ptr_array_unref(conf->roots);
     g_array_unref(conf->trusted_uids);
     g_ptr_array_unref(conf->path_map);
     g_free(conf);
+}
+
+static DaxfileConf *
+conf_new(const char *path)
+{
+    DaxfileConf *conf = g_new0(DaxfileConf, 1);
+
+    conf->path = g_strdup(path);
+    conf->roots = g_ptr_array_new_with_free_func((GDestroyNotify)root_free);
+    conf->trusted_uids = g_array_new(FALSE, FALSE, sizeof(uid_t));
+    conf->path_map = g_ptr_array_new_with_free_func(g_free);
+    return conf;
 }
 
 const char *
@@ -57,27 +77,30 @@ normalise_root(const char *conf_path, const char *key, const char *root,
 }
 
 static gboolean
-conf_roots(DaxfileConf *conf, GKeyFile *kf, GError **error)
+conf_roots(DaxfileConf *conf, GKeyFile *kf, const char *path,
+           gboolean allow_non_dax, gboolean create_missing, GError **error)
 {
     g_auto(GStrv) roots = g_key_file_get_string_list(kf, GROUP,
                                                      "managed_roots", NULL,
                                                      NULL);
-    g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(g_free);
     guint i;
 
     for (i = 0; roots && roots[i]; i++) {
-        char *root;
+        DaxfileRoot *root;
+        char *norm;
 
         if (!*g_strstrip(roots[i]))
             continue;
-        root = normalise_root(conf->path, "managed_roots", roots[i], error);
-        if (!root)
+        norm = normalise_root(path, "managed_roots", roots[i], error);
+        if (!norm)
             return FALSE;
-        g_ptr_array_add(out, root);
+        root = g_new0(DaxfileRoot, 1);
+        root->path = norm;
+        root->allow_non_dax = allow_non_dax;
+        root->create_missing = create_missing;
+        root->conf = g_strdup(path);
+        g_ptr_array_add(conf->roots, root);
     }
-    g_ptr_array_add(out, NULL);
-    conf->managed_roots = (char **)g_ptr_array_free(g_steal_pointer(&out),
-                                                    FALSE);
     return TRUE;
 }
 
@@ -99,11 +122,12 @@ conf_bool(GKeyFile *kf, const char *key, const char *path, gboolean *ret,
     return TRUE;
 }
 
+/* Add the users of @raw (NULL: the defaults, silently skipping users
+ * that are not installed here) to the trusted owners. */
 static gboolean
-conf_owners(DaxfileConf *conf, GKeyFile *kf, GError **error)
+conf_owners(DaxfileConf *conf, const char *raw, const char *path,
+            GError **error)
 {
-    g_autofree char *raw = g_key_file_get_string(kf, GROUP, "trusted_owners",
-                                                 NULL);
     g_auto(GStrv) names = g_strsplit(raw ? raw : DEFAULT_TRUSTED, ";", -1);
     guint i;
 
@@ -125,7 +149,7 @@ conf_owners(DaxfileConf *conf, GKeyFile *kf, GError **error)
         } else {
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                         "Invalid trusted_owners entry '%s' in '%s': no such "
-                        "user", name, conf->path);
+                        "user", name, path);
             return FALSE;
         }
         g_array_append_val(conf->trusted_uids, u);
@@ -134,7 +158,8 @@ conf_owners(DaxfileConf *conf, GKeyFile *kf, GError **error)
 }
 
 static gboolean
-conf_path_map(DaxfileConf *conf, GKeyFile *kf, GError **error)
+conf_path_map(DaxfileConf *conf, GKeyFile *kf, const char *path,
+              GError **error)
 {
     g_auto(GStrv) pairs = g_key_file_get_string_list(kf, GROUP, "path_map",
                                                      NULL, NULL);
@@ -147,9 +172,9 @@ conf_path_map(DaxfileConf *conf, GKeyFile *kf, GError **error)
         if (!*pairs[i])
             continue;
         if (!kv[0] || !kv[1] ||
-            !(from = normalise_root(conf->path, "path_map", kv[0], error)))
+            !(from = normalise_root(path, "path_map", kv[0], error)))
             goto bad;
-        if (!(to = normalise_root(conf->path, "path_map", kv[1], error))) {
+        if (!(to = normalise_root(path, "path_map", kv[1], error))) {
             g_free(from);
             return FALSE;
         }
@@ -161,53 +186,113 @@ conf_path_map(DaxfileConf *conf, GKeyFile *kf, GError **error)
     g_clear_error(error);
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                 "Invalid path_map entry '%s' in '%s': expected "
-                "/source/dir=/destination/dir", pairs[i], conf->path);
+                "/source/dir=/destination/dir", pairs[i], path);
     return FALSE;
+}
+
+/* Add what one configuration file says to @conf. */
+static gboolean
+conf_merge(DaxfileConf *conf, const char *data, gsize len, const char *path,
+           gboolean *ret_owners_given, GError **error)
+{
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    g_autoptr(GError) local = NULL;
+    g_autofree char *owners = NULL;
+    gboolean allow_non_dax = FALSE;
+    gboolean create_missing = FALSE;
+
+    if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &local)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Cannot parse '%s': %s", path, local->message);
+        return FALSE;
+    }
+    if (!conf_bool(kf, "allow_non_dax", path, &allow_non_dax, error) ||
+        !conf_bool(kf, "create_missing", path, &create_missing, error) ||
+        !conf_roots(conf, kf, path, allow_non_dax, create_missing, error) ||
+        !conf_path_map(conf, kf, path, error))
+        return FALSE;
+    owners = g_key_file_get_string(kf, GROUP, "trusted_owners", NULL);
+    if (!owners)
+        return TRUE;
+    *ret_owners_given = TRUE;
+    return conf_owners(conf, owners, path, error);
 }
 
 DaxfileConf *
 daxfile_conf_load_data(const char *data, gsize len, const char *path,
                        GError **error)
 {
-    g_autoptr(DaxfileConf) conf = g_new0(DaxfileConf, 1);
-    g_autoptr(GKeyFile) kf = g_key_file_new();
-    g_autoptr(GError) local = NULL;
+    g_autoptr(DaxfileConf) conf = conf_new(path);
+    gboolean owners = FALSE;
 
-    conf->path = g_strdup(path);
-    conf->trusted_uids = g_array_new(FALSE, FALSE, sizeof(uid_t));
-    conf->path_map = g_ptr_array_new_with_free_func(g_free);
-    if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &local)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Cannot parse '%s': %s", path, local->message);
-        return NULL;
-    }
-    if (!conf_roots(conf, kf, error) ||
-        !conf_bool(kf, "allow_non_dax", path, &conf->allow_non_dax, error) ||
-        !conf_bool(kf, "create_missing", path, &conf->create_missing,
-                   error) ||
-        !conf_owners(conf, kf, error) || !conf_path_map(conf, kf, error))
+    if (!conf_merge(conf, data, len, path, &owners, error) ||
+        (!owners && !conf_owners(conf, NULL, path, error)))
         return NULL;
     return g_steal_pointer(&conf);
 }
 
-DaxfileConf *
-daxfile_conf_load(const char *path, GError **error)
+/* Read @path into @conf; a missing file adds nothing. */
+static gboolean
+conf_merge_file(DaxfileConf *conf, const char *path, gboolean *owners,
+                GError **error)
 {
     g_autofree char *data = NULL;
     g_autoptr(GError) local = NULL;
     gsize len = 0;
 
+    if (g_file_get_contents(path, &data, &len, &local))
+        return conf_merge(conf, data, len, path, owners, error);
+    if (g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        return TRUE;
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+                "Cannot read '%s': %s", path, local->message);
+    return FALSE;
+}
+
+static gint
+compare_paths(gconstpointer a, gconstpointer b)
+{
+    return g_strcmp0(*(char *const *)a, *(char *const *)b);
+}
+
+static GPtrArray *
+dropins(const char *path)
+{
+    g_autofree char *dir = g_strconcat(path, ".d", NULL);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    GPtrArray *files = g_ptr_array_new_with_free_func(g_free);
+    const char *name;
+
+    while (d && (name = g_dir_read_name(d))) {
+        if (g_str_has_suffix(name, ".conf") && name[0] != '.')
+            g_ptr_array_add(files, g_build_filename(dir, name, NULL));
+    }
+    g_ptr_array_sort(files, compare_paths);
+    return files;
+}
+
+DaxfileConf *
+daxfile_conf_load(const char *path, GError **error)
+{
+    g_autoptr(DaxfileConf) conf = NULL;
+    g_autoptr(GPtrArray) extra = NULL;
+    gboolean owners = FALSE;
+    guint i;
+
     if (!path)
         path = daxfile_conf_path();
-    if (!g_file_get_contents(path, &data, &len, &local)) {
-        if (!g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                        "Cannot read '%s': %s", path, local->message);
+    conf = conf_new(path);
+    extra = dropins(path);
+    if (!conf_merge_file(conf, path, &owners, error))
+        return NULL;
+    for (i = 0; i < extra->len; i++) {
+        if (!conf_merge_file(conf, g_ptr_array_index(extra, i), &owners,
+                             error))
             return NULL;
-        }
-        return daxfile_conf_load_data("", 0, path, error);
     }
-    return daxfile_conf_load_data(data, len, path, error);
+    if (!owners && !conf_owners(conf, NULL, path, error))
+        return NULL;
+    return g_steal_pointer(&conf);
 }
 
 static gboolean
@@ -220,16 +305,18 @@ path_under(const char *path, const char *root)
     return strncmp(path, root, n) == 0 && path[n] == '/';
 }
 
-const char *
+const DaxfileRoot *
 daxfile_conf_managed_root(const DaxfileConf *conf, const char *path)
 {
     guint i;
 
     if (!path || !g_path_is_absolute(path))
         return NULL;
-    for (i = 0; conf->managed_roots && conf->managed_roots[i]; i++) {
-        if (path_under(path, conf->managed_roots[i]))
-            return conf->managed_roots[i];
+    for (i = 0; i < conf->roots->len; i++) {
+        const DaxfileRoot *root = g_ptr_array_index(conf->roots, i);
+
+        if (path_under(path, root->path))
+            return root;
     }
     return NULL;
 }

@@ -9,8 +9,12 @@
  *   create_missing=false
  *   path_map=/mnt/pmem-a=/mnt/pmem-b
  *
- * DAXFILE_CONF overrides the path. A missing file means the defaults: no
- * managed roots, so the hook leaves every domain alone.
+ * DAXFILE_CONF overrides the path. Files "<path>.d/NAME.conf" are read
+ * after it, in name order: each adds its managed roots, with its own
+ * allow_non_dax and create_missing for them, its trusted owners and its
+ * path mappings (so a tool can manage a directory for a while by dropping
+ * in a file, and leave the main configuration alone). No file at all
+ * means no managed roots: the hook leaves every domain alone.
  */
 #pragma once
 
@@ -20,11 +24,16 @@
 G_BEGIN_DECLS
 
 typedef struct {
-    char *path;            /* the file read, for messages */
-    char **managed_roots;  /* absolute, normalised, no trailing slash */
-    gboolean allow_non_dax;
-    GArray *trusted_uids;  /* uid_t; files under a root must be owned by one */
+    char *path;              /* absolute, normalised, no trailing slash */
+    gboolean allow_non_dax;  /* files here may lack DAX (development) */
     gboolean create_missing; /* migrate/restore: create a missing file */
+    char *conf;              /* the file that declared it */
+} DaxfileRoot;
+
+typedef struct {
+    char *path;            /* the main file, for messages */
+    GPtrArray *roots;      /* DaxfileRoot */
+    GArray *trusted_uids;  /* uid_t; files under a root must be owned by one */
     GPtrArray *path_map;   /* pairs: from, to, from, to, ... */
 } DaxfileConf;
 
@@ -41,8 +50,8 @@ DaxfileConf *daxfile_conf_load_data(const char *data, gsize len,
                                     const char *path, GError **error);
 
 /* The managed root that lexically contains @path, or NULL */
-const char *daxfile_conf_managed_root(const DaxfileConf *conf,
-                                      const char *path);
+const DaxfileRoot *daxfile_conf_managed_root(const DaxfileConf *conf,
+                                             const char *path);
 
 /* @path rewritten by the first matching path_map prefix, or NULL */
 char *daxfile_conf_map_path(const DaxfileConf *conf, const char *path);

@@ -105,11 +105,11 @@ daxfile_hook_check_device(const DaxfileNvdimm *nv, GError **error)
 /* Open the device's file inside its managed root and check who owns it
  * and that no hard link can lead outside the root. */
 static int
-dev_open(const Hook *h, const DaxfileNvdimm *nv, const char *root,
+dev_open(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
          struct stat *st, GError **error)
 {
     g_autofree char *name = daxfile_escape(nv->path);
-    g_auto(DaxfileFd) fd = daxfile_file_open_beneath(root, nv->path,
+    g_auto(DaxfileFd) fd = daxfile_file_open_beneath(root->path, nv->path,
                                                      DAXFILE_OPEN_READ, st,
                                                      error);
 
@@ -135,7 +135,7 @@ dev_open(const Hook *h, const DaxfileNvdimm *nv, const char *root,
 
 /* Everything prepare checks about one device and its file. */
 static int
-dev_validate(const Hook *h, const DaxfileNvdimm *nv, const char *root,
+dev_validate(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
              GError **error)
 {
     g_autoptr(DaxfileReport) report = NULL;
@@ -159,7 +159,7 @@ dev_validate(const Hook *h, const DaxfileNvdimm *nv, const char *root,
         return -1;
     }
     report = daxfile_report_build(fd, nv->path, nv->alignsize,
-                                  h->conf->allow_non_dax, error);
+                                  root->allow_non_dax, error);
     if (!report || !daxfile_report_require_ready(report, error))
         return -1;
     return g_steal_fd(&fd);
@@ -253,10 +253,10 @@ note(const Hook *h, const DaxfileNvdimm *nv, const char *text)
 static gboolean
 engage_device(const Hook *h, const DaxfileNvdimm *nv, GError **error)
 {
-    const char *root = daxfile_conf_managed_root(h->conf, nv->path);
+    const DaxfileRoot *root = daxfile_conf_managed_root(h->conf, nv->path);
     DaxfileEnableParams params = {
         .align = nv->alignsize,
-        .allow_non_dax = h->conf->allow_non_dax,
+        .allow_non_dax = root->allow_non_dax,
         .owner = h->owner,
         .owner_uuid = h->dom->uuid,
     };
@@ -293,14 +293,14 @@ hook_engage(const Hook *h, GError **error)
 static gboolean
 release_device(const Hook *h, const DaxfileNvdimm *nv, GError **error)
 {
-    const char *root = daxfile_conf_managed_root(h->conf, nv->path);
+    const DaxfileRoot *root = daxfile_conf_managed_root(h->conf, nv->path);
     g_auto(DaxfileDisableResult) result = {0};
     g_autoptr(GError) local = NULL;
     g_auto(DaxfileFd) fd = -1;
     g_autofree char *name = daxfile_escape(nv->path);
 
-    fd = daxfile_file_open_beneath(root, nv->path, DAXFILE_OPEN_READ, NULL,
-                                   NULL);
+    fd = daxfile_file_open_beneath(root->path, nv->path, DAXFILE_OPEN_READ,
+                                   NULL, NULL);
     if (fd < 0)
         return TRUE; /* gone: 'daxfile repair' drops its entry */
     if (!daxfile_static_disable(fd, nv->path, h->owner, &result, &local)) {
@@ -339,7 +339,7 @@ static gboolean
 ensure_file(const Hook *h, const DaxfileNvdimm *nv, const char *path,
             GError **error)
 {
-    const char *root = daxfile_conf_managed_root(h->conf, path);
+    const DaxfileRoot *root = daxfile_conf_managed_root(h->conf, path);
     DaxfileNvdimm mapped = *nv;
     g_autoptr(GError) local = NULL;
     g_autofree char *dir = g_path_get_dirname(path);
@@ -350,15 +350,15 @@ ensure_file(const Hook *h, const DaxfileNvdimm *nv, const char *path,
     fd = dev_validate(h, &mapped, root, &local);
     if (fd >= 0)
         return TRUE;
-    if (!h->conf->create_missing || !daxfile_hook_check_device(nv, NULL) ||
+    if (!root->create_missing || !daxfile_hook_check_device(nv, NULL) ||
         !g_error_matches(local, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND))
         return dev_fail(h, &mapped, g_steal_pointer(&local), error);
     g_clear_error(&local);
-    dirfd = daxfile_dir_open_beneath(root, dir, &local);
+    dirfd = daxfile_dir_open_beneath(root->path, dir, &local);
     if (dirfd >= 0) {
         DaxfileCreateParams params = {.size = nv->size,
                                       .align = nv->alignsize,
-                                      .allow_non_dax = h->conf->allow_non_dax};
+                                      .allow_non_dax = root->allow_non_dax};
         g_autoptr(DaxfileReport) made = daxfile_create_at(dirfd, path,
                                                           &params, NULL,
                                                           &local);
@@ -414,7 +414,7 @@ daxfile_hook_run_notes(const DaxfileHookCall *call, const DaxfileConf *conf,
     Hook h = {call, conf, NULL, NULL, notes};
 
     *ret_stdout = NULL;
-    if (!conf->managed_roots || !conf->managed_roots[0])
+    if (conf->roots->len == 0)
         return TRUE; /* nothing is managed: leave every domain alone */
     if (!is_op(call, "prepare", "begin") && !is_op(call, "started", "begin") &&
         !is_op(call, "stopped", "end") && !is_op(call, "release", "end") &&

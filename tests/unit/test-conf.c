@@ -2,6 +2,8 @@
 /*
  * daxfile.conf: parsing, managed roots, path mapping, trusted owners
  */
+#include <glib/gstdio.h>
+
 #include "daxfile-conf.h"
 #include "daxfile-error.h"
 
@@ -10,6 +12,12 @@ parse(const char *text, GError **error)
 {
     return daxfile_conf_load_data(text, strlen(text), "/etc/daxfile.conf",
                                   error);
+}
+
+static const DaxfileRoot *
+root(const DaxfileConf *c, guint i)
+{
+    return g_ptr_array_index(c->roots, i);
 }
 
 static void
@@ -24,18 +32,18 @@ test_good(void)
     g_autofree char *m2 = NULL;
 
     g_assert_no_error(error);
-    g_assert_cmpstr(c->managed_roots[0], ==, "/mnt/pmem");
-    g_assert_cmpstr(c->managed_roots[1], ==, "/var/lib/libvirt/pmem");
-    g_assert_null(c->managed_roots[2]);
-    g_assert_true(c->allow_non_dax);
-    g_assert_true(c->create_missing);
+    g_assert_cmpuint(c->roots->len, ==, 2);
+    g_assert_cmpstr(root(c, 0)->path, ==, "/mnt/pmem");
+    g_assert_cmpstr(root(c, 1)->path, ==, "/var/lib/libvirt/pmem");
+    g_assert_true(root(c, 0)->allow_non_dax);
+    g_assert_true(root(c, 1)->create_missing);
     g_assert_true(daxfile_conf_trusts_uid(c, 0));
     g_assert_true(daxfile_conf_trusts_uid(c, 1234));
     g_assert_false(daxfile_conf_trusts_uid(c, 1000));
-    g_assert_cmpstr(daxfile_conf_managed_root(c, "/mnt/pmem/vm.img"), ==,
-                    "/mnt/pmem");
-    g_assert_cmpstr(daxfile_conf_managed_root(c, "/mnt/pmem/d/vm.img"), ==,
-                    "/mnt/pmem");
+    g_assert_true(daxfile_conf_managed_root(c, "/mnt/pmem/vm.img") ==
+                  root(c, 0));
+    g_assert_true(daxfile_conf_managed_root(c, "/mnt/pmem/d/vm.img") ==
+                  root(c, 0));
     g_assert_null(daxfile_conf_managed_root(c, "/mnt/pmem2/vm.img"));
     g_assert_null(daxfile_conf_managed_root(c, "/mnt/pmem"));
     g_assert_null(daxfile_conf_managed_root(c, "mnt/pmem/vm.img"));
@@ -54,12 +62,10 @@ test_defaults(void)
                                                        NULL);
 
     g_assert_nonnull(c);
-    g_assert_null(c->managed_roots[0]);
-    g_assert_false(c->allow_non_dax);
-    g_assert_false(c->create_missing);
+    g_assert_cmpuint(c->roots->len, ==, 0);
     g_assert_true(daxfile_conf_trusts_uid(c, 0));
     g_assert_nonnull(missing);
-    g_assert_null(missing->managed_roots[0]);
+    g_assert_cmpuint(missing->roots->len, ==, 0);
 }
 
 static void
@@ -91,6 +97,39 @@ test_bad(void)
     }
 }
 
+/* Drop-ins add roots with their own flags; the main file stays as it is */
+static void
+test_dropins(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("daxfile-conf-XXXXXX", NULL);
+    g_autofree char *main_conf = g_build_filename(dir, "daxfile.conf", NULL);
+    g_autofree char *ddir = g_strconcat(main_conf, ".d", NULL);
+    g_autofree char *d1 = g_build_filename(ddir, "10-dev.conf", NULL);
+    g_autofree char *d2 = g_build_filename(ddir, "20-ignored.txt", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DaxfileConf) c = NULL;
+
+    g_assert_cmpint(g_mkdir(ddir, 0700), ==, 0);
+    g_assert_true(g_file_set_contents(main_conf,
+                                      "[hook]\nmanaged_roots=/mnt/pmem\n",
+                                      -1, NULL));
+    g_assert_true(g_file_set_contents(d1, "[hook]\nmanaged_roots=/tmp/q\n"
+                                      "allow_non_dax=true\n", -1, NULL));
+    g_assert_true(g_file_set_contents(d2, "garbage", -1, NULL));
+    c = daxfile_conf_load(main_conf, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(c->roots->len, ==, 2);
+    g_assert_false(daxfile_conf_managed_root(c, "/mnt/pmem/a")->allow_non_dax);
+    g_assert_true(daxfile_conf_managed_root(c, "/tmp/q/a")->allow_non_dax);
+    g_assert_cmpstr(daxfile_conf_managed_root(c, "/tmp/q/a")->conf, ==, d1);
+    g_assert_true(daxfile_conf_trusts_uid(c, 0));
+    g_unlink(d1);
+    g_unlink(d2);
+    g_rmdir(ddir);
+    g_unlink(main_conf);
+    g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -98,5 +137,6 @@ main(int argc, char **argv)
     g_test_add_func("/conf/good", test_good);
     g_test_add_func("/conf/defaults", test_defaults);
     g_test_add_func("/conf/bad", test_bad);
+    g_test_add_func("/conf/dropins", test_dropins);
     return g_test_run();
 }
