@@ -144,7 +144,8 @@ cmd_disable(int argc, char **argv)
                                                    : "exactly one PATH");
     fd = open_target(argv[1], &error);
     if (fd < 0 ||
-        !daxfile_static_disable(fd, argv[1], arg_owner, &result, &error))
+        !daxfile_static_disable(fd, argv[1], arg_owner, FALSE, &result,
+                                &error))
         return cli_report_error(error);
     return cli_print_disabled(argv[1], &result);
 }

@@ -205,8 +205,8 @@ run_release(RunCtx *ctx)
 
         if (!f->engaged)
             continue;
-        if (!daxfile_static_disable(f->fd, f->path, ctx->owner, &result,
-                                    &error))
+        if (!daxfile_static_disable(f->fd, f->path, ctx->owner, TRUE,
+                                    &result, &error))
             ret = cli_report_error(error);
         else if (cli_print_disabled(f->path, &result) != CLI_EXIT_OK)
             ret = CLI_EXIT_FAILURE;

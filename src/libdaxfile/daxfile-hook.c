@@ -194,7 +194,7 @@ unreserve(const Hook *h, GPtrArray *devs, guint n, GArray *fds)
         g_auto(DaxfileDisableResult) res = {0};
 
         daxfile_static_disable(g_array_index(fds, int, i), nv->path, h->owner,
-                               &res, NULL);
+                               TRUE, &res, NULL);
     }
 }
 
@@ -259,6 +259,7 @@ engage_device(const Hook *h, const DaxfileNvdimm *nv, GError **error)
         .allow_non_dax = root->allow_non_dax,
         .owner = h->owner,
         .owner_uuid = h->dom->uuid,
+        .wait = TRUE,
     };
     g_auto(DaxfileEnableResult) result = {0};
     g_auto(DaxfileFd) fd = -1;
@@ -303,7 +304,8 @@ release_device(const Hook *h, const DaxfileNvdimm *nv, GError **error)
                                    NULL, NULL);
     if (fd < 0)
         return TRUE; /* gone: 'daxfile repair' drops its entry */
-    if (!daxfile_static_disable(fd, nv->path, h->owner, &result, &local)) {
+    if (!daxfile_static_disable(fd, nv->path, h->owner, TRUE, &result,
+                                &local)) {
         if (g_error_matches(local, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND) ||
             g_error_matches(local, DAXFILE_ERROR, DAXFILE_ERROR_BUSY))
             return TRUE;

@@ -435,7 +435,7 @@ daxfile_registry_save(DaxfileRegistry *reg, GError **error)
 
 int
 daxfile_registry_lock_inode(guint64 dev, guint64 ino, const char *name,
-                            GError **error)
+                            gboolean wait, GError **error)
 {
     g_autofree char *run = daxfile_state_run_dir();
     g_autofree char *dir = g_build_filename(run, "locks", NULL);
@@ -451,7 +451,9 @@ daxfile_registry_lock_inode(guint64 dev, guint64 ino, const char *name,
         daxfile_set_error_errno(error, errno, "Cannot open '%s'", path);
         return -1;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    while (flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) < 0) {
+        if (errno == EINTR)
+            continue;
         if (errno == EWOULDBLOCK) {
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
                         "'%s' is busy: another daxfile operation on it is in "

@@ -88,10 +88,12 @@ GPtrArray *daxfile_registry_entries(DaxfileRegistry *reg);
 /* Write it back atomically (no-op when nothing changed). */
 gboolean daxfile_registry_save(DaxfileRegistry *reg, GError **error);
 
-/* Per-inode operation lock: a non-blocking flock on
- * <run>/locks/<dev>-<ino>.lock. Returns the fd, or -1 with a BUSY error
- * naming @name when another operation holds it. */
+/* Per-inode operation lock: an flock on <run>/locks/<dev>-<ino>.lock.
+ * Returns the fd, or -1 with a BUSY error naming @name when another
+ * operation holds it; with @wait, waits for it instead (operations are
+ * short: the hook waits, so that of two domains starting at once the
+ * second sees the first one's claim). */
 int daxfile_registry_lock_inode(guint64 dev, guint64 ino, const char *name,
-                                GError **error);
+                                gboolean wait, GError **error);
 
 G_END_DECLS

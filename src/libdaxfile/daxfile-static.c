@@ -370,7 +370,8 @@ daxfile_static_enable(int fd, const char *path,
     g_return_val_if_fail(params->owner != NULL, FALSE);
     if (!fd_identity(fd, name, &st, error))
         return FALSE;
-    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, error);
+    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name,
+                                       params->wait, error);
     if (lock < 0 || !registry_peek(&st, &cur, error) ||
         owner_conflict(cur, params->owner, name, error) ||
         interrupted(cur, name, error))
@@ -431,7 +432,8 @@ not_static_error(int fd, const char *name, GError **error)
 
 gboolean
 daxfile_static_disable(int fd, const char *path, const char *owner,
-                       DaxfileDisableResult *ret_result, GError **error)
+                       gboolean wait, DaxfileDisableResult *ret_result,
+                       GError **error)
 {
     g_autofree char *name = daxfile_escape(path);
     g_autoptr(DaxfileRegistry) reg = NULL;
@@ -441,7 +443,8 @@ daxfile_static_disable(int fd, const char *path, const char *owner,
 
     if (!fd_identity(fd, name, &st, error))
         return FALSE;
-    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, error);
+    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, wait,
+                                       error);
     if (lock < 0 || !(reg = daxfile_registry_open(error)))
         return FALSE;
     e = daxfile_registry_lookup(reg, st.st_dev, st.st_ino);
@@ -485,7 +488,8 @@ daxfile_static_reserve(int fd, const char *path, const char *owner,
 
     if (!fd_identity(fd, name, &st, error))
         return FALSE;
-    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, error);
+    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, TRUE,
+                                       error);
     if (lock < 0 || !(reg = daxfile_registry_open(error)))
         return FALSE;
     e = daxfile_registry_lookup(reg, st.st_dev, st.st_ino);

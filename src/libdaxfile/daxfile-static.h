@@ -31,6 +31,8 @@ typedef struct {
     DaxfileMechanism mechanism; /* NONE = choose */
     const GArray *consumers;    /* pids allowed to hold the file open for
                                  * writing; NULL = every process mapping it */
+    gboolean wait;              /* wait for a concurrent operation on the
+                                 * file instead of failing with BUSY */
 } DaxfileEnableParams;
 
 typedef struct {
@@ -65,6 +67,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileDisableResult,
  * different owner is refused (BUSY). A file that is not static is a
  * NOT_FOUND error. */
 gboolean daxfile_static_disable(int fd, const char *path, const char *owner,
+                                gboolean wait,
                                 DaxfileDisableResult *ret_result,
                                 GError **error);
 

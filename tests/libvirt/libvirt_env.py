@@ -1,0 +1,303 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A libvirt environment for tests and the quickstart, on facts measured here
+(../shared/reference/libvirt-by-hand.md):
+
+- use the running system libvirtd, or start one by hand (pinned to one CPU
+  with taskset, so the capabilities cache is not thrown away on every start,
+  and stdio_handler = "file" so virtlogd is not needed) and stop it after,
+  restoring qemu.conf;
+- install the daxfile hook under /etc/libvirt/hooks/qemu.d/ and a config
+  drop-in naming the managed directory, and remove both afterwards (libvirtd
+  needs a SIGHUP to notice a first hook);
+- TCG guests booting the VM harness's kernel and initramfs, with the console
+  on a file (serial0) and the guest script's TAP on another (serial1).
+Nothing here touches domains it did not define.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "vm"))
+import daxfile_vm  # noqa: E402
+
+URI = "qemu:///system"
+QEMU_CONF = "/etc/libvirt/qemu.conf"
+HOOK_DIR = "/etc/libvirt/hooks/qemu.d"
+CONF_D = "/etc/daxfile/daxfile.conf.d"
+PIDFILE = "/run/daxfile-libvirtd.pid"
+
+
+def log(msg):
+    print(f"# libvirt-env: {msg}", file=sys.stderr, flush=True)
+
+
+def run(argv, check=False, timeout=300, **kw):
+    proc = subprocess.run(argv, capture_output=True, text=True,
+                          timeout=timeout, errors="replace", **kw)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed: {proc.stderr.strip()}")
+    return proc
+
+
+def virsh(*args, check=False, timeout=300):
+    return run(["virsh", "-c", URI] + [str(a) for a in args], check=check,
+               timeout=timeout)
+
+
+class Libvirtd:
+    """The system daemon: reused when running, else started and stopped."""
+
+    def __init__(self):
+        self.ours = False
+        self.conf_backup = None
+
+    @staticmethod
+    def running():
+        try:
+            return virsh("version", timeout=20).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
+    def __enter__(self):
+        if self.running():
+            log("using the running libvirtd")
+            return self
+        self.conf_backup = QEMU_CONF + ".daxfile-backup"
+        shutil.copy2(QEMU_CONF, self.conf_backup)
+        with open(QEMU_CONF, "a") as f:
+            f.write('\n# added while daxfile tests run\nstdio_handler = "file"\n')
+        run(["taskset", "-c", "0", "libvirtd", "-d", "-p", PIDFILE],
+            check=True)
+        self.ours = True
+        deadline = time.monotonic() + 90
+        while not self.running():
+            if time.monotonic() > deadline:
+                raise RuntimeError("libvirtd did not come up in 90 s")
+            time.sleep(0.2)
+        log("started libvirtd")
+        return self
+
+    def pid(self):
+        for path in (PIDFILE, "/run/libvirtd.pid", "/var/run/libvirtd.pid"):
+            try:
+                with open(path) as f:
+                    pid = int(f.read().strip())
+                os.kill(pid, 0)
+                return pid
+            except (OSError, ValueError):
+                continue
+        out = run(["pidof", "libvirtd"]).stdout.split()
+        return int(out[0]) if out else None
+
+    def reload_hooks(self):
+        """libvirtd notices a first qemu.d hook only after SIGHUP."""
+        pid = self.pid()
+        if pid:
+            os.kill(pid, signal.SIGHUP)
+            time.sleep(2.0)
+            deadline = time.monotonic() + 30
+            while not self.running() and time.monotonic() < deadline:
+                time.sleep(0.2)
+
+    def __exit__(self, *exc):
+        if self.ours:
+            pid = self.pid()
+            if pid:
+                os.kill(pid, signal.SIGTERM)
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:
+                    try:
+                        os.kill(pid, 0)
+                    except OSError:
+                        break
+                    time.sleep(0.1)
+            log("stopped libvirtd")
+        if self.conf_backup:
+            shutil.move(self.conf_backup, QEMU_CONF)
+        return False
+
+
+class Hook:
+    """The daxfile hook and a config drop-in, installed for a while."""
+
+    def __init__(self, hook_binary, name, roots, allow_non_dax=True,
+                 extra=""):
+        self.binary = hook_binary
+        self.hook = os.path.join(HOOK_DIR, name)
+        self.conf = os.path.join(CONF_D, name + ".conf")
+        self.text = ("# installed for a while by daxfile's tests/quickstart\n"
+                     f"[hook]\nmanaged_roots={';'.join(roots)}\n"
+                     f"allow_non_dax={'true' if allow_non_dax else 'false'}\n"
+                     f"{extra}")
+
+    def install(self, daemon):
+        os.makedirs(HOOK_DIR, exist_ok=True)
+        os.makedirs(CONF_D, exist_ok=True)
+        shutil.copy2(self.binary, self.hook + ".tmp")
+        os.chmod(self.hook + ".tmp", 0o755)
+        os.rename(self.hook + ".tmp", self.hook)
+        with open(self.conf, "w") as f:
+            f.write(self.text)
+        daemon.reload_hooks()
+
+    def remove(self):
+        for path in (self.hook, self.conf):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+class LoopDir:
+    """A throwaway directory on a loop-mounted xfs made for 2 MiB extents
+    (mkfs.xfs -d su=2m,sw=1), so files get aligned extents as on a real
+    pmem filesystem. Always unmounted."""
+
+    def __init__(self, size_mib=1536, prefix="daxfile-"):
+        self.tmp = tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
+        os.chmod(self.tmp, 0o755)
+        self.image = os.path.join(self.tmp, "fs.img")
+        self.path = os.path.join(self.tmp, "pmem")
+        self.size = size_mib << 20
+        self.mounted = False
+
+    def __enter__(self):
+        try:
+            os.mkdir(self.path)
+            with open(self.image, "wb") as f:
+                f.truncate(self.size)
+            run(["mkfs.xfs", "-q", "-f", "-m", "reflink=0", "-d", "su=2m,sw=1",
+                 self.image], check=True)
+            run(["mount", "-o", "loop", self.image, self.path], check=True)
+            self.mounted = True
+            os.chmod(self.path, 0o755)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if self.mounted:
+            if run(["umount", self.path]).returncode != 0:
+                run(["umount", "-l", self.path])
+            self.mounted = False
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return False
+
+
+class GuestImage:
+    """Kernel and initramfs from the VM harness, for libvirt guests."""
+
+    def __init__(self, workdir, bins=(), kernel="6.1"):
+        self.image = daxfile_vm.build_image(kernel, bins=list(bins))
+        self.workdir = workdir
+
+    def files(self, script, env=None, tag="guest"):
+        """(kernel, initrd, cmdline) running tests/vm/guest/SCRIPT.sh"""
+        kernel = os.path.join(self.workdir, "vmlinux")
+        if not os.path.exists(kernel):
+            shutil.copy2(self.image.boot_kernel, kernel)
+        script_path = daxfile_vm.resolve_script(script)
+        initrd = os.path.join(self.workdir, f"initrd-{tag}")
+        self.image.initrd(initrd, script_path, env or {})
+        cmdline = (f"{daxfile_vm.DEFAULT_APPEND} "
+                   f"daxfile.script={script_path.name}")
+        return kernel, initrd, cmdline
+
+
+def domain_xml(name, kernel, initrd, cmdline, console, tap, memory_mib=512,
+               devices=""):
+    """A small TCG domain ready for nvdimms: maxMemory with slots, one NUMA
+    cell, ACPI; console on serial0, the guest script's TAP on serial1."""
+    return f"""<domain type='qemu'>
+  <name>{name}</name>
+  <memory unit='MiB'>{memory_mib}</memory>
+  <maxMemory slots='4' unit='MiB'>{memory_mib + 4096}</maxMemory>
+  <vcpu>2</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>{kernel}</kernel>
+    <initrd>{initrd}</initrd>
+    <cmdline>{cmdline}</cmdline>
+  </os>
+  <features><acpi/></features>
+  <cpu mode='maximum'>
+    <numa>
+      <cell id='0' cpus='0-1' memory='{memory_mib}' unit='MiB'/>
+    </numa>
+  </cpu>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>destroy</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <serial type='file'>
+      <source path='{console}'/>
+      <target port='0'/>
+    </serial>
+    <serial type='file'>
+      <source path='{tap}'/>
+      <target port='1'/>
+    </serial>
+{devices}  </devices>
+</domain>
+"""
+
+
+def define(xml, workdir, name):
+    path = os.path.join(workdir, f"{name}.xml")
+    with open(path, "w") as f:
+        f.write(xml)
+    return virsh("define", path)
+
+
+def state(name):
+    res = virsh("domstate", name)
+    return res.stdout.strip() if res.returncode == 0 else None
+
+
+def wait_shutoff(name, timeout=240):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if state(name) == "shut off":
+            return True
+        time.sleep(0.25)
+    return False
+
+
+def wait_file(path, text, timeout=240):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(path, errors="replace") as f:
+                if text in f.read():
+                    return True
+        except FileNotFoundError:
+            pass
+        time.sleep(0.25)
+    return False
+
+
+def cleanup_domain(name):
+    if state(name) == "running":
+        virsh("destroy", name)
+    virsh("undefine", name, "--nvram")
+    if state(name) is not None:
+        virsh("undefine", name)
+
+
+def tap_results(path):
+    """(ok, not_ok) lines of a guest TAP file"""
+    try:
+        with open(path, errors="replace") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return [], ["(no TAP file)"]
+    oks = [line for line in lines if line.startswith("ok ")]
+    bad = [line for line in lines if line.startswith("not ok")]
+    return oks, bad

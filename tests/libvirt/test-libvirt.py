@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""daxfile with a real libvirtd (root): `daxfile attach`, the qemu.d hook at
+prepare/started/stopped/release, refusals shown by `virsh start`, two domains
+racing for one file, detach. The daemon is the running one, or one started
+here (and stopped after); the hook and a config drop-in are installed for the
+test and removed after. Guests are TCG with the VM harness's kernel.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
+sys.path.insert(0, HERE)
+from daxtest import Tap, build_path, daxfile, need_root  # noqa: E402
+import libvirt_env as lv  # noqa: E402
+
+PREFIX = f"daxfile-test-{os.getpid()}"
+M = 1 << 20
+
+
+def dom(n):
+    return f"{PREFIX}-{n}"
+
+
+class World:
+    def __init__(self, tap, daemon, loop, image):
+        self.tap = tap
+        self.daemon = daemon
+        self.loop = loop
+        self.image = image
+        self.domains = []
+
+    def path(self, name):
+        return os.path.join(self.loop.path, name)
+
+    def define(self, name, devices="", script="libvirt-smoke"):
+        kernel, initrd, cmdline = self.image.files(script, tag=name)
+        xml = lv.domain_xml(name, kernel, initrd, cmdline,
+                            os.path.join(self.loop.tmp, f"{name}.console"),
+                            os.path.join(self.loop.tmp, f"{name}.tap"),
+                            devices=devices)
+        self.domains.append(name)
+        return lv.define(xml, self.loop.tmp, name)
+
+    def console(self, name):
+        return os.path.join(self.loop.tmp, f"{name}.console")
+
+    def tapfile(self, name):
+        return os.path.join(self.loop.tmp, f"{name}.tap")
+
+    def cleanup(self):
+        for name in self.domains:
+            lv.cleanup_domain(name)
+
+
+def static_of(path):
+    res = daxfile("status", "--json", "--allow-non-dax", path)
+    return res.json()[0].get("static", {}) if res.rc == 0 else {}
+
+
+def registry_for(path):
+    real = os.path.realpath(path)
+    lst = daxfile("list", "--json")
+    return [e for e in (lst.json() if lst.rc == 0 else [])
+            if e["path"] == real]
+
+
+def test_attach_start_stop(w):
+    tap = w.tap
+    name = dom("a")
+    f = w.path("a.img")
+    tap.ok(w.define(name).returncode == 0, "define a small TCG domain")
+    res = daxfile("attach", name, f, "--create", "--size", "256M",
+                  "--allow-non-dax")
+    tap.ok(res.rc == 0 and "attached" in res.err,
+           "daxfile attach --create provisions the file and wires it", res)
+    xml = lv.virsh("dumpxml", "--inactive", name).stdout
+    tap.ok("model='nvdimm' access='shared'" in xml and f in xml and
+           "<pmem/>" in xml, "the inactive definition holds the nvdimm", xml)
+    res = daxfile("attach", name, f, "--allow-non-dax")
+    tap.ok(res.rc == 1 and "already attached" in res.err,
+           "attaching the same file twice is refused", res)
+    start = lv.virsh("start", name)
+    tap.ok(start.returncode == 0, "virsh start with the hook installed",
+           start.stderr)
+    st = static_of(f)
+    tap.ok(st.get("enabled") and st.get("owner") == f"domain:{name}" and
+           st.get("mechanism") == "verified-only",
+           "started: daxfile status shows it static, owned by the domain", st)
+    ok = lv.wait_file(w.console(name), "DAXFILE-VM: END rc=0")
+    oks, bad = lv.tap_results(w.tapfile(name))
+    tap.ok(ok and len(oks) == 3 and not bad,
+           "the guest sees the nvdimm: fsdax, ext4 -o dax, statx DAX",
+           "\n".join(oks + bad))
+    tap.ok(lv.wait_shutoff(name), "the guest powers off")
+    tap.ok(registry_for(f) == [], "stopped/release: released, registry empty",
+           registry_for(f))
+    res = daxfile("detach", name, f)
+    xml = lv.virsh("dumpxml", "--inactive", name).stdout
+    tap.ok(res.rc == 0 and "nvdimm" not in xml, "daxfile detach removes it",
+           res)
+
+
+def misconfigured(w):
+    good = w.path("good.img")
+    daxfile("create", good, "--size", "64M", "--allow-non-dax")
+    falloc = w.path("falloc.img")
+    subprocess.run(["fallocate", "-l", "64M", falloc], check=True)
+
+    def dev(path=good, access=" access='shared'", pmem="<pmem/>",
+            align="<alignsize unit='KiB'>2048</alignsize>", size=65536):
+        return (f"    <memory model='nvdimm'{access}>\n"
+                f"      <source><path>{path}</path>{align}{pmem}</source>\n"
+                f"      <target><size unit='KiB'>{size}</size><node>0</node>"
+                "</target>\n    </memory>\n")
+    return [
+        ("no access='shared'", dev(access=""), "access is 'unset"),
+        ("access='private'", dev(access=" access='private'"),
+         "access is 'private'"),
+        ("no <pmem/>", dev(pmem=""), "has no <pmem/>"),
+        ("no <alignsize>", dev(align=""), "has no <alignsize>"),
+        ("size differs from the file", dev(size=131072),
+         "QEMU refuses a mismatch"),
+        ("unprovisioned (fallocated) file", dev(path=falloc),
+         "unwritten (fallocated, never written)"),
+    ]
+
+
+def test_refusals(w):
+    tap = w.tap
+    for i, (what, device, want) in enumerate(misconfigured(w)):
+        name = dom(f"bad{i}")
+        w.define(name, devices=device)
+        res = lv.virsh("start", name)
+        tap.ok(res.returncode != 0 and "Hook script execution failed" in
+               res.stderr and want in res.stderr and
+               f"domain '{name}'" in res.stderr and lv.state(name) == "shut off",
+               f"virsh start refuses: {what}, with the hook's message",
+               res.stderr)
+    tap.ok(all(registry_for(w.path(n)) == [] for n in ("good.img",
+                                                        "falloc.img")),
+           "no refused start left a registry entry")
+
+
+def test_race(w):
+    tap = w.tap
+    f = w.path("shared.img")
+    daxfile("create", f, "--size", "128M", "--allow-non-dax")
+    device = ("    <memory model='nvdimm' access='shared'>\n"
+              f"      <source><path>{f}</path><alignsize unit='KiB'>2048"
+              "</alignsize><pmem/></source>\n"
+              "      <target><size unit='KiB'>131072</size><node>0</node>"
+              "</target>\n    </memory>\n")
+    names = [dom("r1"), dom("r2")]
+    for n in names:
+        w.define(n, devices=device)
+    results = {}
+
+    def start(n):
+        results[n] = lv.virsh("start", n)
+    threads = [threading.Thread(target=start, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    won = [n for n in names if results[n].returncode == 0]
+    lost = [n for n in names if results[n].returncode != 0]
+    loser_err = results[lost[0]].stderr if lost else ""
+    tap.ok(len(won) == 1 and len(lost) == 1 and
+           f"'domain:{won[0]}'" in loser_err,
+           "two domains started at once on one file: one wins, the other is "
+           "refused with the owner named",
+           "\n".join(f"{n}: {results[n].returncode} {results[n].stderr}"
+                     for n in names))
+    for n in won:
+        lv.wait_shutoff(n)
+    tap.ok(registry_for(f) == [], "after the winner stops, the file is free",
+           registry_for(f))
+
+
+def test_attach_prerequisites(w):
+    tap = w.tap
+    name = dom("plain")
+    kernel, initrd, cmdline = w.image.files("libvirt-smoke", tag=name)
+    xml = lv.domain_xml(name, kernel, initrd, cmdline, "/dev/null",
+                        "/dev/null")
+    xml = (xml.replace("<features><acpi/></features>", "")
+           .replace("  <maxMemory slots='4' unit='MiB'>4608</maxMemory>\n",
+                    ""))
+    w.domains.append(name)
+    lv.define(xml, w.loop.tmp, name)
+    f = w.path("pre.img")
+    daxfile("create", f, "--size", "64M", "--allow-non-dax")
+    res = daxfile("attach", name, f, "--allow-non-dax")
+    tap.ok(res.rc == 1 and "no <maxMemory slots=...>" in res.err and
+           "fix:" in res.err, "attach names a missing <maxMemory> and the fix",
+           res)
+    res = daxfile("attach", "no-such-domain-here", f, "--allow-non-dax")
+    tap.ok(res.rc == 1 and "no-such-domain-here" in res.err,
+           "attach to an unknown domain fails clearly", res)
+
+
+def main():
+    tap = Tap()
+    need_root(tap)
+    tap.plan(21)
+    bins = [build_path("tests", "vm", "dax-probe")]
+    with lv.Libvirtd() as daemon, lv.LoopDir() as loop:
+        image = lv.GuestImage(loop.tmp, bins)
+        hook = lv.Hook(build_path("libvirt-hooks", "daxfile-hook"),
+                       PREFIX, [loop.path])
+        w = World(tap, daemon, loop, image)
+        try:
+            hook.install(daemon)
+            tap.subtest("attach/start/stop", test_attach_start_stop, w)
+            tap.subtest("refusals", test_refusals, w)
+            tap.subtest("race", test_race, w)
+            tap.subtest("attach prerequisites", test_attach_prerequisites, w)
+        finally:
+            w.cleanup()
+            hook.remove()
+            daxfile("repair")
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
