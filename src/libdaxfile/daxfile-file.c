@@ -87,6 +87,39 @@ daxfile_file_open(const char *path, DaxfileOpenFlags flags,
                              name, error);
 }
 
+/* Without openat2 (kernels before 5.6, valgrind): one component at a
+ * time, never following a symlink and refusing "..". */
+static int
+open_beneath_walk(int rootfd, const char *rel, int oflags)
+{
+    g_auto(GStrv) parts = g_strsplit(rel, "/", -1);
+    g_auto(DaxfileFd) cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+    guint i, last = 0;
+
+    for (i = 0; parts[i]; i++) {
+        if (*parts[i] && STRNEQ(parts[i], "."))
+            last = i;
+    }
+    for (i = 0; cur >= 0 && parts[i]; i++) {
+        int next;
+
+        if (!*parts[i] || STREQ(parts[i], "."))
+            continue;
+        if (STREQ(parts[i], "..")) {
+            errno = EXDEV;
+            return -1;
+        }
+        next = openat(cur, parts[i],
+                      (i == last ? oflags : O_PATH | O_DIRECTORY) |
+                          O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0)
+            return -1;
+        close(cur);
+        cur = next;
+    }
+    return g_steal_fd(&cur);
+}
+
 static int
 open_beneath(int rootfd, const char *rel, int oflags)
 {
@@ -95,8 +128,11 @@ open_beneath(int rootfd, const char *rel, int oflags)
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
                    RESOLVE_NO_MAGICLINKS,
     };
+    int fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
 
-    return (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+    if (fd < 0 && errno == ENOSYS)
+        return open_beneath_walk(rootfd, rel, oflags);
+    return fd;
 }
 
 /* Resolve @path under @root with openat2(RESOLVE_BENEATH|NO_SYMLINKS) */

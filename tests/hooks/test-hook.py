@@ -20,7 +20,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from daxtest import SRCDIR, Tap, build_path, daxfile, run, tempdir  # noqa
+from daxtest import (SRCDIR, WRAPPER, Tap, build_path, daxfile,  # noqa
+                     strip_valgrind_notes, tempdir)
 
 DATA = os.path.join(SRCDIR, "tests", "data", "hooks")
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
@@ -75,7 +76,7 @@ class World:
     def hook(self, xml, op="prepare", subop="begin", name="vm1"):
         if isinstance(xml, str):
             xml = xml.encode()
-        proc = subprocess.run([HOOK, name, op, subop, "-"], input=xml,
+        proc = subprocess.run(WRAPPER + [HOOK, name, op, subop, "-"], input=xml,
                               capture_output=True, env=dict(os.environ,
                                                             **self.env()))
         return proc
@@ -92,7 +93,7 @@ class World:
 def render(world, proc):
     text = (f"rc: {proc.returncode}\n--- stdout\n"
             f"{proc.stdout.decode(errors='replace')}--- stderr\n"
-            f"{proc.stderr.decode(errors='replace')}")
+            f"{strip_valgrind_notes(proc.stderr.decode(errors='replace'))}")
     text = text.replace(world.tmp, "@TMP@")
     return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "@TIME@", text)
 
