@@ -104,6 +104,14 @@ class VmError(Exception):
     """A set-up problem of the harness (not a guest test failure)."""
 
 
+class Terminated(Exception):
+    """SIGTERM (e.g. meson's timeout) arrived; QEMU gets killed on the way out."""
+
+
+def _sigterm(signum, frame):
+    raise Terminated()
+
+
 def _log(msg):
     print(f'daxfile-vm: {msg}', file=sys.stderr, flush=True)
 
@@ -282,7 +290,17 @@ def _fetch_debian_kernel(pkg, version):
             shutil.rmtree(work, ignore_errors=True)
             raise
         _log(f'{pkg} ready in {time.monotonic() - t0:.1f} s')
+        _prune_kernels(pkg)
     return meta, final
+
+
+def _prune_kernels(pkg, keep=2):
+    """Keep the newest `keep` extracted kernels of pkg's series (about
+    250 MiB each)."""
+    series = re.match(r'linux-image-\d+\.\d+', pkg).group(0)
+    for meta, d in _cached_debian_kernels(series + '.')[keep:]:
+        _log(f'removing old kernel {meta["package"]} {meta["version"]}')
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _cached_debian_kernels(prefix):
@@ -329,7 +347,7 @@ def get_kernel(flavour, kernel_image=None):
             raise
         meta, d = cached[0]
         _log(f'warning: {e}; using cached {meta["package"]} {meta["version"]}')
-    moddir, _ = _modules_dir(d / 'root')
+    _modules_dir(d / 'root')
     return Kernel(flavour, d / meta['vmlinuz'], meta['kver'],
                   f'{meta["package"]}_{meta["version"]}', d / 'root')
 
@@ -673,7 +691,9 @@ def build_base(kernel, compress=True):
     files, modules = _base_inputs(kernel)
     key = _hash({
         'recipe': inspect.getsource(_populate_base),
-        'kernel': kernel.ident, 'kver': kernel.kver, 'modules': modules,
+        # A built-in kernel's base does not depend on the kernel at all.
+        'kernel': kernel.ident if kernel.modroot else 'built-in',
+        'kver': kernel.kver, 'modules': modules,
         'files': sorted([g] + _file_key(h) for g, h in files.items()),
         'applets': _busybox_applets(), 'compress': compress,
     })[:20]
@@ -726,7 +746,7 @@ def build_bins(bins, compress=True):
             for g, h in sorted(files.items()):
                 cpio.add_file(g, src=h)
             cpio.save(path, compress)
-    _prune(odir, 'bins-*', 30)
+    _prune(odir, 'bins-*', 8)
     return path
 
 
@@ -784,6 +804,9 @@ class Pmem:
                         left -= os.write(fd, zero[:min(left, len(zero))])
                 else:
                     os.ftruncate(fd, nbytes)
+            except BaseException:
+                os.unlink(path)
+                raise
             finally:
                 os.close(fd)
         ls = parse_size(label_size) if isinstance(label_size, str) else label_size
@@ -917,7 +940,8 @@ class BootResult:
     killed_on_marker: str = None
     init_time: float = None    # host seconds from QEMU start to /init
     ready_time: float = None   # ... to modules loaded
-    duration: float = None
+    duration: float = None     # QEMU start to exit
+    setup_time: float = None   # boot() call to QEMU start (initrd, pmem files)
     serial_log_path: str = None
     allow_kernel_errors: bool = False
 
@@ -988,7 +1012,7 @@ class Image:
         return Path(path)
 
     def boot(self, script, pmems=None, env=None, append='', timeout=600,
-             kill_on=None, smp=2, memory='1G', on_tap=None, on_console=None,
+             kill_on=None, smp=1, memory='1G', on_tap=None, on_console=None,
              serial_log=None, allow_kernel_errors=False, modules=True,
              extra_qemu=()):
         """Boot once and run the guest script (a path, or a NAME of
@@ -997,6 +1021,7 @@ class Image:
         as soon as a guest line (console or TAP) matches it. modules=False
         skips the insmods (no ext4/xfs/nvdimm on modular kernels; saves
         about 2 s). Returns a BootResult."""
+        t0 = time.monotonic()
         script = resolve_script(script)
         env = dict(env or {})
         tmp_pmem = None
@@ -1010,8 +1035,11 @@ class Image:
                        f'{"" if modules else " daxfile.modules=0"} {append}')
             argv = qemu_argv(self.boot_kernel, initrd, cmdline, pmems,
                              rundir, smp, memory) + list(extra_qemu)
-            return _run_qemu(argv, rundir, timeout, kill_on, on_tap,
-                             on_console, serial_log, allow_kernel_errors)
+            setup = time.monotonic() - t0
+            res = _run_qemu(argv, rundir, timeout, kill_on, on_tap,
+                            on_console, serial_log, allow_kernel_errors)
+            res.setup_time = setup
+            return res
         finally:
             if tmp_pmem:
                 tmp_pmem.remove()
@@ -1036,11 +1064,14 @@ def build_image(kernel='6.1', bins=(), kernel_image=None, compress=True,
     if pvh is None:
         pvh = os.environ.get('DAXFILE_VM_BOOT', 'pvh') != 'bzimage'
     boot_kernel = (pvh_vmlinux(k.vmlinuz) if pvh else None) or k.vmlinuz
-    return Image(k, build_base(k, compress), build_bins(list(bins), compress),
+    # The bins archive stays uncompressed: it is rebuilt whenever a project
+    # binary changes, and gzip of a libvirt-linked closure (65 MiB) costs
+    # about 4 s on the host while the guest unpacks it no faster.
+    return Image(k, build_base(k, compress), build_bins(list(bins), False),
                  boot_kernel)
 
 
-def qemu_argv(vmlinuz, initrd, cmdline, pmems, rundir, smp=2, memory='1G'):
+def qemu_argv(vmlinuz, initrd, cmdline, pmems, rundir, smp=1, memory='1G'):
     mem = parse_size(memory)
     argv = ['qemu-system-x86_64', '-nodefaults', '-no-user-config',
             '-accel', 'tcg,thread=multi', '-cpu', 'max', '-smp', str(smp),
@@ -1121,7 +1152,9 @@ def _run_qemu(argv, rundir, timeout, kill_on, on_tap, on_console,
                 res.console.append(text)
             if PANIC_RE.search(text):
                 res.panic = True
-            if KERNEL_ERROR_RE.search(text):
+            # "  | " lines replay a dx_run command's output (e.g. dmesg):
+            # the kernel's own lines were already seen as they happened.
+            if KERNEL_ERROR_RE.search(text) and not text.startswith('  | '):
                 res.kernel_errors.append(text)
             i = text.find(CONSOLE_MARK)
             if i >= 0:
@@ -1200,9 +1233,11 @@ def _relay_run(args):
         out.write(line + '\n')
         out.flush()
 
+    t0 = time.monotonic()
     image = build_image(args.kernel, args.bin, args.kernel_image,
                         compress=not args.no_compress,
                         pvh=False if args.bzimage else None)
+    t_image = time.monotonic() - t0
     script = resolve_script(args.script)
     emit(f'# daxfile-vm: kernel {image.kernel.describe()}, script {script.name}, '
          f'booting {"bzImage" if image.boot_kernel == image.kernel.vmlinuz else "PVH vmlinux"}')
@@ -1214,7 +1249,11 @@ def _relay_run(args):
             raise VmError(f"invalid --env '{kv}'; use NAME=VALUE")
         env[k] = v
 
+    relayed = []
+
     def on_tap(kind, val, text):
+        if kind == 'test':
+            relayed.append(val)
         if kind in ('test', 'comment', 'bail'):
             emit(text)
         elif kind == 'plan':
@@ -1233,12 +1272,20 @@ def _relay_run(args):
                          serial_log=args.serial_log, smp=args.smp,
                          memory=args.memory, modules=not args.no_modules,
                          allow_kernel_errors=args.allow_kernel_errors)
+    except Terminated:
+        n = len(relayed) + 1
+        emit(f'not ok {n} - daxfile-vm: {script.stem} on {args.kernel}: '
+             f'terminated by SIGTERM (timeout?); QEMU was killed')
+        emit(f'1..{n}')
+        return 143
     finally:
         for p in pmems or []:
             p.remove()
-    if res.init_time is not None:
-        emit(f'# daxfile-vm: /init after {res.init_time:.1f} s, modules loaded '
-             f'after {res.ready_time or 0:.1f} s, QEMU ran {res.duration:.1f} s')
+    emit(f'# daxfile-vm: image {t_image:.1f} s, boot set-up '
+         f'{res.setup_time:.1f} s; from QEMU start: /init '
+         + (f'{res.init_time:.1f} s' if res.init_time is not None else 'never')
+         + (f', modules loaded {res.ready_time:.1f} s' if res.ready_time else '')
+         + f', QEMU exit {res.duration:.1f} s')
     problems = res.problems
     n = len(res.tests) + 1
     name = f'daxfile-vm: {script.stem} on {args.kernel}: guest ran to completion'
@@ -1254,6 +1301,12 @@ def _relay_run(args):
             emit(f'#   {line}')
         if args.serial_log:
             emit(f'# daxfile-vm: full serial log: {args.serial_log}')
+        # Also on stderr: meson --print-errorlogs shows stderr, while the
+        # TAP on stdout only lands in meson-logs/testlog.txt.
+        print(f'daxfile-vm: {script.stem} on {args.kernel} FAILED\n'
+              + res.report(args.tail)
+              + (f'\nfull serial log: {args.serial_log}' if args.serial_log else ''),
+              file=sys.stderr, flush=True)
     emit(f'1..{n}')
     return 0 if res.passed else 1
 
@@ -1271,11 +1324,12 @@ def _image_cmd(args):
         out.mkdir(parents=True, exist_ok=True)
         _prune(CACHE_DIR / 'images', '*/initrd', 10)
     initrd = image.initrd(out / 'initrd', args.script and resolve_script(args.script))
-    shutil.copyfile(image.boot_kernel, out / 'vmlinuz')
+    kname = 'vmlinuz' if image.boot_kernel == image.kernel.vmlinuz else 'vmlinux'
+    shutil.copyfile(image.boot_kernel, out / kname)
     append = DEFAULT_APPEND + (f' daxfile.script={resolve_script(args.script).name}'
                                if args.script else '')
     print(json.dumps({
-        'flavour': args.kernel, 'kernel': str(out / 'vmlinuz'),
+        'flavour': args.kernel, 'kernel': str(out / kname),
         'kernel_version': image.kernel.kver,
         'kernel_format': ('bzImage' if image.boot_kernel == image.kernel.vmlinuz
                           else 'vmlinux (PVH)'),
@@ -1332,7 +1386,7 @@ def main(argv=None):
         p.add_argument('--bin', action='append', default=[], metavar='PATH',
                        help='copy into /daxfile/bin with its libraries')
         p.add_argument('--no-compress', action='store_true',
-                       help='uncompressed archives (bigger, boots no faster)')
+                       help='uncompressed base archive (bigger, boots no faster)')
         p.add_argument('--bzimage', action='store_true',
                        help='boot the compressed bzImage, not the PVH vmlinux')
 
@@ -1343,7 +1397,9 @@ def main(argv=None):
                             "'none' for no NVDIMM (default: a temporary 1G file)")
         p.add_argument('--append', action='append', default=[], metavar='ARGS',
                        help='extra kernel command line')
-        p.add_argument('--smp', type=int, default=2)
+        p.add_argument('--smp', type=int, default=1,
+                       help='guest CPUs (default 1: under TCG on 2 host cores '
+                            'one vCPU boots and runs faster, see README)')
         p.add_argument('--memory', default='1G')
 
     p = sub.add_parser('image', help='build the kernel and initrd, print paths as JSON')
@@ -1381,9 +1437,12 @@ def main(argv=None):
     args = ap.parse_args(argv)
     # meson's timeout sends SIGTERM: turn it into an exception so that QEMU
     # is killed and temporary files are removed.
-    signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
+    signal.signal(signal.SIGTERM, _sigterm)
     try:
         return args.func(args)
+    except Terminated:
+        print('daxfile-vm: terminated by SIGTERM', file=sys.stderr)
+        return 143
     except VmError as e:
         print(f'daxfile-vm: {e}', file=sys.stderr)
         if args.cmd == 'run':

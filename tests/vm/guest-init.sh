@@ -67,6 +67,9 @@ else
     # has left the guest before the END line appears on the console.
     sh "/daxfile/tests/$script" </dev/null >/dev/ttyS1 2>/dev/console
     rc=$?
+    # busybox stty sets the modes with TCSADRAIN: this waits until the UART
+    # has sent whatever a leftover background process may still hold open.
+    stty -F /dev/ttyS1 raw -echo 2>/dev/null
     say "END rc=$rc script=$script"
 fi
 

@@ -23,6 +23,9 @@ dx_plan $((2 + 2 * (21 + NOPS) + 5))
 consumer_start() {
     rm -f /tmp/cin /tmp/cout
     mkfifo /tmp/cin
+    # Create it here: the consumer's own >/tmp/cout happens only after its
+    # </tmp/cin open returns, which may be after consumer_wait's first wc.
+    : >/tmp/cout
     daxfile-consumer "$1" --sync </tmp/cin >/tmp/cout 2>&1 &
     CPID=$!
     exec 7>/tmp/cin
@@ -107,6 +110,33 @@ verify_data() {
     done
 }
 
+run_around() {
+    # daxfile run over the consumer: it is static (owner runner) while the
+    # consumer runs, released when it exits, and run returns its status.
+    local f=$1 i=0 rc
+    rm -f /tmp/rin
+    mkfifo /tmp/rin
+    daxfile run --file "$f" --owner runner -- daxfile-consumer "$f" --sync \
+        </tmp/rin >/tmp/run.out 2>&1 &
+    RPID=$!
+    exec 8>/tmp/rin
+    until daxfile list --json | grep -q '"owner" : "runner"'; do
+        i=$((i + 1))
+        [ $i -lt 600 ] || { echo "never engaged"; break; }
+        sleep 0.1
+    done
+    daxfile list
+    echo "write 0 4096 33" >&8
+    echo "exit 5" >&8
+    exec 8>&-
+    wait $RPID
+    rc=$?
+    cat /tmp/run.out
+    [ $rc -eq 5 ] && grep -q "is now static" /tmp/run.out &&
+        grep -q "layout unchanged" /tmp/run.out &&
+        [ "$(daxfile list --json | tr -d ' \n')" = '[]' ]
+}
+
 expected_mechanism() {
     # The guard is used only where the self-test proves it safe here.
     if daxfile selftest "$1" >&2; then
@@ -156,12 +186,7 @@ check_fs() {
     dx_run "$fs: data written while static is intact" verify_data
     dx_is "$fs: open O_RDWR works again" "$(daxfile-layout-ops "$f" open-rdwr)" OK
     dx_run "$fs: consumer exits cleanly" consumer_stop
-    dx_run "$fs: daxfile run engages around a real process" sh -c \
-        "printf 'write 0 4096 33\nexit 5\n' | (sleep 1; cat) |
-           daxfile run --file $f --owner runner -- daxfile-consumer $f --sync > /tmp/run.out 2>&1;
-         rc=\$?; cat /tmp/run.out; test \$rc -eq 5 &&
-         grep -q 'is now static' /tmp/run.out && grep -q 'layout unchanged' /tmp/run.out &&
-         test \"\$(daxfile list --json | tr -d ' \n')\" = '[]'"
+    dx_run "$fs: daxfile run engages around a real process" run_around "$f"
     dx_run "$fs: umount" dx_umount "$mnt"
 }
 

@@ -125,12 +125,22 @@ probe_parse_size(const char *s, unsigned long *ret_size)
     v = strtoull(s, &end, 0);
     if (errno || end == s)
         return -1;
-    if (*end == 'k' || *end == 'K')
-        v <<= 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        v <<= 20, end++;
-    else if (*end == 'g' || *end == 'G')
-        v <<= 30, end++;
+    switch (*end) {
+    case 'k': case 'K':
+        v <<= 10;
+        end++;
+        break;
+    case 'm': case 'M':
+        v <<= 20;
+        end++;
+        break;
+    case 'g': case 'G':
+        v <<= 30;
+        end++;
+        break;
+    default:
+        break;
+    }
     if (*end)
         return -1;
     *ret_size = v;
