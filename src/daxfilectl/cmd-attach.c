@@ -27,9 +27,11 @@ static gboolean arg_allow_non_dax;
 
 #define SPEC_OPTIONS                                                         \
     {"size", 's', 0, G_OPTION_ARG_STRING, &arg_size,                         \
-     "Device size; the file's size (default: the file's size)", "SIZE"},     \
+     "Device size, equal to the file's size (default: the file's size)",     \
+     "SIZE"},                                                                \
     {"align", 'a', 0, G_OPTION_ARG_STRING, &arg_align,                       \
-     "alignsize, and the page size the file must support (default 2M)",      \
+     "Device alignsize, and the page size the file must support "            \
+     "(default 2M)",                                                         \
      "SIZE"},                                                                \
     {"label-size", 'l', 0, G_OPTION_ARG_STRING, &arg_label,                  \
      "NVDIMM label area at the end of the file (at least 128K)", "SIZE"},    \

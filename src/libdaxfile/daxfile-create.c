@@ -93,7 +93,10 @@ tmpfile_open(TmpFile *t, const char *base, const char *dirname,
 {
     g_autofree char *prefix = NULL;
 
-    t->fd = openat(t->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (daxfile_test_no_tmpfile())
+        errno = EOPNOTSUPP;
+    else
+        t->fd = openat(t->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (t->fd >= 0)
         return TRUE;
     if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {

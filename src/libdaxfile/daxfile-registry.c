@@ -179,7 +179,15 @@ entry_from_json(JsonObject *obj)
         !daxfile_mechanism_from_string(member_string(obj, "mechanism"),
                                        &e->mechanism))
         return NULL;
-    e->path = g_strdup(member_string(obj, "path"));
+    if (member_string(obj, "path_b64")) {
+        gsize len = 0;
+        guchar *raw = g_base64_decode(member_string(obj, "path_b64"), &len);
+
+        e->path = g_strndup((const char *)raw, len);
+        g_free(raw);
+    } else {
+        e->path = g_strdup(member_string(obj, "path"));
+    }
     e->dev = (guint64)json_object_get_int_member_with_default(obj, "dev", 0);
     e->ino = (guint64)json_object_get_int_member_with_default(obj, "ino", 0);
     e->owner = g_strdup(member_string(obj, "owner"));
@@ -354,7 +362,17 @@ static void
 entry_to_json(JsonBuilder *b, const DaxfileEntry *e)
 {
     json_builder_begin_object(b);
-    json_set_string(b, "path", e->path);
+    if (g_utf8_validate(e->path, -1, NULL)) {
+        json_set_string(b, "path", e->path);
+    } else {
+        /* JSON holds UTF-8 only: readable form plus the exact bytes */
+        g_autofree char *shown = daxfile_escape(e->path);
+        g_autofree char *b64 = g_base64_encode((const guchar *)e->path,
+                                               strlen(e->path));
+
+        json_set_string(b, "path", shown);
+        json_set_string(b, "path_b64", b64);
+    }
     json_builder_set_member_name(b, "dev");
     json_builder_add_int_value(b, (gint64)e->dev);
     json_builder_set_member_name(b, "ino");

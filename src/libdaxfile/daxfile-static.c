@@ -370,6 +370,7 @@ daxfile_static_enable(int fd, const char *path,
     g_return_val_if_fail(params->owner != NULL, FALSE);
     if (!fd_identity(fd, name, &st, error))
         return FALSE;
+    daxfile_test_pause_point("enable-opened");
     lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name,
                                        params->wait, error);
     if (lock < 0 || !registry_peek(&st, &cur, error) ||
@@ -612,7 +613,13 @@ daxfile_static_list_json(GError **error)
         const DaxfileEntry *e = g_ptr_array_index(entries, i);
 
         json_builder_begin_object(b);
-        json_member_string(b, "path", e->path);
+        if (g_utf8_validate(e->path, -1, NULL)) {
+            json_member_string(b, "path", e->path);
+        } else {
+            g_autofree char *shown = daxfile_escape(e->path);
+
+            json_member_string(b, "path", shown);
+        }
         entry_members(b, e);
         json_member_string(b, "fingerprint", e->fingerprint);
         json_builder_end_object(b);

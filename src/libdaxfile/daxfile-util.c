@@ -97,3 +97,20 @@ daxfile_test_crash_point(const char *point)
     if (want && STREQ(want, point))
         kill(getpid(), SIGKILL);
 }
+
+void
+daxfile_test_pause_point(const char *point)
+{
+    const char *want = g_getenv("DAXFILE_TEST_PAUSE");
+
+    if (want && STREQ(want, point))
+        kill(getpid(), SIGSTOP);
+}
+
+gboolean
+daxfile_test_no_tmpfile(void)
+{
+    const char *v = g_getenv("DAXFILE_TEST_NO_TMPFILE");
+
+    return v && STREQ(v, "1");
+}

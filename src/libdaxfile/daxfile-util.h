@@ -51,4 +51,12 @@ char *daxfile_escape(const char *str);
  * process kills itself with SIGKILL right there (crash-safety tests). */
 void daxfile_test_crash_point(const char *point);
 
+/* Test-only: when DAXFILE_TEST_PAUSE names @point, the process stops itself
+ * (SIGSTOP) there until a test sends SIGCONT (race tests). */
+void daxfile_test_pause_point(const char *point);
+
+/* Test-only: DAXFILE_TEST_NO_TMPFILE=1 makes create use its named
+ * temporary file, as on filesystems without O_TMPFILE. */
+gboolean daxfile_test_no_tmpfile(void);
+
 G_END_DECLS

@@ -17,7 +17,7 @@ falloc-keep falloc-punch falloc-collapse falloc-insert falloc-zero
 clone clonerange dedupe copy-range pwrite-inside pwrite-extend rename
 link unlink chmod"
 NOPS=$(echo $OPS | wc -w)
-dx_plan $((2 + 2 * (21 + NOPS) + 5))
+dx_plan $((2 + 2 * (21 + NOPS) + 5 + 4))
 
 # ------------------------------------------------------- the consumer
 consumer_start() {
@@ -228,6 +228,26 @@ dx_run "fake kernel: create, consumer maps it" fake_start
 dx_run "fake kernel: enable uses the advertised daxctl()" fake_enable
 dx_run "fake kernel: status says kernel, intact, no immutable flag" fake_status
 dx_run "fake kernel: disable releases through daxctl()" fake_disable
+
+# A crash while the guard is engaged leaves the flag set, but never without
+# a registry entry that list shows and repair clears.
+crash_engaged() {
+    DAXFILE_TEST_CRASH=enable-engaged daxfile enable /mnt/fk/vm.img
+    [ $? -eq 137 ] && lsattr /mnt/fk/vm.img | grep -q '^....i'
+}
+listed_engaging() {
+    daxfile list
+    daxfile list | grep -q 'engaging.*immutable-guard'
+}
+repaired() {
+    daxfile repair && ! lsattr /mnt/fk/vm.img | grep -q '^....i' &&
+        [ "$(daxfile list --json | tr -d ' \n')" = '[]' ]
+}
+dx_run "crash: consumer maps the file again" consumer_start /mnt/fk/vm.img
+dx_run "crash: SIGKILL right after the guard engaged" crash_engaged
+dx_run "crash: list shows the file left engaging" listed_engaging
+dx_run "crash: repair clears the flag and the entry" repaired
+consumer_stop
 dx_umount /mnt/fk
 
 dx_run "nothing left in the registry" sh -c \

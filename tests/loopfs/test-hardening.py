@@ -1,0 +1,274 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Crash safety, races and hostile paths on real filesystems (root).
+
+- SIGKILL at random moments of a large `create`: never a half-made file
+  under the final name, nothing left behind (O_TMPFILE), and with the named
+  temporary file of filesystems without O_TMPFILE, the next create removes
+  the leftover.
+- SIGKILL inside the hook at prepare (registry write), started (intent
+  logged, mechanism engaged) and release: `daxfile list` shows what was
+  left, `daxfile repair` clears it.
+- enable and disable racing on one file.
+- A symlink swapped in while `enable` holds the file open: daxfile keeps
+  working on the inode it opened.
+- Odd names (spaces, newline, non-UTF-8): one-line messages, valid JSON,
+  a registry entry that repair can find again.
+"""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+from daxtest import (DAXFILE, WRAPPER, LoopFs, Tap, build_path,  # noqa: E402
+                     daxfile, need_root, one_line_error, tempdir)
+
+tap = Tap()
+HOOK = build_path("libvirt-hooks", "daxfile-hook")
+
+
+class Env:
+    def __init__(self, state, conf=None):
+        self.env = {"DAXFILE_STATE_DIR": state}
+        if conf:
+            self.env["DAXFILE_CONF"] = conf
+
+    def __call__(self, *args, env=None):
+        e = dict(self.env, **(env or {}))
+        return daxfile(*args, env=e)
+
+    def popen(self, *args, env=None):
+        e = dict(os.environ, **self.env, **(env or {}))
+        return subprocess.Popen(WRAPPER + [DAXFILE] + [str(a) for a in args],
+                                env=e, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                errors="surrogateescape")
+
+
+def entries(dx):
+    res = dx("list", "--json")
+    return res.json() if res.rc == 0 else None
+
+
+def test_create_kills(fs, dx):
+    d = fs.path("kill")
+    os.mkdir(d)
+    target = os.path.join(d, "big.img")
+    rng = random.Random(20261203)
+    survivors = 0
+    for i in range(8):
+        proc = dx.popen("create", target, "--size", "1G")
+        time.sleep(rng.uniform(0.0, 1.2))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if os.path.exists(target):
+            survivors += 1
+            ok = dx("check", "--allow-non-dax", target).rc == 0
+            os.unlink(target)
+            if not ok:
+                tap.ok(False, f"kill {i}: a file under the final name is "
+                       "complete and verified")
+                return
+        leftovers = os.listdir(d)
+        if leftovers:
+            tap.ok(False, f"kill {i}: nothing left behind", leftovers)
+            return
+    tap.ok(True, "8 random SIGKILLs during a 1 GiB create: never a partial "
+           f"file, nothing left behind ({survivors} had finished)")
+    for point in ("create-allocated", "create-filled"):
+        res = dx("create", target, "--size", "64M",
+                 env={"DAXFILE_TEST_CRASH": point})
+        tap.ok(res.rc == -9 and os.listdir(d) == [],
+               f"SIGKILL at {point} (O_TMPFILE): nothing left", os.listdir(d))
+    res = dx("create", target, "--size", "64M",
+             env={"DAXFILE_TEST_CRASH": "create-filled",
+                  "DAXFILE_TEST_NO_TMPFILE": "1"})
+    left = os.listdir(d)
+    tap.ok(res.rc == -9 and len(left) == 1 and left[0].startswith(".big.img.")
+           and not os.path.exists(target),
+           "SIGKILL with a named temporary file: only the hidden temporary "
+           "is left, never the final name", left)
+    res = dx("create", target, "--size", "64M",
+             env={"DAXFILE_TEST_NO_TMPFILE": "1"})
+    tap.ok(res.rc == 0 and os.listdir(d) == ["big.img"],
+           "the next create removes the dead process's temporary file",
+           os.listdir(d))
+
+
+def hook_xml(path, name="vm1"):
+    return (f"<domain><name>{name}</name><devices><memory model='nvdimm' "
+            f"access='shared'><source><path>{path}</path><alignsize "
+            "unit='KiB'>2048</alignsize><pmem/></source><target><size "
+            "unit='KiB'>65536</size><node>0</node></target></memory>"
+            "</devices></domain>")
+
+
+def hook(dx, op, subop, xml, crash=None):
+    env = dict(os.environ, **dx.env)
+    if crash:
+        env["DAXFILE_TEST_CRASH"] = crash
+    return subprocess.run(WRAPPER + [HOOK, "vm1", op, subop, "-"],
+                          input=xml.encode(), env=env, capture_output=True)
+
+
+def test_hook_kills(fs, dx):
+    f = fs.path("hooked.img")
+    dx("create", f, "--size", "64M")
+    xml = hook_xml(f)
+    res = hook(dx, "prepare", "begin", xml, crash="registry-written")
+    tap.ok(res.returncode == -9 and entries(dx) == [],
+           "SIGKILL in prepare before the registry rename: the registry is "
+           "as before", entries(dx))
+    tap.ok(hook(dx, "prepare", "begin", xml).returncode == 0 and
+           [e["state"] for e in entries(dx)] == ["reserved"],
+           "prepare works again afterwards")
+    res = hook(dx, "started", "begin", xml, crash="enable-logged")
+    lst = dx("list")
+    tap.ok(res.returncode == -9 and "engaging" in lst.out and
+           "domain:vm1" in lst.out,
+           "SIGKILL in started after the intent was logged: list shows it",
+           lst)
+    res = dx("repair")
+    tap.ok(res.rc == 0 and "interrupted" in res.err and entries(dx) == [],
+           "repair clears it", res)
+    hook(dx, "prepare", "begin", xml)
+    res = hook(dx, "started", "begin", xml, crash="enable-engaged")
+    tap.ok(res.returncode == -9 and
+           [e["state"] for e in entries(dx)] == ["engaging"],
+           "SIGKILL in started after engaging: the entry says engaging",
+           entries(dx))
+    dx("repair")
+    hook(dx, "prepare", "begin", xml)
+    hook(dx, "started", "begin", xml)
+    res = hook(dx, "release", "end", xml, crash="disable-logged")
+    tap.ok(res.returncode == -9 and
+           [e["state"] for e in entries(dx)] == ["releasing"],
+           "SIGKILL in release: the entry says releasing", entries(dx))
+    res = dx("repair")
+    tap.ok(res.rc == 0 and entries(dx) == [], "repair finishes the release",
+           res)
+
+
+def test_enable_disable_race(fs, dx):
+    f = fs.path("race.img")
+    dx("create", f, "--size", "8M")
+    outcomes = []
+    lock = threading.Lock()
+
+    def worker(verb):
+        for _ in range(15):
+            res = dx(verb, "--allow-non-dax", f) if verb == "enable" else \
+                dx(verb, f)
+            with lock:
+                outcomes.append((verb, res.rc, res.err.strip()))
+    threads = [threading.Thread(target=worker, args=(v,))
+               for v in ("enable", "disable", "enable", "disable")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    allowed = ("is busy", "is not static", "was already static",
+               "is now static", "layout unchanged")
+    bad = [o for o in outcomes if not any(a in o[2] for a in allowed)]
+    dx("disable", f)
+    tap.ok(not bad and entries(dx) == [],
+           f"{len(outcomes)} racing enable/disable calls: each one either "
+           "did its work or said busy/not static, and the registry ends "
+           "consistent", bad)
+
+
+def test_symlink_swap(fs, dx):
+    a = fs.path("swap-a.img")
+    b = fs.path("swap-b.img")
+    dx("create", a, "--size", "8M")
+    dx("create", b, "--size", "8M")
+    ino_a = os.stat(a).st_ino
+    proc = dx.popen("enable", "--allow-non-dax", "--owner", "swap", a,
+                    env={"DAXFILE_TEST_PAUSE": "enable-opened"})
+    stopped = False
+    for _ in range(200):
+        with open(f"/proc/{proc.pid}/stat") as st:
+            if st.read().rsplit(")", 1)[1].split()[0] == "T":
+                stopped = True
+                break
+        time.sleep(0.02)
+    os.rename(a, a + ".orig")
+    os.symlink(b, a)
+    os.kill(proc.pid, signal.SIGCONT)
+    proc.communicate(timeout=60)
+    ent = entries(dx)
+    tap.ok(stopped and proc.returncode == 0 and len(ent) == 1 and
+           ent[0]["path"] == a + ".orig",
+           "a symlink swapped in after the open: daxfile keeps the inode it "
+           "opened", ent)
+    os.unlink(a)
+    os.rename(a + ".orig", a)
+    dx("disable", a)
+    st = os.stat(a)
+    tap.ok(st.st_ino == ino_a and entries(dx) == [], "released the same inode")
+
+
+def test_odd_names(fs, dx):
+    names = ["with space.img", "new\nline.img", "bad\udcff-utf8.img",
+             "quote'\"<&>.img"]
+    for n in names:
+        f = fs.path(n)
+        shown = n.encode("utf-8", "surrogateescape").decode("utf-8",
+                                                            "replace")
+        res = dx("create", f, "--size", "4M")
+        # every stderr line is one whole message: the name's newline is
+        # escaped, never printed raw
+        ok = res.rc == 0 and all(line.startswith(("created ", "note: "))
+                                 for line in res.err.splitlines())
+        st = dx("status", "--json", f)
+        try:
+            parsed = json.loads(st.out)[0]
+        except ValueError:
+            parsed = None
+        en = dx("enable", "--allow-non-dax", f)
+        lst = dx("list", "--json")
+        try:
+            listed = json.loads(lst.out)
+        except ValueError:
+            listed = None
+        dis = dx("disable", f)
+        missing = dx("check", f + ".missing")
+        tap.ok(ok and parsed is not None and en.rc == 0 and listed and
+               len(listed) == 1 and dis.rc == 0 and one_line_error(missing)
+               and entries(dx) == [],
+               f"odd name {shown!r}: one-line messages, valid JSON, registry "
+               "round trip", f"{res}\n{st}\n{en}\n{lst}\n{dis}\n{missing}")
+    f = fs.path("bad\udcff-utf8.img")
+    dx("enable", "--allow-non-dax", "--owner", "pid:999999999", f)
+    res = dx("repair")
+    tap.ok(res.rc == 0 and entries(dx) == [] and "\\xff" in res.err,
+           "repair finds a non-UTF-8 path again and names it escaped", res)
+
+
+def main():
+    need_root(tap)
+    tap.plan(20)
+    with tempdir() as state:
+        dx = Env(state)
+        with LoopFs("ext4") as fs:
+            with open(fs.path("hook.conf"), "w") as f:
+                f.write(f"[hook]\nmanaged_roots={fs.mnt}\nallow_non_dax=true\n")
+            dxh = Env(state, fs.path("hook.conf"))
+            tap.subtest("create kills", test_create_kills, fs, dx)
+            tap.subtest("hook kills", test_hook_kills, fs, dxh)
+            tap.subtest("enable/disable race", test_enable_disable_race, fs,
+                        dx)
+            tap.subtest("symlink swap", test_symlink_swap, fs, dx)
+            tap.subtest("odd names", test_odd_names, fs, dx)
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
