@@ -33,8 +33,12 @@ CONF_D = "/etc/daxfile/daxfile.conf.d"
 PIDFILE = "/run/daxfile-libvirtd.pid"
 
 
+QUIET = False
+
+
 def log(msg):
-    print(f"# libvirt-env: {msg}", file=sys.stderr, flush=True)
+    if not QUIET:
+        print(f"# libvirt-env: {msg}", file=sys.stderr, flush=True)
 
 
 def run(argv, check=False, timeout=300, **kw):
@@ -203,6 +207,8 @@ class GuestImage:
         kernel = os.path.join(self.workdir, "vmlinux")
         if not os.path.exists(kernel):
             shutil.copy2(self.image.boot_kernel, kernel)
+        if "/" not in script:
+            script = os.path.join(daxfile_vm.GUEST_DIR, f"{script}.sh")
         script_path = daxfile_vm.resolve_script(script)
         initrd = os.path.join(self.workdir, f"initrd-{tag}")
         self.image.initrd(initrd, script_path, env or {})
