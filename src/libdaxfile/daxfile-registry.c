@@ -114,16 +114,24 @@ state_dir(const char *sub, const char *fallback)
     return g_strdup(fallback);
 }
 
+/* root uses the system locations; another user (a libvirt session
+ * daemon's hook, say) keeps a registry of its own in its XDG dirs */
 char *
 daxfile_state_run_dir(void)
 {
-    return state_dir("run", DAXFILE_RUNSTATEDIR);
+    g_autofree char *user = g_build_filename(g_get_user_runtime_dir(),
+                                             "daxfile", NULL);
+
+    return state_dir("run", geteuid() == 0 ? DAXFILE_RUNSTATEDIR : user);
 }
 
 char *
 daxfile_state_lib_dir(void)
 {
-    return state_dir("lib", DAXFILE_LIBSTATEDIR);
+    g_autofree char *user = g_build_filename(g_get_user_state_dir(),
+                                             "daxfile", NULL);
+
+    return state_dir("lib", geteuid() == 0 ? DAXFILE_LIBSTATEDIR : user);
 }
 
 const char *
