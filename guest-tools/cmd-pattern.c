@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-guest write|verify|locate (--dir DIR | --dev DEVICE) ...
+ */
+#include <stdio.h>
+
+#include "daxfile-error.h"
+#include "daxfile-pattern.h"
+#include "daxfile-size.h"
+#include "daxfile-target.h"
+#include "daxfile-util.h"
+#include "guest-cli.h"
+
+static char *arg_dir;
+static char *arg_dev;
+static char *arg_seed;
+static char *arg_size;
+static char *arg_offset;
+static gboolean arg_json;
+static gboolean arg_allow_non_dax;
+
+#define TARGET_OPTIONS                                                        \
+    {"dir", 'd', 0, G_OPTION_ARG_FILENAME, &arg_dir,                          \
+     "Use DIR/daxfile-guest.dat on a DAX filesystem", "DIR"},                 \
+    {"dev", 'D', 0, G_OPTION_ARG_FILENAME, &arg_dev,                          \
+     "Use a device-dax device (its data is overwritten by write)",            \
+     "/dev/daxX.Y"},                                                          \
+    {"json", 'j', 0, G_OPTION_ARG_NONE, &arg_json, "Print JSON", NULL}
+
+static const GOptionEntry write_options[] = {
+    TARGET_OPTIONS,
+    {"seed", 's', 0, G_OPTION_ARG_STRING, &arg_seed,
+     "Seed of the pattern (required)", "N"},
+    {"size", 0, 0, G_OPTION_ARG_STRING, &arg_size,
+     "Bytes to write (default 64M; device-dax: a multiple of its pages)",
+     "SIZE"},
+    {"allow-non-dax", 0, 0, G_OPTION_ARG_NONE, &arg_allow_non_dax,
+     "Without MAP_SYNC, map MAP_SHARED and msync (development only)", NULL},
+    {NULL},
+};
+
+static const GOptionEntry verify_options[] = {
+    TARGET_OPTIONS,
+    {"seed", 's', 0, G_OPTION_ARG_STRING, &arg_seed,
+     "Seed the pattern was written with (required)", "N"},
+    {"size", 0, 0, G_OPTION_ARG_STRING, &arg_size,
+     "Bytes to verify (default: the file size, or the size recorded in the "
+     "device's pattern header)",
+     "SIZE"},
+    {NULL},
+};
+
+static const GOptionEntry locate_options[] = {
+    TARGET_OPTIONS,
+    {"offset", 'o', 0, G_OPTION_ARG_STRING, &arg_offset,
+     "Offset in the file or device (decimal or 0x-hex; required)", "OFFSET"},
+    {NULL},
+};
+
+typedef struct {
+    guint64 seed;
+    guint64 size;
+    guint64 offset;
+} PatternArgs;
+
+static gboolean
+parse_args(const char *cmd, const char *summary, const GOptionEntry *entries,
+           int argc, char **argv, PatternArgs *args, int *ret_exit)
+{
+    if (!cli_parse(cmd, "", summary, entries, &argc, &argv, ret_exit) ||
+        !cli_check_target(cmd, arg_dir, arg_dev, FALSE, ret_exit))
+        return FALSE;
+    if (!STREQ(cmd, "locate") && !arg_seed) {
+        *ret_exit = cli_usage_error(cmd, "missing --seed N");
+        return FALSE;
+    }
+    if (STREQ(cmd, "locate") && !arg_offset) {
+        *ret_exit = cli_usage_error(cmd, "missing --offset OFFSET");
+        return FALSE;
+    }
+    if (arg_seed &&
+        !cli_parse_number(cmd, "seed", arg_seed, &args->seed, ret_exit))
+        return FALSE;
+    if (arg_offset &&
+        !cli_parse_number(cmd, "offset", arg_offset, &args->offset, ret_exit))
+        return FALSE;
+    return !arg_size ||
+           cli_parse_size(cmd, "size", arg_size, &args->size, ret_exit);
+}
+
+static DaxfileTarget *
+open_target(guint64 size, DaxfileTargetFlags flags, GError **error)
+{
+    if (arg_dir)
+        return daxfile_target_open_dir(arg_dir, size, flags, error);
+    return daxfile_target_open_dev(arg_dev, size, flags, error);
+}
+
+static const char *
+mapping_name(const DaxfileTarget *t)
+{
+    if (t->kind == DAXFILE_TARGET_DEVDAX)
+        return "device-dax MAP_SHARED";
+    return t->map_sync ? "MAP_SYNC" : "MAP_SHARED + msync";
+}
+
+static JsonNode *
+write_to_json(const DaxfileTarget *t, guint64 seed, guint64 sequence,
+              const char *flush)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "path");
+    json_builder_add_string_value(b, t->path);
+    json_builder_set_member_name(b, "size");
+    json_builder_add_int_value(b, (gint64)t->size);
+    json_builder_set_member_name(b, "seed");
+    json_builder_add_int_value(b, (gint64)seed);
+    json_builder_set_member_name(b, "sequence");
+    json_builder_add_int_value(b, (gint64)sequence);
+    json_builder_set_member_name(b, "map_sync");
+    json_builder_add_boolean_value(b, t->map_sync);
+    json_builder_set_member_name(b, "flush");
+    json_builder_add_string_value(b, flush);
+    json_builder_end_object(b);
+    return cli_json_array_of(json_builder_get_root(b));
+}
+
+int
+cmd_write(int argc, char **argv)
+{
+    PatternArgs args = {0, 0, 0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DaxfileTarget) t = NULL;
+    g_autofree char *flush = NULL;
+    g_autofree char *size = NULL;
+    DaxfileTargetFlags flags = DAXFILE_TARGET_WRITE;
+    DaxfileFlushChoice choice;
+    guint64 sequence = 0;
+    int ret = CLI_EXIT_OK;
+
+    if (!parse_args("write",
+                    "Write a self-describing, checksummed pattern through a "
+                    "MAP_SYNC mapping (device-dax: MAP_SHARED), flushing and "
+                    "fencing as libpmem does; the sequence number is "
+                    "committed last.",
+                    write_options, argc, argv, &args, &ret))
+        return ret;
+    if (arg_allow_non_dax)
+        flags |= DAXFILE_TARGET_ALLOW_NON_DAX;
+    if (!cli_flush_choice(&choice, &error))
+        return cli_report_error(error);
+    t = open_target(args.size, flags, &error);
+    if (!t || !daxfile_target_write_pattern(t, args.seed, &choice, &sequence,
+                                            &error))
+        return cli_report_error(error);
+    flush = daxfile_flush_choice_describe(&choice);
+    size = daxfile_size_format(t->size);
+    if (arg_json)
+        cli_print_json(write_to_json(t, args.seed, sequence, flush));
+    fprintf(stderr, "daxfile-guest: wrote %s to '%s' (seed %" G_GUINT64_FORMAT
+                    ", sequence %" G_GUINT64_FORMAT ", %s, flush: %s)\n",
+            size, t->path, args.seed, sequence, mapping_name(t), flush);
+    return CLI_EXIT_OK;
+}
+
+int
+cmd_verify(int argc, char **argv)
+{
+    PatternArgs args = {0, 0, 0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DaxfileTarget) t = NULL;
+    g_autofree char *size = NULL;
+    DaxfilePatternResult result;
+    gboolean ok;
+    int ret = CLI_EXIT_OK;
+
+    if (!parse_args("verify",
+                    "Compare the file or device with the pattern of --seed; "
+                    "exit 1 naming the first offset that differs.",
+                    verify_options, argc, argv, &args, &ret))
+        return ret;
+    t = open_target(args.size, DAXFILE_TARGET_READ, &error);
+    if (!t)
+        return cli_report_error(error);
+    ok = daxfile_pattern_verify(t->map.addr, t->size, args.seed, t->path,
+                                &result, &error);
+    if (arg_json)
+        cli_print_json(cli_json_array_of(
+            daxfile_pattern_result_to_json(t->path, &result)));
+    if (!ok)
+        return cli_report_error(error);
+    size = daxfile_size_format(t->size);
+    fprintf(stderr, "daxfile-guest: '%s' holds the pattern (%s, seed %"
+                    G_GUINT64_FORMAT ", sequence %" G_GUINT64_FORMAT ")\n",
+            t->path, size, args.seed, result.sequence);
+    return CLI_EXIT_OK;
+}
+
+int
+cmd_locate(int argc, char **argv)
+{
+    PatternArgs args = {0, 0, 0};
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DaxfileTarget) t = NULL;
+    g_auto(DaxfileLocation) loc = {0};
+    int ret = CLI_EXIT_OK;
+
+    if (!parse_args("locate",
+                    "Print where byte OFFSET of the file or device lives: "
+                    "block or dax device offset, region and offset in the "
+                    "region (for QEMU: the offset in the backing file).",
+                    locate_options, argc, argv, &args, &ret))
+        return ret;
+    t = open_target(0, DAXFILE_TARGET_NO_MAP, &error);
+    if (!t || !daxfile_target_locate(t, args.offset, &loc, &error))
+        return cli_report_error(error);
+    if (arg_json) {
+        cli_print_json(cli_json_array_of(
+            daxfile_location_to_json(t->path, &loc)));
+        return CLI_EXIT_OK;
+    }
+    printf("%s offset 0x%" G_GINT64_MODIFIER "x: %s offset 0x%"
+           G_GINT64_MODIFIER "x, %s offset 0x%" G_GINT64_MODIFIER
+           "x, physical address 0x%" G_GINT64_MODIFIER "x\n",
+           t->path, loc.offset, loc.device, loc.device_offset, loc.region,
+           loc.region_offset, loc.physical);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <daxctl/libdaxctl.h>
+#include <errno.h>
+#include <limits.h>
+#include <ndctl/libndctl.h>
+#include <stdarg.h>
+
+#include "daxfile-error.h"
+#include "daxfile-nvdimm.h"
+#include "daxfile-sysfs.h"
+#include "daxfile-util.h"
+
+static void
+daxdev_free(gpointer p)
+{
+    DaxfileNvDaxDev *d = p;
+
+    g_free(d->name);
+    g_free(d->region);
+    g_free(d);
+}
+
+static void
+namespace_free(gpointer p)
+{
+    DaxfileNvNamespace *ns = p;
+
+    g_free(ns->name);
+    g_free(ns->region);
+    g_free(ns->mode);
+    g_free(ns->blockdev);
+    g_free(ns->claim);
+    g_free(ns);
+}
+
+static void
+region_free(gpointer p)
+{
+    DaxfileNvRegion *r = p;
+
+    g_free(r->name);
+    g_free(r->bus);
+    g_free(r->type);
+    g_ptr_array_unref(r->namespaces);
+    g_free(r);
+}
+
+static void
+bus_free(gpointer p)
+{
+    DaxfileNvBus *b = p;
+
+    g_free(b->name);
+    g_free(b->provider);
+    g_free(b);
+}
+
+DaxfileNvInventory *
+daxfile_nv_inventory_new(void)
+{
+    DaxfileNvInventory *inv = g_new0(DaxfileNvInventory, 1);
+
+    inv->buses = g_ptr_array_new_with_free_func(bus_free);
+    inv->dimms = g_ptr_array_new_with_free_func(g_free);
+    inv->regions = g_ptr_array_new_with_free_func(region_free);
+    inv->daxdevs = g_ptr_array_new_with_free_func(daxdev_free);
+    return inv;
+}
+
+void
+daxfile_nv_inventory_free(DaxfileNvInventory *inv)
+{
+    if (!inv)
+        return;
+    g_ptr_array_unref(inv->buses);
+    g_ptr_array_unref(inv->dimms);
+    g_ptr_array_unref(inv->regions);
+    g_ptr_array_unref(inv->daxdevs);
+    g_free(inv);
+}
+
+DaxfileNvRegion *
+daxfile_nv_region_new(const char *name, const char *bus)
+{
+    DaxfileNvRegion *r = g_new0(DaxfileNvRegion, 1);
+
+    r->name = g_strdup(name);
+    r->bus = g_strdup(bus);
+    r->type = g_strdup("pmem");
+    r->resource = DAXFILE_NV_UNKNOWN;
+    r->namespaces = g_ptr_array_new_with_free_func(namespace_free);
+    return r;
+}
+
+DaxfileNvNamespace *
+daxfile_nv_namespace_new(const char *name, const char *region,
+                         const char *mode)
+{
+    DaxfileNvNamespace *ns = g_new0(DaxfileNvNamespace, 1);
+
+    ns->name = g_strdup(name);
+    ns->region = g_strdup(region);
+    ns->mode = g_strdup(mode);
+    ns->enabled = TRUE;
+    ns->data_resource = DAXFILE_NV_UNKNOWN;
+    return ns;
+}
+
+DaxfileNvDaxDev *
+daxfile_nv_daxdev_new(const char *name)
+{
+    DaxfileNvDaxDev *d = g_new0(DaxfileNvDaxDev, 1);
+
+    d->name = g_strdup(name);
+    d->resource = DAXFILE_NV_UNKNOWN;
+    d->enabled = TRUE;
+    return d;
+}
+
+const char *
+daxfile_nv_persistence_to_string(DaxfileNvPersistence p)
+{
+    switch (p) {
+    case DAXFILE_NV_PERSIST_NONE:
+        return "none";
+    case DAXFILE_NV_PERSIST_MEM_CTRL:
+        return "memory_controller";
+    case DAXFILE_NV_PERSIST_CPU_CACHE:
+        return "cpu_cache";
+    case DAXFILE_NV_PERSIST_UNKNOWN:
+        break;
+    }
+    return "unknown";
+}
+
+/* libndctl returns "" (or NULL) for "none"; keep NULL for that. */
+static char *
+dup_nonempty(const char *s)
+{
+    return s && *s ? g_strdup(s) : NULL;
+}
+
+static guint64
+ull_or_unknown(unsigned long long v)
+{
+    return v == ULLONG_MAX ? DAXFILE_NV_UNKNOWN : (guint64)v;
+}
+
+static void
+nv_log(struct ndctl_ctx *ctx, int priority, const char *file, int line,
+       const char *fn, const char *format, va_list args)
+{
+    g_autofree char *msg = g_strdup_vprintf(format, args);
+
+    g_debug("libndctl: %s: %s", fn, g_strchomp(msg));
+}
+
+static void
+dax_log(struct daxctl_ctx *ctx, int priority, const char *file, int line,
+        const char *fn, const char *format, va_list args)
+{
+    g_autofree char *msg = g_strdup_vprintf(format, args);
+
+    g_debug("libdaxctl: %s: %s", fn, g_strchomp(msg));
+}
+
+static DaxfileNvPersistence
+nv_persistence(struct ndctl_region *region)
+{
+    switch (ndctl_region_get_persistence_domain(region)) {
+    case PERSISTENCE_NONE:
+        return DAXFILE_NV_PERSIST_NONE;
+    case PERSISTENCE_MEM_CTRL:
+        return DAXFILE_NV_PERSIST_MEM_CTRL;
+    case PERSISTENCE_CPU_CACHE:
+        return DAXFILE_NV_PERSIST_CPU_CACHE;
+    default:
+        return DAXFILE_NV_PERSIST_UNKNOWN;
+    }
+}
+
+static DaxfileNvDaxDev *
+nv_read_daxdev(struct daxctl_dev *dev, const char *region)
+{
+    DaxfileNvDaxDev *d = daxfile_nv_daxdev_new(daxctl_dev_get_devname(dev));
+
+    d->region = g_strdup(region);
+    d->size = daxctl_dev_get_size(dev);
+    d->align = daxctl_dev_get_align(dev);
+    d->resource = ull_or_unknown(daxctl_dev_get_resource(dev));
+    d->major = daxctl_dev_get_major(dev);
+    d->minor = daxctl_dev_get_minor(dev);
+    d->enabled = daxctl_dev_is_enabled(dev) > 0;
+    return d;
+}
+
+static gboolean
+nv_has_daxdev(const DaxfileNvInventory *inv, const char *name)
+{
+    guint i;
+
+    for (i = 0; i < inv->daxdevs->len; i++) {
+        const DaxfileNvDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
+
+        if (STREQ(d->name, name))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static void
+nv_read_dax_region(DaxfileNvInventory *inv, struct daxctl_region *dregion,
+                   const char *region)
+{
+    struct daxctl_dev *dev;
+
+    daxctl_dev_foreach(dregion, dev)
+    {
+        if (daxctl_dev_get_size(dev) == 0 ||
+            nv_has_daxdev(inv, daxctl_dev_get_devname(dev)))
+            continue;
+        g_ptr_array_add(inv->daxdevs, nv_read_daxdev(dev, region));
+    }
+}
+
+/* mode-specific parts: block device, claiming device, page size, and the
+ * physical address of the first data byte */
+static void
+nv_read_claim(DaxfileNvInventory *inv, struct ndctl_namespace *ndns,
+              DaxfileNvNamespace *ns)
+{
+    struct ndctl_pfn *pfn = ndctl_namespace_get_pfn(ndns);
+    struct ndctl_dax *dax = ndctl_namespace_get_dax(ndns);
+    struct ndctl_btt *btt = ndctl_namespace_get_btt(ndns);
+
+    if (pfn) {
+        ns->claim = g_strdup(ndctl_pfn_get_devname(pfn));
+        ns->blockdev = dup_nonempty(ndctl_pfn_get_block_device(pfn));
+        ns->align = ndctl_pfn_get_align(pfn);
+        ns->data_resource = ull_or_unknown(ndctl_pfn_get_resource(pfn));
+        if (ndctl_pfn_get_size(pfn))
+            ns->size = ndctl_pfn_get_size(pfn);
+    } else if (dax) {
+        struct daxctl_region *dregion = ndctl_dax_get_daxctl_region(dax);
+
+        ns->claim = g_strdup(ndctl_dax_get_devname(dax));
+        ns->align = ndctl_dax_get_align(dax);
+        ns->data_resource = ull_or_unknown(ndctl_dax_get_resource(dax));
+        if (ndctl_dax_get_size(dax))
+            ns->size = ndctl_dax_get_size(dax);
+        if (dregion)
+            nv_read_dax_region(inv, dregion, ns->region);
+    } else if (btt) {
+        ns->claim = g_strdup(ndctl_btt_get_devname(btt));
+        ns->blockdev = dup_nonempty(ndctl_btt_get_block_device(btt));
+    } else {
+        ns->blockdev = dup_nonempty(ndctl_namespace_get_block_device(ndns));
+        ns->data_resource =
+            ull_or_unknown(ndctl_namespace_get_resource(ndns));
+    }
+}
+
+static const char *
+nv_mode_name(struct ndctl_namespace *ndns)
+{
+    switch ((int)ndctl_namespace_get_mode(ndns)) {
+    case NDCTL_NS_MODE_FSDAX:
+        return "fsdax";
+    case NDCTL_NS_MODE_DEVDAX:
+        return "devdax";
+    case NDCTL_NS_MODE_SECTOR:
+        return "sector";
+    case NDCTL_NS_MODE_RAW:
+        return "raw";
+    default:
+        return "unknown";
+    }
+}
+
+static void
+nv_read_region(DaxfileNvInventory *inv, struct ndctl_bus *bus,
+               struct ndctl_region *region)
+{
+    DaxfileNvRegion *r = daxfile_nv_region_new(
+        ndctl_region_get_devname(region), ndctl_bus_get_devname(bus));
+    struct ndctl_namespace *ndns;
+
+    g_free(r->type);
+    r->type = g_strdup(ndctl_region_get_type_name(region));
+    r->size = ndctl_region_get_size(region);
+    r->resource = ull_or_unknown(ndctl_region_get_resource(region));
+    r->persistence = nv_persistence(region);
+    ndctl_namespace_foreach(region, ndns)
+    {
+        DaxfileNvNamespace *ns;
+
+        /* skip seeds (size 0) and namespaces that are off */
+        if (ndctl_namespace_get_size(ndns) == 0)
+            continue;
+        ns = daxfile_nv_namespace_new(ndctl_namespace_get_devname(ndns),
+                                      r->name, nv_mode_name(ndns));
+        ns->size = ndctl_namespace_get_size(ndns);
+        ns->enabled = ndctl_namespace_is_active(ndns);
+        nv_read_claim(inv, ndns, ns);
+        g_ptr_array_add(r->namespaces, ns);
+    }
+    g_ptr_array_add(inv->regions, r);
+}
+
+static void
+nv_read_bus(DaxfileNvInventory *inv, struct ndctl_bus *bus)
+{
+    DaxfileNvBus *b = g_new0(DaxfileNvBus, 1);
+    struct ndctl_dimm *dimm;
+    struct ndctl_region *region;
+
+    b->name = g_strdup(ndctl_bus_get_devname(bus));
+    b->provider = g_strdup(ndctl_bus_get_provider(bus));
+    b->nfit = ndctl_bus_has_nfit(bus) != 0;
+    g_ptr_array_add(inv->buses, b);
+    ndctl_dimm_foreach(bus, dimm)
+        g_ptr_array_add(inv->dimms, g_strdup(ndctl_dimm_get_devname(dimm)));
+    ndctl_region_foreach(bus, region)
+        nv_read_region(inv, bus, region);
+}
+
+static gboolean
+nv_read_daxctl(DaxfileNvInventory *inv, GError **error)
+{
+    struct daxctl_ctx *dctx = NULL;
+    struct daxctl_region *dregion;
+    int rc = daxctl_new(&dctx);
+
+    if (rc < 0) {
+        daxfile_set_error_errno(error, -rc, "Cannot start libdaxctl");
+        return FALSE;
+    }
+    daxctl_set_log_fn(dctx, dax_log);
+    daxctl_region_foreach(dctx, dregion)
+        nv_read_dax_region(inv, dregion, NULL);
+    daxctl_unref(dctx);
+    return TRUE;
+}
+
+DaxfileNvInventory *
+daxfile_nv_inventory_read(GError **error)
+{
+    g_autoptr(DaxfileNvInventory) inv = daxfile_nv_inventory_new();
+    struct ndctl_ctx *ctx = NULL;
+    struct ndctl_bus *bus;
+    int rc;
+
+    inv->nfit_table = daxfile_sysfs_exists("firmware/acpi/tables/NFIT");
+    rc = ndctl_new(&ctx);
+    if (rc < 0) {
+        daxfile_set_error_errno(error, -rc, "Cannot start libndctl");
+        return NULL;
+    }
+    ndctl_set_log_fn(ctx, nv_log);
+    ndctl_bus_foreach(ctx, bus)
+        nv_read_bus(inv, bus);
+    ndctl_unref(ctx);
+    /* device-dax outside NVDIMM namespaces (hmem, cxl) too */
+    if (!nv_read_daxctl(inv, error))
+        return NULL;
+    return g_steal_pointer(&inv);
+}
+
+const DaxfileNvRegion *
+daxfile_nv_find_region(const DaxfileNvInventory *inv, const char *name)
+{
+    guint i;
+
+    for (i = 0; i < inv->regions->len; i++) {
+        const DaxfileNvRegion *r = g_ptr_array_index(inv->regions, i);
+
+        if (STREQ(r->name, name))
+            return r;
+    }
+    return NULL;
+}
+
+const DaxfileNvNamespace *
+daxfile_nv_find_blockdev(const DaxfileNvInventory *inv, const char *blockdev)
+{
+    guint i, j;
+
+    for (i = 0; i < inv->regions->len; i++) {
+        const DaxfileNvRegion *r = g_ptr_array_index(inv->regions, i);
+
+        for (j = 0; j < r->namespaces->len; j++) {
+            const DaxfileNvNamespace *ns = g_ptr_array_index(r->namespaces, j);
+
+            if (ns->blockdev && STREQ(ns->blockdev, blockdev))
+                return ns;
+        }
+    }
+    return NULL;
+}
+
+const DaxfileNvDaxDev *
+daxfile_nv_find_daxdev(const DaxfileNvInventory *inv, int major, int minor)
+{
+    guint i;
+
+    for (i = 0; i < inv->daxdevs->len; i++) {
+        const DaxfileNvDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
+
+        if (d->major == major && d->minor == minor)
+            return d;
+    }
+    return NULL;
+}
+
+gboolean
+daxfile_nv_auto_flush(const DaxfileNvInventory *inv)
+{
+    guint i;
+
+    for (i = 0; i < inv->regions->len; i++) {
+        const DaxfileNvRegion *r = g_ptr_array_index(inv->regions, i);
+
+        if (r->persistence != DAXFILE_NV_PERSIST_CPU_CACHE)
+            return FALSE;
+    }
+    return inv->regions->len > 0;
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-nvdimm.h: the guest's NVDIMM inventory, read with libndctl and
+ * libdaxctl into plain structures (which the checks judge, and which unit
+ * tests build by hand)
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define DAXFILE_NV_UNKNOWN G_MAXUINT64 /* an address or size not known */
+
+typedef enum {
+    DAXFILE_NV_PERSIST_UNKNOWN = 0, /* not reported (empty attribute) */
+    DAXFILE_NV_PERSIST_NONE,
+    DAXFILE_NV_PERSIST_MEM_CTRL,    /* "memory_controller": ADR */
+    DAXFILE_NV_PERSIST_CPU_CACHE,   /* "cpu_cache": eADR */
+} DaxfileNvPersistence;
+
+typedef struct {
+    char *name;        /* "dax0.0" */
+    char *region;      /* the ndctl region, NULL for other dax regions */
+    guint64 size;
+    guint64 align;
+    guint64 resource;  /* physical address of byte 0, or UNKNOWN */
+    int major;
+    int minor;
+    gboolean enabled;
+} DaxfileNvDaxDev;
+
+typedef struct {
+    char *name;           /* "namespace0.0" */
+    char *region;         /* "region0" */
+    char *mode;           /* "raw", "fsdax", "devdax", "sector", "unknown" */
+    guint64 size;         /* usable bytes (without fsdax/devdax metadata) */
+    gboolean enabled;
+    char *blockdev;       /* "pmem0" (raw, fsdax, sector), else NULL */
+    char *claim;          /* "pfn0.1", "dax0.1", "btt0.1", or NULL */
+    guint64 align;        /* page size of fsdax/devdax, 0 otherwise */
+    guint64 data_resource; /* physical address of the first data byte */
+} DaxfileNvNamespace;
+
+typedef struct {
+    char *name;            /* "region0" */
+    char *bus;             /* "ndbus0" */
+    char *type;            /* "pmem", "blk" */
+    guint64 size;
+    guint64 resource;      /* physical address (SPA) of its start */
+    DaxfileNvPersistence persistence;
+    GPtrArray *namespaces; /* DaxfileNvNamespace, active ones only */
+} DaxfileNvRegion;
+
+typedef struct {
+    char *name;        /* "ndbus0" */
+    char *provider;    /* "ACPI.NFIT", "e820", ... */
+    gboolean nfit;
+} DaxfileNvBus;
+
+typedef struct {
+    gboolean nfit_table;  /* the ACPI NFIT table exists */
+    GPtrArray *buses;     /* DaxfileNvBus */
+    GPtrArray *dimms;     /* char *: "nmem0" */
+    GPtrArray *regions;   /* DaxfileNvRegion, every bus */
+    GPtrArray *daxdevs;   /* DaxfileNvDaxDev, every dax region */
+} DaxfileNvInventory;
+
+DaxfileNvInventory *daxfile_nv_inventory_new(void);
+void daxfile_nv_inventory_free(DaxfileNvInventory *inv);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileNvInventory, daxfile_nv_inventory_free)
+
+DaxfileNvRegion *daxfile_nv_region_new(const char *name, const char *bus);
+DaxfileNvNamespace *daxfile_nv_namespace_new(const char *name,
+                                             const char *region,
+                                             const char *mode);
+DaxfileNvDaxDev *daxfile_nv_daxdev_new(const char *name);
+
+/* Read the inventory of this machine with libndctl and libdaxctl. An
+ * empty inventory is not an error; failing to start the libraries is. */
+DaxfileNvInventory *daxfile_nv_inventory_read(GError **error);
+
+const char *daxfile_nv_persistence_to_string(DaxfileNvPersistence p);
+
+/* Look-ups; NULL when absent. */
+const DaxfileNvRegion *daxfile_nv_find_region(const DaxfileNvInventory *inv,
+                                              const char *name);
+const DaxfileNvNamespace *
+daxfile_nv_find_blockdev(const DaxfileNvInventory *inv, const char *blockdev);
+const DaxfileNvDaxDev *daxfile_nv_find_daxdev(const DaxfileNvInventory *inv,
+                                              int major, int minor);
+
+/* TRUE when there is a region and every region reports cpu_cache: the
+ * condition under which libpmem stops flushing (pmem2_auto_flush). */
+gboolean daxfile_nv_auto_flush(const DaxfileNvInventory *inv);
+
+G_END_DECLS

@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fiemap.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "daxfile-error.h"
+#include "daxfile-fiemap.h"
+#include "daxfile-nvdimm.h"
+#include "daxfile-pattern.h"
+#include "daxfile-probe.h"
+#include "daxfile-size.h"
+#include "daxfile-sysfs.h"
+#include "daxfile-target.h"
+
+#define SZ_2M DAXFILE_SZ_2M
+
+void
+daxfile_target_free(DaxfileTarget *target)
+{
+    if (!target)
+        return;
+    daxfile_mapping_clear(&target->map);
+    daxfile_fd_close(target->fd);
+    g_free(target->path);
+    g_free(target);
+}
+
+static DaxfileTarget *
+target_new(DaxfileTargetKind kind, char *path)
+{
+    DaxfileTarget *t = g_new0(DaxfileTarget, 1);
+
+    t->kind = kind;
+    t->path = path;
+    t->fd = -1;
+    return t;
+}
+
+static gboolean
+file_provision(DaxfileTarget *t, guint64 size, GError **error)
+{
+    if (ftruncate(t->fd, 0) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot truncate '%s'",
+                                t->path);
+        return FALSE;
+    }
+    if (!daxfile_file_provision(t->fd, size, t->path, error))
+        return FALSE;
+    t->created = TRUE;
+    return TRUE;
+}
+
+static gboolean
+target_map(DaxfileTarget *t, gboolean write, gboolean allow_non_dax,
+           GError **error)
+{
+    int prot = write ? PROT_READ | PROT_WRITE : PROT_READ;
+    g_autoptr(GError) local = NULL;
+    void *addr = NULL;
+
+    if (t->kind == DAXFILE_TARGET_DEVDAX) {
+        /* device-dax: plain MAP_SHARED, aligned address and length */
+        if (!daxfile_map_aligned(t->fd, t->size, 0, prot, MAP_SHARED,
+                                 MAX(t->align, SZ_2M), &addr, error))
+            return FALSE;
+    } else if (daxfile_map_aligned(t->fd, t->size, 0, prot,
+                                   MAP_SHARED_VALIDATE | MAP_SYNC, SZ_2M,
+                                   &addr, &local)) {
+        t->map_sync = TRUE;
+    } else if (!write || allow_non_dax) {
+        if (!daxfile_map_aligned(t->fd, t->size, 0, prot, MAP_SHARED, SZ_2M,
+                                 &addr, error))
+            return FALSE;
+    } else {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+                    "'%s' cannot be mapped with MAP_SYNC (%s); put it on a "
+                    "filesystem mounted with -o dax, or pass --allow-non-dax",
+                    t->path, local->message);
+        return FALSE;
+    }
+    t->map.addr = addr;
+    t->map.length = t->size;
+    return TRUE;
+}
+
+static gboolean
+dir_open_file(DaxfileTarget *t, const char *dir, gboolean write,
+              GError **error)
+{
+    g_auto(DaxfileFd) dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+
+    if (dirfd < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot open directory '%s'",
+                                dir);
+        return FALSE;
+    }
+    t->fd = openat(dirfd, DAXFILE_TARGET_FILE_NAME,
+                   (write ? O_RDWR | O_CREAT : O_RDONLY) | O_NOFOLLOW |
+                       O_CLOEXEC,
+                   0644);
+    if (t->fd < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot open '%s'", t->path);
+        return FALSE;
+    }
+    if (fstat(t->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' is not a regular file", t->path);
+        return FALSE;
+    }
+    t->size = (guint64)st.st_size;
+    return TRUE;
+}
+
+DaxfileTarget *
+daxfile_target_open_dir(const char *dir, guint64 size,
+                        DaxfileTargetFlags flags, GError **error)
+{
+    gboolean write = (flags & DAXFILE_TARGET_WRITE) != 0;
+    g_autofree char *name = g_build_filename(dir, DAXFILE_TARGET_FILE_NAME,
+                                             NULL);
+    g_autoptr(DaxfileTarget) t = target_new(DAXFILE_TARGET_FILE,
+                                            daxfile_escape(name));
+
+    if (!dir_open_file(t, dir, write, error))
+        return NULL;
+    if (write) {
+        size = size ? size : DAXFILE_TARGET_DEFAULT_SIZE;
+        if (!daxfile_pattern_check_size(size, error))
+            return NULL;
+        if (t->size != size && !file_provision(t, size, error))
+            return NULL;
+        t->size = size;
+    } else if (size && size != t->size) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' has %" G_GUINT64_FORMAT " bytes, not %"
+                    G_GUINT64_FORMAT,
+                    t->path, t->size, size);
+        return NULL;
+    }
+    if (!(flags & DAXFILE_TARGET_NO_MAP) && t->size == 0) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' is empty; run 'daxfile-guest write' first",
+                    t->path);
+        return NULL;
+    }
+    if (!(flags & DAXFILE_TARGET_NO_MAP) &&
+        !target_map(t, write, (flags & DAXFILE_TARGET_ALLOW_NON_DAX) != 0,
+                    error))
+        return NULL;
+    return g_steal_pointer(&t);
+}
+
+/* size and alignment of the device-dax device behind @t->fd (libdaxctl) */
+static gboolean
+dev_identify(DaxfileTarget *t, GError **error)
+{
+    g_autoptr(DaxfileNvInventory) inv = NULL;
+    const DaxfileNvDaxDev *d;
+    struct stat st;
+
+    if (fstat(t->fd, &st) < 0 || !S_ISCHR(st.st_mode)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' is not a device-dax character device; use "
+                    "/dev/daxX.Y (or --dir for fsdax)",
+                    t->path);
+        return FALSE;
+    }
+    inv = daxfile_nv_inventory_read(error);
+    if (!inv)
+        return FALSE;
+    d = daxfile_nv_find_daxdev(inv, (int)major(st.st_rdev),
+                               (int)minor(st.st_rdev));
+    if (!d) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                    "'%s' is not a device-dax device known to libdaxctl",
+                    t->path);
+        return FALSE;
+    }
+    t->dev_size = d->size;
+    t->align = d->align ? d->align : SZ_2M;
+    return TRUE;
+}
+
+/* Reading without a size: the size the pattern header records. */
+static gboolean
+dev_size_from_header(DaxfileTarget *t, GError **error)
+{
+    guint64 len = MAX(t->align, SZ_2M);
+    g_auto(DaxfileMapping) map = {NULL, 0};
+
+    if (len > t->dev_size) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' is smaller than its alignment", t->path);
+        return FALSE;
+    }
+    if (!daxfile_map_aligned(t->fd, len, 0, PROT_READ, MAP_SHARED, len,
+                             &map.addr, error))
+        return FALSE;
+    map.length = len;
+    t->size = daxfile_pattern_peek_size(map.addr, len);
+    if (t->size == 0 || t->size > t->dev_size ||
+        !DAXFILE_IS_ALIGNED(t->size, t->align)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                    "'%s' holds no intact pattern header; pass --size, or "
+                    "run 'daxfile-guest write' first",
+                    t->path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+dev_choose_size(DaxfileTarget *t, guint64 size, gboolean write,
+                GError **error)
+{
+    g_autofree char *align = daxfile_size_format(t->align);
+
+    if (size == 0 && !write)
+        return dev_size_from_header(t, error);
+    if (size == 0)
+        size = MIN(DAXFILE_TARGET_DEFAULT_SIZE,
+                   DAXFILE_ALIGN_DOWN(t->dev_size, t->align));
+    if (!DAXFILE_IS_ALIGNED(size, t->align) || size > t->dev_size) {
+        g_autofree char *pretty = daxfile_size_format(size);
+        g_autofree char *dev = daxfile_size_format(t->dev_size);
+
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Size %s does not fit '%s' (%s, %s pages); use a "
+                    "multiple of %s",
+                    pretty, t->path, dev, align, align);
+        return FALSE;
+    }
+    t->size = size;
+    return daxfile_pattern_check_size(size, error);
+}
+
+DaxfileTarget *
+daxfile_target_open_dev(const char *dev, guint64 size,
+                        DaxfileTargetFlags flags, GError **error)
+{
+    gboolean write = (flags & DAXFILE_TARGET_WRITE) != 0;
+    g_autoptr(DaxfileTarget) t = target_new(DAXFILE_TARGET_DEVDAX,
+                                            daxfile_escape(dev));
+
+    t->fd = open(dev, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (t->fd < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot open '%s'", t->path);
+        return NULL;
+    }
+    if (!dev_identify(t, error))
+        return NULL;
+    if (flags & DAXFILE_TARGET_NO_MAP)
+        return g_steal_pointer(&t);
+    if (!dev_choose_size(t, size, write, error) ||
+        !target_map(t, write, FALSE, error))
+        return NULL;
+    return g_steal_pointer(&t);
+}
+
+/* ------------------------------------------------------------ writing */
+
+typedef struct {
+    const DaxfileFlushChoice *choice;
+    DaxfileTarget *target;
+    int msync_errno;
+} PersistCtx;
+
+static void
+persist_flush(const void *addr, size_t len, gpointer data)
+{
+    PersistCtx *ctx = data;
+
+    if (ctx->choice->flush)
+        daxfile_flush_range(ctx->choice->insn, addr, len);
+}
+
+static void
+persist_drain(gpointer data)
+{
+    PersistCtx *ctx = data;
+    DaxfileTarget *t = ctx->target;
+
+    if (ctx->choice->fence)
+        daxfile_fence();
+    /* no MAP_SYNC: the filesystem may hold dirty metadata (and, without
+     * DAX, the page cache holds the data): msync makes it durable */
+    if (!t->map_sync && t->kind == DAXFILE_TARGET_FILE &&
+        msync(t->map.addr, t->map.length, MS_SYNC) < 0 && !ctx->msync_errno)
+        ctx->msync_errno = errno;
+}
+
+gboolean
+daxfile_target_write_pattern(DaxfileTarget *target, guint64 seed,
+                             const DaxfileFlushChoice *choice,
+                             guint64 *ret_sequence, GError **error)
+{
+    PersistCtx ctx = {choice, target, 0};
+    DaxfilePersistOps ops = {persist_flush, persist_drain, &ctx};
+
+    g_return_val_if_fail(target->map.addr, FALSE);
+    if (!daxfile_pattern_write(target->map.addr, target->size, seed, &ops,
+                               ret_sequence, error))
+        return FALSE;
+    if (ctx.msync_errno) {
+        daxfile_set_error_errno(error, ctx.msync_errno, "Cannot msync '%s'",
+                                target->path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* ------------------------------------------------------------ locating */
+
+void
+daxfile_location_clear(DaxfileLocation *loc)
+{
+    g_free(loc->device);
+    g_free(loc->region);
+    memset(loc, 0, sizeof(*loc));
+}
+
+#define EXTENT_NOT_ON_DEVICE                                                  \
+    (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |                         \
+     FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_DATA_INLINE |                      \
+     FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_UNWRITTEN)
+
+/* The device offset of byte @offset of the file (FIEMAP). */
+static gboolean
+file_device_offset(const DaxfileTarget *t, guint64 offset,
+                   guint64 *ret_offset, GError **error)
+{
+    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(t->fd, t->path,
+                                                          error);
+    guint i;
+
+    if (!map)
+        return FALSE;
+    for (i = 0; i < map->extents->len; i++) {
+        const DaxfileExtent *e = &g_array_index(map->extents, DaxfileExtent,
+                                                i);
+
+        if (offset < e->logical || offset >= e->logical + e->length)
+            continue;
+        if (e->flags & EXTENT_NOT_ON_DEVICE) {
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
+                        "Offset 0x%" G_GINT64_MODIFIER "x of '%s' has no "
+                        "fixed place on the device (extent flags 0x%x)",
+                        offset, t->path, e->flags);
+            return FALSE;
+        }
+        *ret_offset = e->physical + (offset - e->logical);
+        return TRUE;
+    }
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                "Offset 0x%" G_GINT64_MODIFIER "x of '%s' is in a hole",
+                offset, t->path);
+    return FALSE;
+}
+
+/* The whole disk ("pmem0") holding the file's filesystem, and the
+ * partition start when it is on a partition. */
+static char *
+file_disk(const DaxfileTarget *t, guint64 *ret_part_start, GError **error)
+{
+    struct stat st;
+    g_autofree char *rel = NULL;
+    g_autofree char *link = NULL;
+    g_autofree char *target = NULL;
+    g_autofree char *part = NULL;
+    guint64 start = 0;
+
+    if (fstat(t->fd, &st) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", t->path);
+        return NULL;
+    }
+    rel = g_strdup_printf("dev/block/%u:%u", major(st.st_dev),
+                          minor(st.st_dev));
+    link = g_build_filename(daxfile_sysfs_root(), rel, NULL);
+    target = g_file_read_link(link, NULL);
+    if (!target) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+                    "'%s' is not on a block device", t->path);
+        return NULL;
+    }
+    part = g_strdup_printf("%s/partition", rel);
+    if (daxfile_sysfs_exists(part)) {
+        g_autofree char *start_rel = g_strdup_printf("%s/start", rel);
+        g_autofree char *parent = g_path_get_dirname(target);
+
+        if (!daxfile_sysfs_read_u64(start_rel, &start, error))
+            return NULL;
+        *ret_part_start = start * 512;
+        return g_path_get_basename(parent);
+    }
+    *ret_part_start = 0;
+    return g_path_get_basename(target);
+}
+
+static gboolean
+locate_in_region(const DaxfileNvInventory *inv, const char *region,
+                 guint64 data_start, DaxfileLocation *loc, GError **error)
+{
+    const DaxfileNvRegion *r = NULL;
+
+    if (region)
+        r = daxfile_nv_find_region(inv, region);
+
+    if (!r || r->resource == DAXFILE_NV_UNKNOWN ||
+        data_start == DAXFILE_NV_UNKNOWN) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                    "The physical address of '%s' is unknown (no NVDIMM "
+                    "region or resource)",
+                    loc->device);
+        return FALSE;
+    }
+    loc->region = g_strdup(r->name);
+    loc->physical = data_start + loc->device_offset;
+    loc->region_offset = loc->physical - r->resource;
+    return TRUE;
+}
+
+static gboolean
+locate_file(const DaxfileTarget *t, const DaxfileNvInventory *inv,
+            DaxfileLocation *loc, GError **error)
+{
+    guint64 part_start = 0;
+    g_autofree char *disk = file_disk(t, &part_start, error);
+    const DaxfileNvNamespace *ns;
+
+    if (!disk ||
+        !file_device_offset(t, loc->offset, &loc->device_offset, error))
+        return FALSE;
+    loc->device_offset += part_start;
+    loc->device = g_strdup_printf("/dev/%s", disk);
+    ns = daxfile_nv_find_blockdev(inv, disk);
+    if (!ns) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                    "'%s' is on '%s', which is not an NVDIMM namespace",
+                    t->path, loc->device);
+        return FALSE;
+    }
+    return locate_in_region(inv, ns->region, ns->data_resource, loc, error);
+}
+
+static gboolean
+locate_dev(const DaxfileTarget *t, const DaxfileNvInventory *inv,
+           DaxfileLocation *loc, GError **error)
+{
+    struct stat st;
+    const DaxfileNvDaxDev *d;
+
+    if (fstat(t->fd, &st) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", t->path);
+        return FALSE;
+    }
+    d = daxfile_nv_find_daxdev(inv, (int)major(st.st_rdev),
+                               (int)minor(st.st_rdev));
+    if (!d) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                    "'%s' is not a device-dax device known to libdaxctl",
+                    t->path);
+        return FALSE;
+    }
+    loc->device = g_strdup_printf("/dev/%s", d->name);
+    loc->device_offset = loc->offset;
+    return locate_in_region(inv, d->region, d->resource, loc, error);
+}
+
+gboolean
+daxfile_target_locate(const DaxfileTarget *target, guint64 offset,
+                      DaxfileLocation *ret_loc, GError **error)
+{
+    g_autoptr(DaxfileNvInventory) inv = daxfile_nv_inventory_read(error);
+    gboolean dev = target->kind == DAXFILE_TARGET_DEVDAX;
+    guint64 size = dev ? target->dev_size : target->size;
+
+    memset(ret_loc, 0, sizeof(*ret_loc));
+    ret_loc->offset = offset;
+    if (!inv)
+        return FALSE;
+    if (offset >= size) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Offset 0x%" G_GINT64_MODIFIER "x is beyond the end of "
+                    "'%s' (%" G_GUINT64_FORMAT " bytes)",
+                    offset, target->path, size);
+        return FALSE;
+    }
+    if (target->kind == DAXFILE_TARGET_DEVDAX)
+        return locate_dev(target, inv, ret_loc, error);
+    return locate_file(target, inv, ret_loc, error);
+}
+
+static void
+json_add_u64(JsonBuilder *b, const char *key, guint64 value)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_int_value(b, (gint64)value);
+}
+
+JsonNode *
+daxfile_location_to_json(const char *path, const DaxfileLocation *loc)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "path");
+    json_builder_add_string_value(b, path);
+    json_add_u64(b, "offset", loc->offset);
+    json_builder_set_member_name(b, "device");
+    json_builder_add_string_value(b, loc->device);
+    json_add_u64(b, "device_offset", loc->device_offset);
+    json_builder_set_member_name(b, "region");
+    json_builder_add_string_value(b, loc->region);
+    json_add_u64(b, "region_offset", loc->region_offset);
+    json_add_u64(b, "physical_address", loc->physical);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-target.h: where `write`, `verify`, `locate` and `bench` work:
+ * the file daxfile-guest.dat in a directory of a DAX filesystem (mapped
+ * with MAP_SHARED_VALIDATE|MAP_SYNC), or a device-dax device (MAP_SHARED,
+ * 2 MiB-aligned length); and where a byte of it lives on the NVDIMM
+ */
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+#include "daxfile-cpu.h"
+#include "daxfile-util.h"
+
+G_BEGIN_DECLS
+
+#define DAXFILE_TARGET_FILE_NAME "daxfile-guest.dat"
+#define DAXFILE_TARGET_DEFAULT_SIZE (G_GUINT64_CONSTANT(64) << 20)
+
+typedef enum {
+    DAXFILE_TARGET_FILE,
+    DAXFILE_TARGET_DEVDAX,
+} DaxfileTargetKind;
+
+typedef enum {
+    DAXFILE_TARGET_READ = 0,
+    DAXFILE_TARGET_WRITE = 1 << 0,         /* create/provision, map RW */
+    DAXFILE_TARGET_ALLOW_NON_DAX = 1 << 1, /* no MAP_SYNC: msync instead */
+    DAXFILE_TARGET_NO_MAP = 1 << 2,        /* open only (locate) */
+} DaxfileTargetFlags;
+
+typedef struct {
+    DaxfileTargetKind kind;
+    char *path;          /* for messages: ".../daxfile-guest.dat" */
+    int fd;
+    guint64 size;        /* bytes of the pattern (mapped) */
+    guint64 dev_size;    /* device-dax: the whole device */
+    guint64 align;       /* device-dax page size */
+    DaxfileMapping map;
+    gboolean map_sync;   /* mapped with MAP_SYNC */
+    gboolean created;    /* the file was (re)made for this write */
+} DaxfileTarget;
+
+void daxfile_target_free(DaxfileTarget *target);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileTarget, daxfile_target_free)
+
+/* DIR/daxfile-guest.dat. Writing: @size (0: 64 MiB) bytes, made with
+ * fallocate + zeros + fsync unless it already has that size. Reading: the
+ * file's size (@size must be 0 or equal). */
+DaxfileTarget *daxfile_target_open_dir(const char *dir, guint64 size,
+                                       DaxfileTargetFlags flags,
+                                       GError **error);
+
+/* A device-dax device. Writing: @size (0: 64 MiB, at most the device) in
+ * multiples of its alignment. Reading: @size, or 0 for the size recorded
+ * in the pattern header. */
+DaxfileTarget *daxfile_target_open_dev(const char *dev, guint64 size,
+                                       DaxfileTargetFlags flags,
+                                       GError **error);
+
+/* Write the pattern through the mapping, flushing as @choice says (and
+ * msync when the mapping has no MAP_SYNC). */
+gboolean daxfile_target_write_pattern(DaxfileTarget *target, guint64 seed,
+                                      const DaxfileFlushChoice *choice,
+                                      guint64 *ret_sequence, GError **error);
+
+typedef struct {
+    guint64 offset;        /* in the file or device */
+    char *device;          /* "/dev/pmem0", "/dev/dax0.0" */
+    guint64 device_offset;
+    char *region;          /* "region0" */
+    guint64 region_offset; /* for QEMU: the offset in the backing file */
+    guint64 physical;      /* system physical address */
+} DaxfileLocation;
+
+void daxfile_location_clear(DaxfileLocation *loc);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileLocation, daxfile_location_clear)
+
+/* Where byte @offset of the target lives: FIEMAP, then the fsdax data
+ * start (libndctl pfn resource) or the device-dax resource, relative to
+ * the region start. */
+gboolean daxfile_target_locate(const DaxfileTarget *target, guint64 offset,
+                               DaxfileLocation *ret_loc, GError **error);
+
+JsonNode *daxfile_location_to_json(const char *path,
+                                   const DaxfileLocation *loc);
+
+G_END_DECLS
