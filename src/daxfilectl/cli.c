@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "config.h"
@@ -9,82 +8,6 @@
 #include "daxfile-static.h"
 #include "daxfile-util.h"
 #include "daxfilectl.h"
-
-int
-cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    g_autofree char *msg = NULL;
-
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "daxfile %s: %s (see 'daxfile %s --help')\n", cmd, msg,
-            cmd);
-    return CLI_EXIT_USAGE;
-}
-
-int
-cli_report_error(const GError *error)
-{
-    fprintf(stderr, "daxfile: %s\n", error->message);
-    return CLI_EXIT_FAILURE;
-}
-
-gboolean
-cli_parse(const char *cmd, const char *params, const char *summary,
-          const GOptionEntry *entries, int *argc, char ***argv,
-          int *ret_exit)
-{
-    gboolean help = FALSE;
-    gboolean version = FALSE;
-    const GOptionEntry common[] = {
-        {"help", 'h', 0, G_OPTION_ARG_NONE, &help, "Show this help", NULL},
-        {"version", 0, 0, G_OPTION_ARG_NONE, &version, "Show the version",
-         NULL},
-        {NULL},
-    };
-    g_autoptr(GOptionContext) ctx = g_option_context_new(params);
-    g_autoptr(GError) error = NULL;
-    g_autofree char *usage = g_strdup_printf("daxfile %s", cmd);
-
-    g_set_prgname(usage);
-    g_option_context_set_help_enabled(ctx, FALSE);
-    g_option_context_set_summary(ctx, summary);
-    if (entries)
-        g_option_context_add_main_entries(ctx, entries, NULL);
-    g_option_context_add_main_entries(ctx, common, NULL);
-    if (!g_option_context_parse(ctx, argc, argv, &error)) {
-        *ret_exit = cli_usage_error(cmd, "%s", error->message);
-        return FALSE;
-    }
-    if (help) {
-        g_autofree char *text = g_option_context_get_help(ctx, TRUE, NULL);
-
-        fputs(text, stdout);
-        *ret_exit = CLI_EXIT_OK;
-        return FALSE;
-    }
-    if (version) {
-        printf("daxfile %s\n", DAXFILE_VERSION);
-        *ret_exit = CLI_EXIT_OK;
-        return FALSE;
-    }
-    return TRUE;
-}
-
-gboolean
-cli_parse_size(const char *cmd, const char *option, const char *value,
-               guint64 *ret_size, int *ret_exit)
-{
-    g_autoptr(GError) error = NULL;
-
-    if (!daxfile_size_parse(value, ret_size, &error)) {
-        *ret_exit = cli_usage_error(cmd, "--%s: %s", option, error->message);
-        return FALSE;
-    }
-    return TRUE;
-}
 
 gboolean
 cli_parse_align(const char *cmd, const char *value, guint64 *ret_align,
@@ -103,14 +26,6 @@ cli_parse_align(const char *cmd, const char *value, guint64 *ret_align,
         return FALSE;
     }
     return TRUE;
-}
-
-void
-cli_print_json(JsonNode *node)
-{
-    g_autofree char *text = daxfile_json_to_string(node);
-
-    fputs(text, stdout);
 }
 
 void
@@ -266,6 +181,6 @@ cli_for_each_report(int argc, char **argv, const CliReportOptions *opts)
     json_builder_end_array(json);
     root = json_builder_get_root(json);
     if (opts->json)
-        cli_print_json(root);
+        cli_print_json(g_steal_pointer(&root));
     return ret;
 }

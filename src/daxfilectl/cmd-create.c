@@ -106,11 +106,11 @@ cmd_create(int argc, char **argv)
     if (!report)
         return cli_report_error(error);
     if (arg_json) {
-        g_autoptr(JsonNode) node = json_node_new(JSON_NODE_ARRAY);
-        g_autoptr(JsonArray) arr = json_array_new();
+        JsonNode *node = json_node_new(JSON_NODE_ARRAY);
+        JsonArray *arr = json_array_new();
 
         json_array_add_element(arr, daxfile_report_to_json(report));
-        json_node_set_array(node, arr);
+        json_node_take_array(node, arr);
         cli_print_json(node);
     }
     print_summary(report, method,

@@ -49,7 +49,7 @@ cmd_list(int argc, char **argv)
     if (!list)
         return cli_report_error(error);
     if (arg_json) {
-        cli_print_json(list);
+        cli_print_json(g_steal_pointer(&list));
         return CLI_EXIT_OK;
     }
     arr = json_node_get_array(list);

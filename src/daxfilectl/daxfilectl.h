@@ -6,39 +6,13 @@
 
 #include <glib.h>
 
+#include "cli-common.h"
 #include "daxfile-report.h"
 #include "daxfile-static.h"
 
-#define CLI_EXIT_OK 0
-#define CLI_EXIT_FAILURE 1
-#define CLI_EXIT_USAGE 2
-
-typedef struct {
-    const char *name;
-    int (*func)(int argc, char **argv);
-    const char *summary;
-} CliCommand;
-
-/* Parse @argv of command @cmd with @entries. --help prints the help and
- * returns FALSE with *ret_exit = 0; a usage error prints one line and
- * returns FALSE with *ret_exit = 2. */
-gboolean cli_parse(const char *cmd, const char *params, const char *summary,
-                   const GOptionEntry *entries, int *argc, char ***argv,
-                   int *ret_exit);
-
-int cli_usage_error(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-/* Report @error once, on one line; returns CLI_EXIT_FAILURE. */
-int cli_report_error(const GError *error);
-
-/* Parse --align (default 2 MiB) and friends: usage error on garbage. */
-gboolean cli_parse_size(const char *cmd, const char *option,
-                        const char *value, guint64 *ret_size, int *ret_exit);
+/* --align (default 2 MiB): a power of two, at least the page size */
 gboolean cli_parse_align(const char *cmd, const char *value,
                          guint64 *ret_align, int *ret_exit);
-
-/* Print @node (an array) as JSON on stdout. */
-void cli_print_json(JsonNode *node);
 
 typedef struct {
     guint64 align;

@@ -2,12 +2,6 @@
 /*
  * daxfile: provision, check and freeze files that back guest pmem
  */
-#include <locale.h>
-#include <stdio.h>
-#include <string.h>
-
-#include "config.h"
-#include "daxfile-util.h"
 #include "daxfilectl.h"
 
 static const CliCommand commands[] = {
@@ -25,42 +19,9 @@ static const CliCommand commands[] = {
     {"selftest", cmd_selftest, "Test whether the immutable guard is safe here"},
 };
 
-static void
-print_usage(FILE *out)
-{
-    size_t i;
-
-    fprintf(out, "Usage: daxfile [--version] [--help] COMMAND [ARGS...]\n\n"
-                 "Commands:\n");
-    for (i = 0; i < G_N_ELEMENTS(commands); i++)
-        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\nSee 'daxfile COMMAND --help' and daxfile(8).\n");
-}
-
 int
 main(int argc, char **argv)
 {
-    size_t i;
-
-    setlocale(LC_ALL, "");
-    if (argc < 2) {
-        fprintf(stderr, "daxfile: missing command (see 'daxfile --help')\n");
-        return CLI_EXIT_USAGE;
-    }
-    if (STREQ(argv[1], "--help") || STREQ(argv[1], "-h") ||
-        STREQ(argv[1], "help")) {
-        print_usage(stdout);
-        return CLI_EXIT_OK;
-    }
-    if (STREQ(argv[1], "--version") || STREQ(argv[1], "version")) {
-        printf("daxfile %s\n", DAXFILE_VERSION);
-        return CLI_EXIT_OK;
-    }
-    for (i = 0; i < G_N_ELEMENTS(commands); i++) {
-        if (STREQ(argv[1], commands[i].name))
-            return commands[i].func(argc - 1, argv + 1);
-    }
-    fprintf(stderr, "daxfile: unknown command '%s' (see 'daxfile --help')\n",
-            argv[1]);
-    return CLI_EXIT_USAGE;
+    cli_set_program("daxfile");
+    return cli_dispatch(commands, G_N_ELEMENTS(commands), argc, argv);
 }

@@ -58,22 +58,13 @@ daxfile_fd_reopen(int fd, int open_flags, const char *name, GError **error)
     return newfd;
 }
 
-int
-daxfile_file_open(const char *path, DaxfileOpenFlags flags,
-                  struct stat *ret_st, GError **error)
+/* The O_PATH fd @pfd: a regular file? then reopen it for real. */
+static int
+open_checked(int pfd, const char *name, DaxfileOpenFlags flags,
+             struct stat *ret_st, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
-    g_auto(DaxfileFd) pfd = -1;
     struct stat st;
-    int oflags = O_PATH | O_CLOEXEC;
 
-    if (!(flags & DAXFILE_OPEN_FOLLOW))
-        oflags |= O_NOFOLLOW;
-    pfd = open(path, oflags);
-    if (pfd < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
-        return -1;
-    }
     if (fstat(pfd, &st) < 0) {
         daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
         return -1;
@@ -85,6 +76,24 @@ daxfile_file_open(const char *path, DaxfileOpenFlags flags,
     return daxfile_fd_reopen(pfd,
                              (flags & DAXFILE_OPEN_WRITE) ? O_RDWR : O_RDONLY,
                              name, error);
+}
+
+int
+daxfile_file_open(const char *path, DaxfileOpenFlags flags,
+                  struct stat *ret_st, GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+    g_auto(DaxfileFd) pfd = -1;
+    int oflags = O_PATH | O_CLOEXEC;
+
+    if (!(flags & DAXFILE_OPEN_FOLLOW))
+        oflags |= O_NOFOLLOW;
+    pfd = open(path, oflags);
+    if (pfd < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
+        return -1;
+    }
+    return open_checked(pfd, name, flags, ret_st, error);
 }
 
 /* Without openat2 (kernels before 5.6, valgrind): one component at a
@@ -181,19 +190,8 @@ daxfile_file_open_beneath(const char *root, const char *path,
 {
     g_autofree char *name = daxfile_escape(path);
     g_auto(DaxfileFd) pfd = beneath(root, path, O_PATH, error);
-    struct stat st;
 
     if (pfd < 0)
         return -1;
-    if (fstat(pfd, &st) < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
-        return -1;
-    }
-    if (!daxfile_file_check_regular(&st, name, error))
-        return -1;
-    if (ret_st)
-        *ret_st = st;
-    return daxfile_fd_reopen(pfd,
-                             (flags & DAXFILE_OPEN_WRITE) ? O_RDWR : O_RDONLY,
-                             name, error);
+    return open_checked(pfd, name, flags, ret_st, error);
 }

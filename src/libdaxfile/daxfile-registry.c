@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "daxfile-error.h"
+#include "daxfile-json.h"
 #include "daxfile-registry.h"
 #include "daxfile-util.h"
 
@@ -357,47 +358,32 @@ daxfile_registry_entries(DaxfileRegistry *reg)
 }
 
 static void
-json_set_string(JsonBuilder *b, const char *key, const char *value)
-{
-    json_builder_set_member_name(b, key);
-    if (value)
-        json_builder_add_string_value(b, value);
-    else
-        json_builder_add_null_value(b);
-}
-
-static void
 entry_to_json(JsonBuilder *b, const DaxfileEntry *e)
 {
     json_builder_begin_object(b);
     if (g_utf8_validate(e->path, -1, NULL)) {
-        json_set_string(b, "path", e->path);
+        daxfile_json_add_string(b, "path", e->path);
     } else {
         /* JSON holds UTF-8 only: readable form plus the exact bytes */
         g_autofree char *shown = daxfile_escape(e->path);
         g_autofree char *b64 = g_base64_encode((const guchar *)e->path,
                                                strlen(e->path));
 
-        json_set_string(b, "path", shown);
-        json_set_string(b, "path_b64", b64);
+        daxfile_json_add_string(b, "path", shown);
+        daxfile_json_add_string(b, "path_b64", b64);
     }
-    json_builder_set_member_name(b, "dev");
-    json_builder_add_int_value(b, (gint64)e->dev);
-    json_builder_set_member_name(b, "ino");
-    json_builder_add_int_value(b, (gint64)e->ino);
-    json_set_string(b, "state", daxfile_entry_state_to_string(e->state));
-    json_set_string(b, "mechanism", daxfile_mechanism_to_string(e->mechanism));
-    json_set_string(b, "owner", e->owner);
-    json_set_string(b, "owner_uuid", e->owner_uuid);
-    json_builder_set_member_name(b, "pid");
-    json_builder_add_int_value(b, e->pid);
-    json_builder_set_member_name(b, "align");
-    json_builder_add_int_value(b, (gint64)e->align);
-    json_set_string(b, "fingerprint", e->fingerprint);
-    json_set_string(b, "since", e->since);
-    json_set_string(b, "boot_id", e->boot_id);
-    json_builder_set_member_name(b, "flag_set");
-    json_builder_add_boolean_value(b, e->flag_set);
+    daxfile_json_add_int(b, "dev", (gint64)e->dev);
+    daxfile_json_add_int(b, "ino", (gint64)e->ino);
+    daxfile_json_add_string(b, "state", daxfile_entry_state_to_string(e->state));
+    daxfile_json_add_string(b, "mechanism", daxfile_mechanism_to_string(e->mechanism));
+    daxfile_json_add_string(b, "owner", e->owner);
+    daxfile_json_add_string(b, "owner_uuid", e->owner_uuid);
+    daxfile_json_add_int(b, "pid", e->pid);
+    daxfile_json_add_int(b, "align", (gint64)e->align);
+    daxfile_json_add_string(b, "fingerprint", e->fingerprint);
+    daxfile_json_add_string(b, "since", e->since);
+    daxfile_json_add_string(b, "boot_id", e->boot_id);
+    daxfile_json_add_bool(b, "flag_set", e->flag_set);
     json_builder_end_object(b);
 }
 
@@ -410,8 +396,7 @@ registry_serialise(DaxfileRegistry *reg)
     guint i;
 
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "version");
-    json_builder_add_int_value(b, REGISTRY_VERSION);
+    daxfile_json_add_int(b, "version", REGISTRY_VERSION);
     json_builder_set_member_name(b, "entries");
     json_builder_begin_array(b);
     for (i = 0; i < reg->entries->len; i++)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "daxfile-error.h"
 #include "daxfile-fiemap.h"
+#include "daxfile-json.h"
 #include "daxfile-report.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
@@ -165,33 +166,6 @@ daxfile_report_require_ready(const DaxfileReport *report, GError **error)
 }
 
 static void
-json_add_tristate(JsonBuilder *b, const char *key, DaxfileTristate value)
-{
-    json_builder_set_member_name(b, key);
-    if (value == DAXFILE_TRI_UNKNOWN)
-        json_builder_add_null_value(b);
-    else
-        json_builder_add_boolean_value(b, value == DAXFILE_TRI_YES);
-}
-
-static void
-json_add_string_or_null(JsonBuilder *b, const char *key, const char *value)
-{
-    json_builder_set_member_name(b, key);
-    if (value)
-        json_builder_add_string_value(b, value);
-    else
-        json_builder_add_null_value(b);
-}
-
-static void
-json_add_int(JsonBuilder *b, const char *key, guint64 value)
-{
-    json_builder_set_member_name(b, key);
-    json_builder_add_int_value(b, (gint64)value);
-}
-
-static void
 json_add_problems(JsonBuilder *b, const DaxfileReport *report)
 {
     guint i;
@@ -203,10 +177,9 @@ json_add_problems(JsonBuilder *b, const DaxfileReport *report)
             &g_array_index(report->problems, DaxfileRange, i);
 
         json_builder_begin_object(b);
-        json_add_int(b, "offset", r->offset);
-        json_add_int(b, "length", r->length);
-        json_builder_set_member_name(b, "reason");
-        json_builder_add_string_value(b, daxfile_reason_to_string(r->reason));
+        daxfile_json_add_int(b, "offset", r->offset);
+        daxfile_json_add_int(b, "length", r->length);
+        daxfile_json_add_string(b, "reason", daxfile_reason_to_string(r->reason));
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
@@ -215,10 +188,9 @@ json_add_problems(JsonBuilder *b, const DaxfileReport *report)
 static void
 json_add_common(JsonBuilder *b, const DaxfileReport *report)
 {
-    json_builder_set_member_name(b, "path");
-    json_builder_add_string_value(b, report->raw_path);
-    json_add_int(b, "size", report->size);
-    json_add_int(b, "align", report->align);
+    daxfile_json_add_string(b, "path", report->raw_path);
+    daxfile_json_add_int(b, "size", report->size);
+    daxfile_json_add_int(b, "align", report->align);
 }
 
 JsonNode *
@@ -228,10 +200,9 @@ daxfile_report_check_to_json(const DaxfileReport *report)
 
     json_builder_begin_object(b);
     json_add_common(b, report);
-    json_add_int(b, "extents", daxfile_extent_map_count(report->map));
+    daxfile_json_add_int(b, "extents", daxfile_extent_map_count(report->map));
     json_add_problems(b, report);
-    json_builder_set_member_name(b, "static_ready");
-    json_builder_add_boolean_value(b, report->static_ready);
+    daxfile_json_add_bool(b, "static_ready", report->static_ready);
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
@@ -241,9 +212,9 @@ json_add_geometry(JsonBuilder *b, const DaxfileFsInfo *fs)
 {
     json_builder_set_member_name(b, "geometry");
     json_builder_begin_object(b);
-    json_add_int(b, "stripe", fs->stripe);
-    json_add_tristate(b, "aligned", fs->geometry_aligned);
-    json_add_string_or_null(b, "fix", fs->geometry_fix);
+    daxfile_json_add_int(b, "stripe", fs->stripe);
+    daxfile_json_add_tristate(b, "aligned", fs->geometry_aligned);
+    daxfile_json_add_string(b, "fix", fs->geometry_fix);
     json_builder_end_object(b);
 }
 
@@ -255,20 +226,18 @@ daxfile_report_to_json(const DaxfileReport *report)
 
     json_builder_begin_object(b);
     json_add_common(b, report);
-    json_add_string_or_null(b, "fs_type", fs->fs_type);
-    json_add_int(b, "block_size", fs->block_size);
-    json_add_string_or_null(b, "mount_point", fs->mount_point);
-    json_add_string_or_null(b, "device", fs->device);
-    json_add_tristate(b, "dax", fs->dax);
-    json_add_string_or_null(b, "dax_mode", fs->dax_mode);
-    json_builder_set_member_name(b, "map_sync");
-    json_builder_add_boolean_value(b, fs->map_sync);
+    daxfile_json_add_string(b, "fs_type", fs->fs_type);
+    daxfile_json_add_int(b, "block_size", fs->block_size);
+    daxfile_json_add_string(b, "mount_point", fs->mount_point);
+    daxfile_json_add_string(b, "device", fs->device);
+    daxfile_json_add_tristate(b, "dax", fs->dax);
+    daxfile_json_add_string(b, "dax_mode", fs->dax_mode);
+    daxfile_json_add_bool(b, "map_sync", fs->map_sync);
     json_add_geometry(b, fs);
-    json_add_int(b, "extents", daxfile_extent_map_count(report->map));
-    json_add_string_or_null(b, "fingerprint", report->fingerprint);
+    daxfile_json_add_int(b, "extents", daxfile_extent_map_count(report->map));
+    daxfile_json_add_string(b, "fingerprint", report->fingerprint);
     json_add_problems(b, report);
-    json_builder_set_member_name(b, "static_ready");
-    json_builder_add_boolean_value(b, report->static_ready);
+    daxfile_json_add_bool(b, "static_ready", report->static_ready);
     if (report->static_state) {
         json_builder_set_member_name(b, "static");
         json_builder_add_value(b, json_node_copy(report->static_state));
@@ -277,15 +246,3 @@ daxfile_report_to_json(const DaxfileReport *report)
     return json_builder_get_root(b);
 }
 
-char *
-daxfile_json_to_string(JsonNode *node)
-{
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    g_autofree char *text = NULL;
-
-    json_generator_set_pretty(gen, TRUE);
-    json_generator_set_indent(gen, 2);
-    json_generator_set_root(gen, node);
-    text = json_generator_to_data(gen, NULL);
-    return g_strconcat(text, "\n", NULL);
-}

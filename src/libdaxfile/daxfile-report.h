@@ -7,6 +7,7 @@
 #include <json-glib/json-glib.h>
 
 #include "daxfile-extent.h"
+#include "daxfile-json.h"
 #include "daxfile-fs.h"
 
 G_BEGIN_DECLS
@@ -62,7 +63,5 @@ gboolean daxfile_report_require_ready(const DaxfileReport *report,
 JsonNode *daxfile_report_to_json(const DaxfileReport *report);
 JsonNode *daxfile_report_check_to_json(const DaxfileReport *report);
 
-/* Serialise a node as pretty JSON with a trailing newline. */
-char *daxfile_json_to_string(JsonNode *node);
 
 G_END_DECLS

@@ -8,6 +8,7 @@
 #include "daxfile-fiemap.h"
 #include "daxfile-file.h"
 #include "daxfile-guard.h"
+#include "daxfile-json.h"
 #include "daxfile-kernel.h"
 #include "daxfile-proc.h"
 #include "daxfile-static.h"
@@ -510,26 +511,6 @@ daxfile_static_reserve(int fd, const char *path, const char *owner,
     return daxfile_registry_save(reg, error);
 }
 
-static void
-json_member_string(JsonBuilder *b, const char *key, const char *value)
-{
-    json_builder_set_member_name(b, key);
-    if (value)
-        json_builder_add_string_value(b, value);
-    else
-        json_builder_add_null_value(b);
-}
-
-static void
-json_member_bool_or_null(JsonBuilder *b, const char *key, int value)
-{
-    json_builder_set_member_name(b, key);
-    if (value < 0)
-        json_builder_add_null_value(b);
-    else
-        json_builder_add_boolean_value(b, value);
-}
-
 /* Is the mechanism still in force? -1 when it has nothing to check. */
 static int
 mechanism_intact(int fd, const DaxfileEntry *e)
@@ -549,18 +530,15 @@ mechanism_intact(int fd, const DaxfileEntry *e)
 static void
 entry_members(JsonBuilder *b, const DaxfileEntry *e)
 {
-    json_member_string(b, "state", daxfile_entry_state_to_string(e->state));
-    json_member_string(b, "mechanism",
+    daxfile_json_add_string(b, "state", daxfile_entry_state_to_string(e->state));
+    daxfile_json_add_string(b, "mechanism",
                        daxfile_mechanism_to_string(e->mechanism));
-    json_member_string(b, "owner", e->owner);
-    json_member_string(b, "owner_uuid", e->owner_uuid);
-    json_builder_set_member_name(b, "pid");
-    json_builder_add_int_value(b, e->pid);
-    json_builder_set_member_name(b, "align");
-    json_builder_add_int_value(b, (gint64)e->align);
-    json_member_string(b, "since", e->since);
-    json_builder_set_member_name(b, "stale");
-    json_builder_add_boolean_value(b, daxfile_entry_is_stale(e));
+    daxfile_json_add_string(b, "owner", e->owner);
+    daxfile_json_add_string(b, "owner_uuid", e->owner_uuid);
+    daxfile_json_add_int(b, "pid", e->pid);
+    daxfile_json_add_int(b, "align", (gint64)e->align);
+    daxfile_json_add_string(b, "since", e->since);
+    daxfile_json_add_bool(b, "stale", daxfile_entry_is_stale(e));
 }
 
 JsonNode *
@@ -574,23 +552,22 @@ daxfile_static_state_json(int fd, const DaxfileReport *report)
     if (fstat(fd, &st) == 0)
         registry_peek(&st, &e, NULL);
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "enabled");
-    json_builder_add_boolean_value(b, e && e->state == DAXFILE_STATE_ENGAGED);
+    daxfile_json_add_bool(b, "enabled", e && e->state == DAXFILE_STATE_ENGAGED);
     if (e) {
         entry_members(b, e);
-        json_member_bool_or_null(b, "layout_unchanged",
+        daxfile_json_add_tristate(b, "layout_unchanged",
                                  e->fingerprint && report->fingerprint &&
                                      STREQ(e->fingerprint,
                                            report->fingerprint));
-        json_member_bool_or_null(b, "mechanism_intact",
+        daxfile_json_add_tristate(b, "mechanism_intact",
                                  mechanism_intact(fd, e));
     } else {
-        json_member_string(b, "mechanism", NULL);
-        json_member_string(b, "owner", NULL);
-        json_member_string(b, "since", NULL);
-        json_member_bool_or_null(b, "layout_unchanged", -1);
+        daxfile_json_add_string(b, "mechanism", NULL);
+        daxfile_json_add_string(b, "owner", NULL);
+        daxfile_json_add_string(b, "since", NULL);
+        daxfile_json_add_tristate(b, "layout_unchanged", -1);
     }
-    json_member_bool_or_null(b, "immutable",
+    daxfile_json_add_tristate(b, "immutable",
                              daxfile_guard_get(fd, report->path, &immutable,
                                                NULL) ? immutable : -1);
     json_builder_end_object(b);
@@ -614,14 +591,14 @@ daxfile_static_list_json(GError **error)
 
         json_builder_begin_object(b);
         if (g_utf8_validate(e->path, -1, NULL)) {
-            json_member_string(b, "path", e->path);
+            daxfile_json_add_string(b, "path", e->path);
         } else {
             g_autofree char *shown = daxfile_escape(e->path);
 
-            json_member_string(b, "path", shown);
+            daxfile_json_add_string(b, "path", shown);
         }
         entry_members(b, e);
-        json_member_string(b, "fingerprint", e->fingerprint);
+        daxfile_json_add_string(b, "fingerprint", e->fingerprint);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
