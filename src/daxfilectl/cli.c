@@ -184,3 +184,19 @@ cli_for_each_report(int argc, char **argv, const CliReportOptions *opts)
         cli_print_json(g_steal_pointer(&root));
     return ret;
 }
+
+gboolean
+cli_parse_mechanism(const char *cmd, const char *value,
+                    DaxfileMechanism *ret_mech, int *ret_exit)
+{
+    *ret_mech = DAXFILE_MECH_NONE;
+    if (!value || STREQ(value, "auto"))
+        return TRUE;
+    if (daxfile_mechanism_from_string(value, ret_mech) &&
+        *ret_mech != DAXFILE_MECH_NONE)
+        return TRUE;
+    *ret_exit = cli_usage_error(cmd, "unknown --mechanism '%s'; use auto, "
+                                "kernel, immutable-guard or verified-only",
+                                value);
+    return FALSE;
+}

@@ -50,21 +50,6 @@ open_target(const char *path, GError **error)
                              NULL, error);
 }
 
-static gboolean
-parse_mechanism(DaxfileMechanism *ret_mech, int *ret_exit)
-{
-    *ret_mech = DAXFILE_MECH_NONE;
-    if (!arg_mechanism || STREQ(arg_mechanism, "auto"))
-        return TRUE;
-    if (daxfile_mechanism_from_string(arg_mechanism, ret_mech) &&
-        *ret_mech != DAXFILE_MECH_NONE)
-        return TRUE;
-    *ret_exit = cli_usage_error("enable", "unknown --mechanism '%s'; use "
-                                "kernel, immutable-guard or verified-only",
-                                arg_mechanism);
-    return FALSE;
-}
-
 void
 cli_print_enabled(const char *path, const DaxfileEnableResult *result,
                   const char *owner)
@@ -96,7 +81,8 @@ cmd_enable(int argc, char **argv)
         return cli_usage_error("enable", argc < 2 ? "missing PATH"
                                                   : "exactly one PATH");
     if (!cli_parse_align("enable", arg_align, &params.align, &ret) ||
-        !parse_mechanism(&params.mechanism, &ret))
+        !cli_parse_mechanism("enable", arg_mechanism, &params.mechanism,
+                             &ret))
         return ret;
     params.owner = arg_owner ? arg_owner : DEFAULT_OWNER;
     params.allow_non_dax = arg_allow_non_dax;

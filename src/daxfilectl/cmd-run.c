@@ -292,10 +292,9 @@ cmd_run(int argc, char **argv)
     ctx.params.allow_non_dax = arg_allow_non_dax;
     if (!cli_parse_align("run", arg_align, &ctx.params.align, &ret))
         return ret;
-    if (arg_mechanism &&
-        !daxfile_mechanism_from_string(arg_mechanism, &ctx.params.mechanism))
-        return cli_usage_error("run", "unknown --mechanism '%s'",
-                               arg_mechanism);
+    if (!cli_parse_mechanism("run", arg_mechanism, &ctx.params.mechanism,
+                             &ret))
+        return ret;
     if (!run_prepare(&ctx, &error) || !run_spawn(&ctx, command, &error))
         return cli_report_error(error);
     owner = ctx.owner;

@@ -10,6 +10,10 @@
 #include "daxfile-report.h"
 #include "daxfile-static.h"
 
+/* --mechanism: auto (default), kernel, immutable-guard or verified-only */
+gboolean cli_parse_mechanism(const char *cmd, const char *value,
+                             DaxfileMechanism *ret_mech, int *ret_exit);
+
 /* --align (default 2 MiB): a power of two, at least the page size */
 gboolean cli_parse_align(const char *cmd, const char *value,
                          guint64 *ret_align, int *ret_exit);
