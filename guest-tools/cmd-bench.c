@@ -61,11 +61,11 @@ cmd_bench(int argc, char **argv)
     guint64 size = 0;
     int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("bench", "",
-                   "Measure first-write fault latency (4 KiB and 2 MiB "
-                   "pages), flush+fence latency and write bandwidth. Under "
-                   "TCG only ratios mean anything.",
-                   bench_options, &argc, &argv, &ret) ||
+    if (!guest_cli_parse("bench",
+                         "Measure first-write fault latency (4 KiB and 2 MiB "
+                         "pages), flush+fence latency and write bandwidth. "
+                         "Under TCG only ratios mean anything.",
+                         bench_options, &argc, &argv, &ret) ||
         !cli_check_target("bench", arg_dir, arg_dev, TRUE, &ret) ||
         (arg_size && !cli_parse_size("bench", "size", arg_size, &size, &ret)))
         return ret;

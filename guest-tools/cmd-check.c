@@ -45,12 +45,13 @@ cmd_check(int argc, char **argv)
     g_autofree char *text = NULL;
     int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("check", "",
-                   "Check that persistent memory passthrough works in this "
-                   "guest: NVDIMM, namespace mode and alignment, persistence "
-                   "domain, DAX mount, MAP_SYNC, 2 MiB faults, device-dax, "
-                   "flush instructions. Exit 1 when a check fails.",
-                   check_options, &argc, &argv, &ret))
+    if (!guest_cli_parse("check",
+                         "Check that persistent memory passthrough works in "
+                         "this guest: NVDIMM, namespace mode and alignment, "
+                         "persistence domain, DAX mount, MAP_SYNC, 2 MiB "
+                         "faults, device-dax, flush instructions. Exit 1 "
+                         "when a check fails.",
+                         check_options, &argc, &argv, &ret))
         return ret;
     if (arg_json && arg_tap)
         return cli_usage_error("check", "--json and --tap exclude each other");

@@ -67,7 +67,7 @@ static gboolean
 parse_args(const char *cmd, const char *summary, const GOptionEntry *entries,
            int argc, char **argv, PatternArgs *args, int *ret_exit)
 {
-    if (!cli_parse(cmd, "", summary, entries, &argc, &argv, ret_exit) ||
+    if (!guest_cli_parse(cmd, summary, entries, &argc, &argv, ret_exit) ||
         !cli_check_target(cmd, arg_dir, arg_dev, FALSE, ret_exit))
         return FALSE;
     if (!STREQ(cmd, "locate") && !arg_seed) {

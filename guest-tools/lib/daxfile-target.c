@@ -88,11 +88,35 @@ target_map(DaxfileTarget *t, gboolean write, gboolean allow_non_dax,
     return TRUE;
 }
 
+/* Before any block is allocated: will the data file map with MAP_SYNC?
+ * If not, remove it again when this run created it. */
+static gboolean
+dir_check_map_sync(DaxfileTarget *t, int dirfd, gboolean new_file,
+                   GError **error)
+{
+    void *addr = mmap(NULL, 4096, PROT_READ, MAP_SHARED_VALIDATE | MAP_SYNC,
+                      t->fd, 0);
+    int errsv = errno;
+
+    if (addr != MAP_FAILED) {
+        munmap(addr, 4096);
+        return TRUE;
+    }
+    if (new_file)
+        unlinkat(dirfd, DAXFILE_TARGET_FILE_NAME, 0);
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+                "'%s' cannot be mapped with MAP_SYNC (%s); put it on a "
+                "filesystem mounted with -o dax, or pass --allow-non-dax",
+                t->path, g_strerror(errsv));
+    return FALSE;
+}
+
 static gboolean
 dir_open_file(DaxfileTarget *t, const char *dir, gboolean write,
-              GError **error)
+              gboolean need_sync, GError **error)
 {
     g_auto(DaxfileFd) dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    gboolean new_file = FALSE;
     struct stat st;
 
     if (dirfd < 0) {
@@ -100,10 +124,21 @@ dir_open_file(DaxfileTarget *t, const char *dir, gboolean write,
                                 dir);
         return FALSE;
     }
-    t->fd = openat(dirfd, DAXFILE_TARGET_FILE_NAME,
-                   (write ? O_RDWR | O_CREAT : O_RDONLY) | O_NOFOLLOW |
-                       O_CLOEXEC,
-                   0644);
+    if (write) {
+        t->fd = openat(dirfd, DAXFILE_TARGET_FILE_NAME,
+                       O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                       0644);
+        new_file = t->fd >= 0;
+        /* the new directory entry must survive a crash as the data will */
+        if (new_file)
+            fsync(dirfd);
+    }
+    if (t->fd < 0)
+        t->fd = openat(dirfd, DAXFILE_TARGET_FILE_NAME,
+                       (write ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
+    if (t->fd >= 0 && need_sync &&
+        !dir_check_map_sync(t, dirfd, new_file, error))
+        return FALSE;
     if (t->fd < 0) {
         daxfile_set_error_errno(error, errno, "Cannot open '%s'", t->path);
         return FALSE;
@@ -127,7 +162,9 @@ daxfile_target_open_dir(const char *dir, guint64 size,
     g_autoptr(DaxfileTarget) t = target_new(DAXFILE_TARGET_FILE,
                                             daxfile_escape(name));
 
-    if (!dir_open_file(t, dir, write, error))
+    if (!dir_open_file(t, dir, write,
+                       write && !(flags & DAXFILE_TARGET_ALLOW_NON_DAX),
+                       error))
         return NULL;
     if (write) {
         size = size ? size : DAXFILE_TARGET_DEFAULT_SIZE;
