@@ -216,7 +216,8 @@ fill_populate(int fd, const char *name, const DaxfileCreateParams *params,
         size_t n = (size_t)MIN(POPULATE_CHUNK, params->size - off);
 
         if (madvise((guint8 *)map.addr + off, n, MADV_POPULATE_WRITE) < 0) {
-            if (off == 0 && (errno == EINVAL || errno == EOPNOTSUPP))
+            if (off == 0 && (errno == EINVAL || errno == EOPNOTSUPP ||
+                             errno == ENOSYS))
                 return FALSE;
             daxfile_set_error_errno(error, errno,
                                     "Cannot write zeroes to '%s'", name);

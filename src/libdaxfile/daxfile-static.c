@@ -171,8 +171,7 @@ choose_guard(int fd, const char *path, const struct stat *st,
 {
     g_auto(DaxfileSelftest) test = {0};
 
-    if (!check_cap(name, error) || !check_not_immutable(fd, name, error) ||
-        !check_writers(st, params, name, error) ||
+    if (!check_cap(name, error) || !check_writers(st, params, name, error) ||
         !guard_selftest(path, st, &test, error))
         return FALSE;
     if (test.safe) {
@@ -389,6 +388,8 @@ daxfile_static_enable(int fd, const char *path,
                     "'%s' is an active swapfile; swapoff it first", name);
         return FALSE;
     }
+    if (!check_not_immutable(fd, name, error))
+        return FALSE;
     if (!choose_mechanism(fd, path, &st, params, report, name, ret_result,
                           error))
         return FALSE;
