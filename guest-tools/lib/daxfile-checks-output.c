@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "daxfile-checks.h"
+#include "daxfile-json.h"
 #include "daxfile-util.h"
 
 #define TITLE_WIDTH 60
@@ -109,16 +110,6 @@ daxfile_checks_format_tap(const GPtrArray *checks)
     return g_string_free(out, FALSE);
 }
 
-static void
-json_add_string_or_null(JsonBuilder *b, const char *key, const char *value)
-{
-    json_builder_set_member_name(b, key);
-    if (value)
-        json_builder_add_string_value(b, value);
-    else
-        json_builder_add_null_value(b);
-}
-
 JsonNode *
 daxfile_checks_to_json(const GPtrArray *checks)
 {
@@ -130,12 +121,12 @@ daxfile_checks_to_json(const GPtrArray *checks)
         const DaxfileCheck *c = g_ptr_array_index((GPtrArray *)checks, i);
 
         json_builder_begin_object(b);
-        json_add_string_or_null(b, "check", c->check);
-        json_add_string_or_null(b, "subject", c->subject);
-        json_add_string_or_null(b, "result",
+        daxfile_json_add_string(b, "check", c->check);
+        daxfile_json_add_string(b, "subject", c->subject);
+        daxfile_json_add_string(b, "result",
                                 daxfile_check_result_to_string(c->result));
-        json_add_string_or_null(b, "detail", c->detail);
-        json_add_string_or_null(b, "hint", c->hint);
+        daxfile_json_add_string(b, "detail", c->detail);
+        daxfile_json_add_string(b, "hint", c->hint);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);

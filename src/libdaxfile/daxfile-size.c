@@ -86,8 +86,9 @@ daxfile_size_parse(const char *str, guint64 *ret_size, GError **error)
     return TRUE;
 }
 
-char *
-daxfile_size_format(guint64 size)
+/* The largest unit @size is an exact multiple of, or -1 */
+static int
+exact_unit(guint64 size)
 {
     size_t i;
 
@@ -95,23 +96,29 @@ daxfile_size_format(guint64 size)
         guint64 unit = G_GUINT64_CONSTANT(1) << size_units[i].shift;
 
         if (size >= unit && size % unit == 0)
-            return g_strdup_printf("%" G_GUINT64_FORMAT " %s",
-                                   size / unit, size_units[i].unit);
+            return (int)i;
     }
-    return g_strdup_printf("%" G_GUINT64_FORMAT " bytes", size);
+    return -1;
+}
+
+char *
+daxfile_size_format(guint64 size)
+{
+    int i = exact_unit(size);
+
+    if (i < 0)
+        return g_strdup_printf("%" G_GUINT64_FORMAT " bytes", size);
+    return g_strdup_printf("%" G_GUINT64_FORMAT " %s",
+                           size >> size_units[i].shift, size_units[i].unit);
 }
 
 char *
 daxfile_size_format_arg(guint64 size)
 {
-    size_t i;
+    int i = exact_unit(size);
 
-    for (i = 0; i < G_N_ELEMENTS(size_units); i++) {
-        guint64 unit = G_GUINT64_CONSTANT(1) << size_units[i].shift;
-
-        if (size >= unit && size % unit == 0)
-            return g_strdup_printf("%" G_GUINT64_FORMAT "%c", size / unit,
-                                   size_units[i].letter);
-    }
-    return g_strdup_printf("%" G_GUINT64_FORMAT, size);
+    if (i < 0)
+        return g_strdup_printf("%" G_GUINT64_FORMAT, size);
+    return g_strdup_printf("%" G_GUINT64_FORMAT "%c",
+                           size >> size_units[i].shift, size_units[i].letter);
 }
