@@ -387,9 +387,11 @@ daxfile_create(const char *path, const DaxfileCreateParams *params,
     g_autofree char *name = daxfile_escape(path);
     g_autofree char *dir = g_path_get_dirname(path);
     g_autofree char *dirname = daxfile_escape(dir);
+    g_autofree char *base = g_path_get_basename(path);
     g_auto(DaxfileFd) dirfd = -1;
 
-    if (!create_validate(name, "x", params, error))
+    /* bad sizes and names first, before the directory is even opened */
+    if (!create_validate(name, base, params, error))
         return NULL;
     dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
