@@ -8,7 +8,6 @@ provisions the missing file (create_missing), rewrites the XML, and engages
 static mode; on the source the hook releases the file.
 """
 
-import hashlib
 import os
 import pwd
 import subprocess
@@ -50,9 +49,12 @@ def stop_session():
     subprocess.run(["pkill", "-u", USER, "virtlogd"])
 
 
-def digest(path, length=64 * M):
+def namespace_head(path, length=2 * M):
+    """The first 2 MiB: the fsdax namespace's info block, which the guest
+    wrote once at create-namespace (the filesystem after it keeps changing
+    while the guest runs: ext4 initialises inode tables lazily)."""
     with open(path, "rb") as f:
-        return hashlib.sha256(f.read(length)).hexdigest()
+        return f.read(length)
 
 
 def main():
@@ -129,8 +131,10 @@ def run(tap, daemon, loop, dest_uri):
                "static on the destination (the user's registry), released "
                "on the source", ulist)
         as_user(f"virsh -c qemu:///session destroy {NAME}")
-        tap.ok(digest(f) == digest(moved),
-               "the guest's pmem contents arrived in the destination file")
+        head = namespace_head(moved)
+        tap.ok(b"NVDIMM_PFN_INFO" in head and head == namespace_head(f),
+               "the guest's pmem contents arrived in the destination file "
+               "(its fsdax info block)")
     finally:
         lv.cleanup_domain(NAME)
         hook.remove()
