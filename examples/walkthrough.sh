@@ -6,7 +6,8 @@
 # daxfile .deb: it puts the hook in /etc/libvirt/hooks/qemu.d/daxfile) and a
 # running libvirtd. It cleans up after itself.
 set -eu
-WORK=${WORK:-/var/tmp/daxfile-walkthrough}
+# a fresh directory per run, so that two runs never share a loop image
+WORK=${WORK:-$(mktemp -d /var/tmp/daxfile-walkthrough.XXXXXX)}
 GUEST=${GUEST:-daxfile-walkthrough}
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -16,7 +17,7 @@ cleanup() {
     virsh undefine "$GUEST" >/dev/null 2>&1 || true
     rm -f /etc/daxfile/daxfile.conf.d/walkthrough.conf
     umount "$WORK/pmem" 2>/dev/null || true
-    rm -rf "$WORK"
+    rm -rf --one-file-system "$WORK"
 }
 trap cleanup EXIT
 
