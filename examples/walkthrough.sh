@@ -9,6 +9,7 @@ set -eu
 # a fresh directory per run, so that two runs never share a loop image
 WORK=${WORK:-$(mktemp -d /var/tmp/daxfile-walkthrough.XXXXXX)}
 GUEST=${GUEST:-daxfile-walkthrough}
+chmod 755 "$WORK" # QEMU runs as its own user and must reach the file
 here=$(cd "$(dirname "$0")" && pwd)
 
 step() { printf '\n== %s\n' "$*"; }
