@@ -676,8 +676,14 @@ def _populate_base(cpio, kernel, files, modules):
 
 
 def _prune(dirpath, pattern, keep):
-    items = sorted(dirpath.glob(pattern), key=lambda p: p.stat().st_mtime,
-                   reverse=True)
+    """Keep the @keep newest; a concurrent run may prune the same files."""
+    stamped = []
+    for p in dirpath.glob(pattern):
+        try:
+            stamped.append((p.stat().st_mtime, p))
+        except FileNotFoundError:
+            pass
+    items = [p for _, p in sorted(stamped, key=lambda t: t[0], reverse=True)]
     for p in items[keep:]:
         try:
             p.unlink()
