@@ -52,18 +52,24 @@ show_progress(guint64 done, guint64 total, gpointer user_data)
 }
 
 static void
-print_summary(const DaxfileReport *report, DaxfileFillMethod method,
+print_summary(const DaxfileReport *report, const DaxfileCreateInfo *info,
               gint64 elapsed_us)
 {
     g_autofree char *size = daxfile_size_format(report->size);
     g_autofree char *align = daxfile_size_format(report->align);
+    g_autofree char *retried = NULL;
 
+    if (info->attempts > 1)
+        retried = g_strdup_printf("; allocated %u times, the filesystem "
+                                  "placed the earlier ones misaligned",
+                                  info->attempts);
     fprintf(stderr,
             "created '%s': %s in %u extent%s, every extent written and "
-            "%s aligned (%s, %.2f s)\n",
+            "%s aligned (%s, %.2f s%s)\n",
             report->path, size, daxfile_extent_map_count(report->map),
             daxfile_extent_map_count(report->map) == 1 ? "" : "s", align,
-            daxfile_fill_method_to_string(method), elapsed_us / 1e6);
+            daxfile_fill_method_to_string(info->method), elapsed_us / 1e6,
+            retried ? retried : "");
     if (!report->static_ready) {
         g_autofree char *fix = daxfile_report_fix(report,
                                                   DAXFILE_REASON_NOT_DAX);
@@ -81,7 +87,7 @@ cmd_create(int argc, char **argv)
     Progress progress = {g_get_monotonic_time(), -1};
     g_autoptr(GError) error = NULL;
     g_autoptr(DaxfileReport) report = NULL;
-    DaxfileFillMethod method;
+    DaxfileCreateInfo info;
     int ret = CLI_EXIT_OK;
 
     if (!cli_parse("create", "PATH",
@@ -102,7 +108,7 @@ cmd_create(int argc, char **argv)
         params.progress = show_progress;
         params.progress_data = &progress;
     }
-    report = daxfile_create(argv[1], &params, &method, &error);
+    report = daxfile_create(argv[1], &params, &info, &error);
     if (!report)
         return cli_report_error(error);
     if (arg_json) {
@@ -113,7 +119,7 @@ cmd_create(int argc, char **argv)
         json_node_take_array(node, arr);
         cli_print_json(node);
     }
-    print_summary(report, method,
+    print_summary(report, &info,
                   g_get_monotonic_time() - progress.start);
     return CLI_EXIT_OK;
 }

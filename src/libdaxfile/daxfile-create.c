@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <signal.h>
 #include <stdio.h>
@@ -74,8 +75,9 @@ daxfile_create_cleanup_stale(int dirfd, const char *base)
         if (!g_str_has_prefix(de->d_name, prefix) ||
             !g_str_has_suffix(de->d_name, ".tmp"))
             continue;
+        /* PID.ATTEMPT.tmp (PID.tmp before create allocated again) */
         rest = de->d_name + strlen(prefix);
-        pidstr = g_strndup(rest, strlen(rest) - strlen(".tmp"));
+        pidstr = g_strndup(rest, strcspn(rest, "."));
         if (!g_ascii_string_to_unsigned(pidstr, 10, 1, G_MAXINT32, &pid,
                                         NULL))
             continue;
@@ -89,7 +91,7 @@ daxfile_create_cleanup_stale(int dirfd, const char *base)
 
 static gboolean
 tmpfile_open(TmpFile *t, const char *base, const char *dirname,
-             GError **error)
+             guint attempt, GError **error)
 {
     g_autofree char *prefix = NULL;
 
@@ -105,7 +107,8 @@ tmpfile_open(TmpFile *t, const char *base, const char *dirname,
         return FALSE;
     }
     prefix = tmp_prefix(base);
-    t->tmpname = g_strdup_printf("%s%d.tmp", prefix, (int)getpid());
+    t->tmpname = g_strdup_printf("%s%d.%u.tmp", prefix, (int)getpid(),
+                                 attempt);
     t->fd = openat(t->dirfd, t->tmpname,
                    O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (t->fd < 0) {
@@ -230,20 +233,27 @@ fill_populate(int fd, const char *name, const DaxfileCreateParams *params,
 }
 
 static gboolean
-allocate_and_fill(int fd, const char *name, const DaxfileFsInfo *fs,
-                  const DaxfileCreateParams *params,
-                  DaxfileFillMethod *ret_method, GError **error)
+allocate(int fd, const char *name, const DaxfileFsInfo *fs,
+         const DaxfileCreateParams *params, GError **error)
 {
-    g_autoptr(GError) local = NULL;
-    g_autofree char *size = daxfile_size_format(params->size);
+    g_autofree char *size = NULL;
 
     set_extsize_hint(fd, fs, params->align);
-    if (fallocate(fd, 0, 0, (off_t)params->size) < 0 && errno != EOPNOTSUPP) {
-        daxfile_set_error_errno(error, errno, "Cannot allocate %s for '%s'",
-                                size, name);
-        return FALSE;
-    }
-    daxfile_test_crash_point("create-allocated");
+    if (fallocate(fd, 0, 0, (off_t)params->size) == 0 || errno == EOPNOTSUPP)
+        return TRUE;
+    size = daxfile_size_format(params->size);
+    daxfile_set_error_errno(error, errno, "Cannot allocate %s for '%s'", size,
+                            name);
+    return FALSE;
+}
+
+static gboolean
+fill(int fd, const char *name, const DaxfileFsInfo *fs,
+     const DaxfileCreateParams *params, DaxfileFillMethod *ret_method,
+     GError **error)
+{
+    g_autoptr(GError) local = NULL;
+
     *ret_method = DAXFILE_FILL_PWRITE;
     if (fs->map_sync && fs->geometry_aligned == DAXFILE_TRI_YES) {
         if (fill_populate(fd, name, params, &local)) {
@@ -256,6 +266,133 @@ allocate_and_fill(int fd, const char *name, const DaxfileFsInfo *fs,
         }
     }
     return fill_pwrite(fd, name, params, error);
+}
+
+/* The pages of the allocated, not yet written file that will not be fit
+ * once written because of where the blocks are (misaligned or split):
+ * writing converts unwritten extents in place and moves no block, so this
+ * is known before the fill. NULL when nothing is misplaced or the map
+ * cannot be read (the verification after the fill then speaks). */
+static GArray *
+misplaced_pages(int fd, const char *name, const DaxfileFsInfo *fs,
+                guint64 align, guint attempt)
+{
+    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(fd, name, NULL);
+    g_autoptr(DaxfileExtentMap) written = NULL;
+    g_autoptr(GArray) problems = NULL;
+    GArray *pages = NULL;
+    guint i;
+
+    if (!map)
+        return NULL;
+    written = daxfile_extent_map_new(map->size, map->block_size);
+    written->phys_offset = fs->part_offset;
+    for (i = 0; i < map->extents->len; i++) {
+        const DaxfileExtent *e = &g_array_index(map->extents, DaxfileExtent,
+                                                i);
+
+        daxfile_extent_map_add(written, e->logical, e->physical, e->length,
+                               e->flags & ~(guint32)FIEMAP_EXTENT_UNWRITTEN);
+    }
+    problems = daxfile_extent_problems(written, align);
+    for (i = 0; i < problems->len; i++) {
+        const DaxfileRange *r = &g_array_index(problems, DaxfileRange, i);
+
+        if (r->reason != DAXFILE_REASON_MISALIGNED &&
+            r->reason != DAXFILE_REASON_DISCONTIGUOUS)
+            continue;
+        if (!pages)
+            pages = g_array_new(FALSE, FALSE, sizeof(DaxfileRange));
+        g_array_append_val(pages, *r);
+    }
+    if (!pages && daxfile_test_misplaced(attempt)) {
+        DaxfileRange first = {0, align, 0, DAXFILE_REASON_MISALIGNED};
+
+        pages = g_array_new(FALSE, FALSE, sizeof(DaxfileRange));
+        g_array_append_val(pages, first);
+    }
+    return pages;
+}
+
+/* Keep the misplaced pages' blocks allocated (so that the next allocation
+ * cannot land there again) and give the rest back. */
+static void
+hold_misplaced(int fd, guint64 size, const GArray *pages)
+{
+    guint64 off = 0;
+    guint i;
+
+    for (i = 0; i <= pages->len; i++) {
+        const DaxfileRange *r = i < pages->len
+            ? &g_array_index(pages, DaxfileRange, i) : NULL;
+        guint64 end = r ? r->offset : size;
+
+        if (end > off &&
+            fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      (off_t)off, (off_t)(end - off)) < 0)
+            g_debug("cannot give back [%" G_GUINT64_FORMAT ", +%"
+                    G_GUINT64_FORMAT "): %s", off, end - off,
+                    g_strerror(errno));
+        if (r)
+            off = r->offset + r->length;
+    }
+}
+
+/* Room for another allocation of @size once only @pages stay held? The
+ * current file's other blocks are given back first, so that is: is the
+ * space free now at least what stays held? */
+static gboolean
+room_to_retry(int fd, const GArray *pages)
+{
+    struct statvfs sv;
+    guint64 kept = 0;
+    guint i;
+
+    for (i = 0; i < pages->len; i++)
+        kept += g_array_index(pages, DaxfileRange, i).length;
+    return fstatvfs(fd, &sv) == 0 &&
+           (guint64)sv.f_bavail * sv.f_frsize >= kept;
+}
+
+/* Allocate into @tmp; while the filesystem could give aligned extents but
+ * placed pages misaligned or split, hold those blocks in @held and ask
+ * again with a new file. The last attempt's file is kept whatever its
+ * placement: the verification after the fill reports it. */
+static gboolean
+allocate_placed(TmpFile *tmp, GArray *held, const char *name,
+                const char *base, const char *dirname,
+                const DaxfileCreateParams *params, DaxfileFsInfo **ret_fs,
+                guint *ret_attempts, GError **error)
+{
+    guint attempt;
+
+    for (attempt = 1;; attempt++) {
+        g_autoptr(GArray) pages = NULL;
+
+        if (!tmpfile_open(tmp, base, dirname, attempt, error))
+            return FALSE;
+        if (!*ret_fs) {
+            *ret_fs = daxfile_fs_probe(tmp->fd, params->align, error);
+            if (!*ret_fs || !daxfile_fiemap_supported(tmp->fd, name, error))
+                return FALSE;
+        }
+        if (!allocate(tmp->fd, name, *ret_fs, params, error))
+            return FALSE;
+        daxfile_test_crash_point("create-allocated");
+        daxfile_test_pause_point("create-allocated");
+        *ret_attempts = attempt;
+        if (attempt == DAXFILE_CREATE_ATTEMPTS ||
+            (*ret_fs)->geometry_aligned != DAXFILE_TRI_YES ||
+            !(pages = misplaced_pages(tmp->fd, name, *ret_fs, params->align,
+                                      attempt)) ||
+            !room_to_retry(tmp->fd, pages))
+            return TRUE;
+        g_debug("'%s': allocation %u placed %u range(s) misaligned or "
+                "split; allocating again", name, attempt, pages->len);
+        hold_misplaced(tmp->fd, params->size, pages);
+        g_array_append_val(held, *tmp);
+        *tmp = (TmpFile){tmp->dirfd, -1, NULL, FALSE};
+    }
 }
 
 static gboolean
@@ -345,26 +482,26 @@ create_verify(int fd, const char *path, const char *name,
 DaxfileReport *
 daxfile_create_at(int dirfd, const char *path,
                   const DaxfileCreateParams *params,
-                  DaxfileFillMethod *ret_method, GError **error)
+                  DaxfileCreateInfo *ret_info, GError **error)
 {
     g_autofree char *name = daxfile_escape(path);
     g_autofree char *dir = g_path_get_dirname(path);
     g_autofree char *dirname = daxfile_escape(dir);
     g_autofree char *base = g_path_get_basename(path);
     g_auto(TmpFile) tmp = {dirfd, -1, NULL, FALSE};
+    g_autoptr(GArray) held = g_array_new(FALSE, FALSE, sizeof(TmpFile));
     g_autoptr(DaxfileFsInfo) fs = NULL;
     g_autoptr(DaxfileReport) report = NULL;
-    DaxfileFillMethod method = DAXFILE_FILL_PWRITE;
+    DaxfileCreateInfo info = {DAXFILE_FILL_PWRITE, 0};
 
+    g_array_set_clear_func(held, (GDestroyNotify)tmpfile_clear);
     if (!create_validate(name, base, params, error))
         return NULL;
     daxfile_create_cleanup_stale(dirfd, base);
     if (!create_precheck(dirfd, name, base, params, error) ||
-        !tmpfile_open(&tmp, base, dirname, error))
-        return NULL;
-    fs = daxfile_fs_probe(tmp.fd, params->align, error);
-    if (!fs || !daxfile_fiemap_supported(tmp.fd, name, error) ||
-        !allocate_and_fill(tmp.fd, name, fs, params, &method, error))
+        !allocate_placed(&tmp, held, name, base, dirname, params, &fs,
+                         &info.attempts, error) ||
+        !fill(tmp.fd, name, fs, params, &info.method, error))
         return NULL;
     daxfile_test_crash_point("create-filled");
     report = create_verify(tmp.fd, path, name, params, error);
@@ -375,14 +512,14 @@ daxfile_create_at(int dirfd, const char *path,
                                 dirname);
         return NULL;
     }
-    if (ret_method)
-        *ret_method = method;
+    if (ret_info)
+        *ret_info = info;
     return g_steal_pointer(&report);
 }
 
 DaxfileReport *
 daxfile_create(const char *path, const DaxfileCreateParams *params,
-               DaxfileFillMethod *ret_method, GError **error)
+               DaxfileCreateInfo *ret_info, GError **error)
 {
     g_autofree char *name = daxfile_escape(path);
     g_autofree char *dir = g_path_get_dirname(path);
@@ -400,5 +537,5 @@ daxfile_create(const char *path, const DaxfileCreateParams *params,
                                 "'%s'", name, dirname);
         return NULL;
     }
-    return daxfile_create_at(dirfd, path, params, ret_method, error);
+    return daxfile_create_at(dirfd, path, params, ret_info, error);
 }

@@ -16,6 +16,16 @@ typedef enum {
     DAXFILE_FILL_POPULATE, /* DAX, aligned: MADV_POPULATE_WRITE (PMD faults) */
 } DaxfileFillMethod;
 
+/* How many allocations create made: the filesystem may place the first
+ * misaligned (a fragmented ext4 does); create keeps the misaligned blocks
+ * while it asks again, at most DAXFILE_CREATE_ATTEMPTS times. */
+#define DAXFILE_CREATE_ATTEMPTS 3
+
+typedef struct {
+    DaxfileFillMethod method;
+    guint attempts; /* allocations made, 1 when the first one was fit */
+} DaxfileCreateInfo;
+
 typedef struct {
     guint64 size;
     guint64 align;
@@ -28,20 +38,23 @@ const char *daxfile_fill_method_to_string(DaxfileFillMethod method);
 
 /* Create @path: refuse an existing path; build the file unnamed (O_TMPFILE,
  * or a hidden temporary name where unsupported) in the same directory; set
- * the xfs extent-size hint; allocate; write every block (zeroes) so no
- * extent stays unwritten; fsync; verify with the extent walk; only then
- * link it under @path and fsync the directory. On any failure nothing is
- * left behind. Returns the verification report. */
+ * the xfs extent-size hint; allocate; when the filesystem could give
+ * aligned extents but placed some pages misaligned or split, hold those
+ * blocks and allocate again (up to DAXFILE_CREATE_ATTEMPTS); write every
+ * block (zeroes) so no extent stays unwritten; fsync; verify with the
+ * extent walk; only then link it under @path and fsync the directory. On
+ * any failure nothing is left behind, held blocks included. Returns the
+ * verification report. */
 DaxfileReport *daxfile_create(const char *path,
                               const DaxfileCreateParams *params,
-                              DaxfileFillMethod *ret_method, GError **error);
+                              DaxfileCreateInfo *ret_info, GError **error);
 
 /* The same in the directory @dirfd, already opened by the caller (who
  * made sure it is the right one); @path names the file for messages and
  * its basename is created there. */
 DaxfileReport *daxfile_create_at(int dirfd, const char *path,
                                  const DaxfileCreateParams *params,
-                                 DaxfileFillMethod *ret_method,
+                                 DaxfileCreateInfo *ret_info,
                                  GError **error);
 
 /* Remove temporary files of earlier, interrupted runs for @path (named

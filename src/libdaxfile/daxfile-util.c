@@ -114,3 +114,11 @@ daxfile_test_no_tmpfile(void)
 
     return v && STREQ(v, "1");
 }
+
+gboolean
+daxfile_test_misplaced(guint attempt)
+{
+    const char *v = g_getenv("DAXFILE_TEST_MISPLACED");
+
+    return v && attempt <= g_ascii_strtoull(v, NULL, 10);
+}

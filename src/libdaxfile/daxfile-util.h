@@ -59,4 +59,9 @@ void daxfile_test_pause_point(const char *point);
  * temporary file, as on filesystems without O_TMPFILE. */
 gboolean daxfile_test_no_tmpfile(void);
 
+/* Test-only: DAXFILE_TEST_MISPLACED=N makes create treat its first N
+ * allocations as placed misaligned (as a fragmented ext4 places some), so
+ * that holding and allocating again can be tested on any filesystem. */
+gboolean daxfile_test_misplaced(guint attempt);
+
 G_END_DECLS

@@ -7,14 +7,17 @@ reader of the same FIEMAP data.
 """
 
 import os
+import signal
 import stat
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from daxtest import (LoopFs, Tap, daxfile, fiemap_flags, need_root,  # noqa: E402
-                     one_line_error, tempdir, tree_snapshot)
+from daxtest import (DAXFILE, WRAPPER, LoopFs, Tap, daxfile,  # noqa: E402
+                     fiemap_flags, need_root, one_line_error, tempdir,
+                     tree_snapshot)
 
 M = 1 << 20
 G = 1 << 30
@@ -77,6 +80,95 @@ def test_create(fs, size):
            st.get("extents") == len(extents),
            f"{fs.kind}: status --json describes fs, DAX, MAP_SYNC, geometry",
            status)
+
+
+def used_bytes(fs):
+    st = os.statvfs(fs.path())
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+def proc_state(proc):
+    if proc.poll() is not None:
+        return None
+    with open(f"/proc/{proc.pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def wait_state(proc, stopped):
+    """Wait until the process is stopped (or, with stopped=False, runs)."""
+    for _ in range(500):
+        state = proc_state(proc)
+        if state is None:
+            return False
+        if (state == "T") == stopped:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def resume(proc):
+    os.kill(proc.pid, signal.SIGCONT)
+    return wait_state(proc, False)
+
+
+def test_allocate_again(fs):
+    """A misplaced allocation (injected: DAXFILE_TEST_MISPLACED=N says the
+    first N allocations put page 0 misaligned, as a fragmented ext4 does) is
+    held while create allocates again; only its misplaced page stays
+    allocated meanwhile, and nothing is left once create is done."""
+    path = fs.path("again.img")
+    before = used_bytes(fs)
+    res = daxfile("create", path, "--size", "64M",
+                  env={"DAXFILE_TEST_MISPLACED": "1"})
+    tap.ok(res.rc == 0 and "allocated 2 times" in res.err,
+           f"{fs.kind}: a misplaced first allocation: create allocates again "
+           "and says so", res)
+    res, rep = check_json(path, "--allow-non-dax")
+    grown = used_bytes(fs) - before
+    tap.ok(res.rc == 0 and rep["problems"] == [] and
+           64 * M <= grown < 66 * M,
+           f"{fs.kind}: the file is fit and the held blocks were given back "
+           f"(used +{grown // 1024} KiB)", res)
+    os.unlink(path)
+    res = daxfile("create", path, "--size", "64M",
+                  env={"DAXFILE_TEST_MISPLACED": "9"})
+    tap.ok(res.rc == 0 and "allocated 3 times" in res.err,
+           f"{fs.kind}: at most 3 allocations; the last is verified as it is",
+           res)
+    os.unlink(path)
+    # named temporaries (as without O_TMPFILE) make the held file visible:
+    # stop at the second allocation and look
+    before = used_bytes(fs)
+    env = dict(os.environ, DAXFILE_TEST_MISPLACED="1",
+               DAXFILE_TEST_NO_TMPFILE="1",
+               DAXFILE_TEST_PAUSE="create-allocated")
+    proc = subprocess.Popen(WRAPPER + [DAXFILE, "create", path, "--size",
+                                       "64M"], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = {}
+    try:
+        if wait_state(proc, True) and resume(proc):
+            if wait_state(proc, True):
+                seen = {n: os.stat(fs.path(n)).st_blocks * 512
+                        for n in os.listdir(fs.path()) if n.startswith(".")}
+                seen["(used)"] = used_bytes(fs) - before
+            resume(proc)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    held = sorted(v for n, v in seen.items() if n.endswith(".1.tmp"))
+    tap.ok(held == [2 * M] and
+           sorted(v for n, v in seen.items() if n.endswith(".2.tmp")) ==
+           [64 * M] and seen.get("(used)", G) < 67 * M,
+           f"{fs.kind}: while allocating again only the misplaced 2 MiB of "
+           "the first allocation stay held", seen)
+    names = os.listdir(fs.path())
+    tap.ok(proc.returncode == 0 and "again.img" in names and
+           not [n for n in names if "daxfile-" in n],
+           f"{fs.kind}: afterwards only the created file is there", names)
+    os.unlink(path)
 
 
 def test_default_geometry(fs):
@@ -206,12 +298,13 @@ def test_bad_inputs(fs):
 
 def main():
     need_root(tap)
-    tap.plan(53)
+    tap.plan(63)
     for kind in ("ext4", "xfs"):
         with LoopFs(kind) as fs:
             tap.subtest(f"{kind} sparse", test_sparse, fs)
             tap.subtest(f"{kind} fallocated", test_fallocated, fs)
             tap.subtest(f"{kind} create", test_create, fs, 1 * G)
+            tap.subtest(f"{kind} allocate again", test_allocate_again, fs)
     for kind in ("ext4-default", "xfs-default"):
         with LoopFs(kind, size_mib=512) as fs:
             tap.subtest(f"{kind} geometry", test_default_geometry, fs)

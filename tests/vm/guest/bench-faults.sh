@@ -34,8 +34,9 @@ bench() {
 
 make_file() {
     # make_file KIND PATH SIZE. A create that fails is retried once and
-    # reported as a BENCH event (ext4's allocator sometimes hands out a
-    # misaligned extent, which daxfile create refuses).
+    # reported as a BENCH event. (ext4's allocator sometimes hands out a
+    # misaligned extent; create itself allocates again since it holds the
+    # misplaced blocks, so this should no longer happen.)
     case "$1" in
     created)
         daxfile create "$2" --size "$3" 2>/tmp/create.err && return 0
