@@ -124,6 +124,14 @@ class Quickstart:
         if not os.path.exists(bins[0]):
             raise StepFailed("daxfile-guest was not built")
         self.image = lv.GuestImage(self.logs, bins, kernel=self.args.kernel)
+        self.later("remove the guest's kernel and initramfs copies",
+                   self.drop_boot_files)
+
+    def drop_boot_files(self):
+        """The logs stay; the 60-90 MB boot files QEMU used do not."""
+        for name in os.listdir(self.logs):
+            if name == "vmlinux" or name.startswith("initrd-"):
+                os.unlink(os.path.join(self.logs, name))
 
     def hook(self):
         hook = lv.Hook(os.path.join(self.build, "libvirt-hooks",

@@ -8,6 +8,8 @@ nothing of their own behind.
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -20,12 +22,14 @@ import libvirt_env as lv  # noqa: E402
 BYSTANDER = f"daxfile-bystander-{os.getpid()}"
 
 
-def ours_left():
+def ours_left(logs=None):
+    boot_files = [os.path.join(logs, n) for n in os.listdir(logs)
+                  if n == "vmlinux" or n.startswith("initrd-")] if logs else []
     doms = lv.virsh("list", "--all", "--name").stdout.split()
     hooks = os.listdir(lv.HOOK_DIR) if os.path.isdir(lv.HOOK_DIR) else []
     mounts = open("/proc/mounts").read()
     lst = daxfile("list", "--json")
-    return ([d for d in doms if d.startswith("daxfile-quickstart-")] +
+    return (boot_files + [d for d in doms if d.startswith("daxfile-quickstart-")] +
             [h for h in hooks if h.startswith("daxfile-quickstart-")] +
             (["a quickstart loop mount"] if "daxfile-quickstart-" in mounts
              else []) +
@@ -54,8 +58,14 @@ def main():
                        "verify --seed" in proc.stdout,
                        f"quickstart run {i} reaches the success summary",
                        proc.stdout + proc.stderr)
-                tap.ok(ours_left() == [], f"run {i} leaves nothing behind",
-                       ours_left())
+                m = re.search(r"^Logs: (/var/tmp/daxfile-quickstart-\S+)$",
+                              proc.stdout, re.M)
+                logs = m.group(1) if m else None
+                left = ours_left(logs)
+                tap.ok(logs and left == [], f"run {i} leaves nothing behind "
+                       "but its logs", left if logs else proc.stdout)
+                if logs:
+                    shutil.rmtree(logs)
             tap.ok(lv.virsh("dumpxml", "--inactive", BYSTANDER).stdout ==
                    before, "the other domain is untouched")
         finally:
