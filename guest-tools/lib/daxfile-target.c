@@ -193,6 +193,21 @@ daxfile_target_open_dir(const char *dir, guint64 size,
     return g_steal_pointer(&t);
 }
 
+/* the device-dax device @st (of @t->fd) is, in @inv */
+static const DaxfileNvDaxDev *
+target_daxdev(const DaxfileTarget *t, const DaxfileNvInventory *inv,
+              const struct stat *st, GError **error)
+{
+    const DaxfileNvDaxDev *d = daxfile_nv_find_daxdev(
+        inv, (int)major(st->st_rdev), (int)minor(st->st_rdev));
+
+    if (!d)
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                    "'%s' is not a device-dax device known to libdaxctl",
+                    t->path);
+    return d;
+}
+
 /* size and alignment of the device-dax device behind @t->fd (libdaxctl) */
 static gboolean
 dev_identify(DaxfileTarget *t, GError **error)
@@ -211,14 +226,9 @@ dev_identify(DaxfileTarget *t, GError **error)
     inv = daxfile_nv_inventory_read(error);
     if (!inv)
         return FALSE;
-    d = daxfile_nv_find_daxdev(inv, (int)major(st.st_rdev),
-                               (int)minor(st.st_rdev));
-    if (!d) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "'%s' is not a device-dax device known to libdaxctl",
-                    t->path);
+    d = target_daxdev(t, inv, &st, error);
+    if (!d)
         return FALSE;
-    }
     t->dev_size = d->size;
     t->align = d->align ? d->align : SZ_2M;
     return TRUE;
@@ -496,14 +506,9 @@ locate_dev(const DaxfileTarget *t, const DaxfileNvInventory *inv,
         daxfile_set_error_errno(error, errno, "Cannot stat '%s'", t->path);
         return FALSE;
     }
-    d = daxfile_nv_find_daxdev(inv, (int)major(st.st_rdev),
-                               (int)minor(st.st_rdev));
-    if (!d) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "'%s' is not a device-dax device known to libdaxctl",
-                    t->path);
+    d = target_daxdev(t, inv, &st, error);
+    if (!d)
         return FALSE;
-    }
     loc->device = g_strdup_printf("/dev/%s", d->name);
     loc->device_offset = loc->offset;
     return locate_in_region(inv, d->region, d->resource, loc, error);
