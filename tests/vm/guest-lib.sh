@@ -38,6 +38,17 @@ dx_diag() {
     printf '%s\n' "$*" | sed 's/^/# /'
 }
 
+dx_rotate() {
+    # dx_rotate N WORDS...: the words, starting at the N-th (0-based)
+    local n=$1 i=0 head= tail= w
+    shift
+    for w in "$@"; do
+        if [ $i -lt "$n" ]; then head="$head $w"; else tail="$tail $w"; fi
+        i=$((i + 1))
+    done
+    echo $tail $head
+}
+
 dx_plan() {
     # dx_plan N: print the plan first (recommended). Without it, dx_done
     # prints a late plan; a script that dies early then has no plan, and the

@@ -62,17 +62,6 @@ make_files() {
     done
 }
 
-rotate() {
-    # rotate N WORDS...: the words, starting at the N-th (0-based)
-    local n=$1 i=0 head= tail= w
-    shift
-    for w in "$@"; do
-        if [ $i -lt "$n" ]; then head="$head $w"; else tail="$tail $w"; fi
-        i=$((i + 1))
-    done
-    echo $tail $head
-}
-
 devdax4k() {
     local json
     json=$(dx_x ndctl create-namespace -f -e namespace2.0 -m devdax -a 4096) ||
@@ -98,7 +87,7 @@ for fs in $FS_LIST; do
         # each round starts with another kind (TCG translates a code path
         # the first time it runs; the load of the host drifts)
         for mode in 2m 4k; do
-            for kind in $(rotate $(((r - 1) % 4)) devdax created sparse falloc); do
+            for kind in $(dx_rotate $(((r - 1) % 4)) devdax created sparse falloc); do
                 if [ $kind = devdax ]; then
                     target=$([ $mode = 2m ] && echo "$DAX2M" || echo "$DAX4K")
                 else

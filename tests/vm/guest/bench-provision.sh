@@ -56,17 +56,6 @@ process_start() {
          "\"result\": $out}" >&3
 }
 
-rotate() {
-    # rotate N WORDS...: the words, starting at the N-th (0-based)
-    local n=$1 i=0 head= tail= w
-    shift
-    for w in "$@"; do
-        if [ $i -lt "$n" ]; then head="$head $w"; else tail="$tail $w"; fi
-        i=$((i + 1))
-    done
-    echo $tail $head
-}
-
 exec 3>&1
 dx_run "fsdax namespace for the filesystem" dx_fsdax 0
 FSDEV=$DX_PMEM
@@ -79,7 +68,7 @@ for fs in $FS_LIST; do
         continue
     r=0
     while [ $r -lt "$ROUNDS" ]; do
-        for m in $(rotate $((r % 6)) $METHODS); do
+        for m in $(dx_rotate $((r % 6)) $METHODS); do
             case "$m" in
             raw-*) target=$RAWDEV ;;
             *) target=/mnt/$fs/p.img ;;
