@@ -24,6 +24,17 @@ def parse_bench_lines(tap, bench):
     return out
 
 
+def guest_records(res, bench, log_path, problems):
+    """(every BENCH line of @bench, those with a result); no result is an
+    error naming the serial log and the first problems it shows."""
+    lines = parse_bench_lines(res.tap, bench)
+    recs = [r for r in lines if "result" in r]
+    if not recs:
+        raise BenchError(f"no measurements from the guest ({log_path}): "
+                         f"{'; '.join(problems[:3])}")
+    return lines, recs
+
+
 def boot(ctx, script, kernel, pmem_sizes, env, tag):
     """Boot once; returns (BootResult, serial log path, problems). A boot
     with problems still returns what it measured."""
@@ -95,11 +106,7 @@ def run(ctx):
         log(f"faults: booting {kernel}")
         res, log_path, problems = boot(ctx, "bench-faults", kernel,
                                        ["2G", "1G", "512M"], env, "faults")
-        lines = parse_bench_lines(res.tap, "faults")
-        recs = [r for r in lines if "result" in r]
-        if not recs:
-            raise BenchError(f"no measurements from the guest ({log_path}):"
-                             f" {'; '.join(problems[:3])}")
+        lines, recs = guest_records(res, "faults", log_path, problems)
         kd = {"boot_seconds": res.duration, "serial_log": log_path,
               "problems": problems,
               "events": [r for r in lines if "event" in r],

@@ -17,7 +17,7 @@ import time
 
 from benchlib import (GIB, MIB, LoopFs, BenchError, fmt_size, goal, log,
                       median, pct, ratio, run as run_cmd, table, tmpfs_or_disk)
-from bench_faults import boot, parse_bench_lines
+from bench_faults import boot, guest_records
 
 NAME = "prealloc"
 ARMS = ("static-off", "static-cold", "static-warm", "sparse")
@@ -114,11 +114,7 @@ def guest(ctx, size, rounds):
         [str(2 * size + 512 * MIB), str(size + 64 * MIB)],
         {"BR_SIZE": str(size), "BR_ROUNDS": str(rounds),
          "BR_FS": "xfs ext4"}, "prealloc")
-    lines = parse_bench_lines(res.tap, "prealloc")
-    recs = [r for r in lines if "result" in r]
-    if not recs:
-        raise BenchError(f"no measurements from the guest ({log_path}): "
-                         f"{'; '.join(problems[:3])}")
+    lines, recs = guest_records(res, "prealloc", log_path, problems)
     out = {"kernel": kernel, "serial_log": log_path, "problems": problems,
            "events": [r for r in lines if "event" in r], "fs": {}}
     rows = []

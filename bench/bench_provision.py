@@ -8,9 +8,9 @@ device in the same run: in a TCG guest on real fsdax
 import json
 import os
 
-from benchlib import (GIB, MIB, LoopDev, LoopFs, BenchError, fmt_size, goal,
+from benchlib import (GIB, MIB, LoopDev, LoopFs, fmt_size, goal,
                       log, median, ratio, run as run_cmd, table, tmpfs_or_disk)
-from bench_faults import boot, parse_bench_lines
+from bench_faults import boot, guest_records
 
 NAME = "provision"
 VS_RAW = 0.8     # goal: create >= 0.8 x raw bandwidth
@@ -97,11 +97,7 @@ def guest(ctx, size, rounds, goals):
     res, log_path, problems = boot(ctx, "bench-provision", kernel,
                                    [str(fs_nv), str(raw_nv)], env,
                                    "provision")
-    lines = parse_bench_lines(res.tap, "provision")
-    recs = [r for r in lines if "result" in r]
-    if not recs:
-        raise BenchError(f"no measurements from the guest ({log_path}): "
-                         f"{'; '.join(problems[:3])}")
+    lines, recs = guest_records(res, "provision", log_path, problems)
     out = {"kernel": kernel, "serial_log": log_path, "problems": problems,
            "errors": [r for r in lines if "error" in r], "fs": {}}
     rows = []
