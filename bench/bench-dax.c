@@ -63,13 +63,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef MAP_SHARED_VALIDATE
-#define MAP_SHARED_VALIDATE 0x03
-#endif
-#ifndef MAP_SYNC
-#define MAP_SYNC 0x80000
-#endif
-
 #define KIB ((uint64_t)1024)
 #define MIB (1024 * KIB)
 #define PMD_SIZE (2 * MIB)

@@ -34,16 +34,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef STATX_ATTR_DAX
-#define STATX_ATTR_DAX 0x00200000
-#endif
-#ifndef MAP_SHARED_VALIDATE
-#define MAP_SHARED_VALIDATE 0x03
-#endif
-#ifndef MAP_SYNC
-#define MAP_SYNC 0x80000
-#endif
-
 #define PROBE_PAGE 4096UL
 /* A write access (so a write fault) that keeps the byte's value. */
 #define PROBE_TOUCH(p) __atomic_fetch_add((char *)(p), 0, __ATOMIC_RELAXED)
