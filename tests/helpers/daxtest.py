@@ -12,9 +12,11 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 
 SRCDIR = os.environ.get(
@@ -224,6 +226,31 @@ class LoopFs:
             self.mounted = False
         shutil.rmtree(self.tmp, ignore_errors=True)
         return False
+
+
+def proc_state(proc):
+    if proc.poll() is not None:
+        return None
+    with open(f"/proc/{proc.pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def wait_state(proc, stopped, timeout=10.0):
+    """Wait until the process is stopped (SIGSTOP; or, with stopped=False,
+    runs again); False when it exited or took over @timeout seconds."""
+    for _ in range(int(timeout / 0.02)):
+        state = proc_state(proc)
+        if state is None:
+            return False
+        if (state == "T") == stopped:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def resume(proc):
+    os.kill(proc.pid, signal.SIGCONT)
+    return wait_state(proc, False)
 
 
 def need_root(tap):

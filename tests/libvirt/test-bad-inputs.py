@@ -14,8 +14,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
 sys.path.insert(0, HERE)
-from daxtest import (DAXFILE, WRAPPER, Tap, build_path, daxfile,  # noqa: E402
-                     need_root, run, strip_valgrind_notes, tree_snapshot)
+from daxtest import (WRAPPER, Tap, build_path, daxfile,  # noqa: E402
+                     need_root, strip_valgrind_notes, tree_snapshot)
 import libvirt_env as lv  # noqa: E402
 
 HOOK = build_path("libvirt-hooks", "daxfile-hook")

@@ -7,7 +7,6 @@ here (and stopped after); the hook and a config drop-in are installed for the
 test and removed after. Guests are TCG with the VM harness's kernel.
 """
 
-import json
 import os
 import subprocess
 import sys

@@ -6,7 +6,6 @@ success summary, reuse the daemon, leave the other domain alone and leave
 nothing of their own behind.
 """
 
-import json
 import os
 import re
 import shutil

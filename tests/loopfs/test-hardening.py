@@ -28,7 +28,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, WRAPPER, LoopFs, Tap, build_path,  # noqa: E402
-                     daxfile, need_root, one_line_error, tempdir)
+                     daxfile, need_root, one_line_error, tempdir,
+                     wait_state)
 
 tap = Tap()
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
@@ -192,13 +193,7 @@ def test_symlink_swap(fs, dx):
     ino_a = os.stat(a).st_ino
     proc = dx.popen("enable", "--allow-non-dax", "--owner", "swap", a,
                     env={"DAXFILE_TEST_PAUSE": "enable-opened"})
-    stopped = False
-    for _ in range(200):
-        with open(f"/proc/{proc.pid}/stat") as st:
-            if st.read().rsplit(")", 1)[1].split()[0] == "T":
-                stopped = True
-                break
-        time.sleep(0.02)
+    stopped = wait_state(proc, True, timeout=4.0)
     os.rename(a, a + ".orig")
     os.symlink(b, a)
     os.kill(proc.pid, signal.SIGCONT)

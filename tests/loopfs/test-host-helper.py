@@ -7,17 +7,15 @@ reader of the same FIEMAP data.
 """
 
 import os
-import signal
 import stat
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, WRAPPER, LoopFs, Tap, daxfile,  # noqa: E402
-                     fiemap_flags, need_root, one_line_error, tempdir,
-                     tree_snapshot)
+                     fiemap_flags, need_root, one_line_error, resume,
+                     tempdir, tree_snapshot, wait_state)
 
 M = 1 << 20
 G = 1 << 30
@@ -85,30 +83,6 @@ def test_create(fs, size):
 def used_bytes(fs):
     st = os.statvfs(fs.path())
     return (st.f_blocks - st.f_bfree) * st.f_frsize
-
-
-def proc_state(proc):
-    if proc.poll() is not None:
-        return None
-    with open(f"/proc/{proc.pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
-
-
-def wait_state(proc, stopped):
-    """Wait until the process is stopped (or, with stopped=False, runs)."""
-    for _ in range(500):
-        state = proc_state(proc)
-        if state is None:
-            return False
-        if (state == "T") == stopped:
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def resume(proc):
-    os.kill(proc.pid, signal.SIGCONT)
-    return wait_state(proc, False)
 
 
 def test_allocate_again(fs):
