@@ -57,15 +57,15 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "dax-util.h"
+
 #define KIB ((uint64_t)1024)
 #define MIB (1024 * KIB)
-#define PMD_SIZE (2 * MIB)
 #define FILL_CHUNK MIB
 #define PMD_CHECK_CHUNKS 2
 #define POPULATE_CHUNK (64 * MIB)
@@ -104,43 +104,6 @@ fail(const char *what, const char *path)
     return 1;
 }
 
-static int
-parse_size(const char *s, uint64_t *ret)
-{
-    char *end = NULL;
-    unsigned long long v;
-    unsigned shift = 0;
-
-    errno = 0;
-    v = strtoull(s, &end, 0);
-    if (errno || end == s)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K':
-        shift = 10;
-        break;
-    case 'm': case 'M':
-        shift = 20;
-        break;
-    case 'g': case 'G':
-        shift = 30;
-        break;
-    case 't': case 'T':
-        shift = 40;
-        break;
-    case '\0':
-        break;
-    default:
-        return -1;
-    }
-    if (shift)
-        end++;
-    if (*end || (shift && v > (UINT64_MAX >> shift)))
-        return -1;
-    *ret = (uint64_t)v << shift;
-    return 0;
-}
-
 static uint64_t
 now_ns(void)
 {
@@ -148,15 +111,6 @@ now_ns(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static long
-faults_now(void)
-{
-    struct rusage ru;
-
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_minflt + ru.ru_majflt;
 }
 
 static int
@@ -209,35 +163,16 @@ fault_parse(int argc, char **argv, FaultArgs *a)
             else if (!streq(argv[i], "4k"))
                 return -1;
         } else if (streq(argv[i], "--count") && i + 1 < argc) {
-            if (parse_size(argv[++i], &a->count) < 0 || a->count == 0)
+            if (dax_parse_size(argv[++i], &a->count) < 0 || a->count == 0)
                 return -1;
         } else if (streq(argv[i], "--offset") && i + 1 < argc) {
-            if (parse_size(argv[++i], &a->offset) < 0)
+            if (dax_parse_size(argv[++i], &a->offset) < 0)
                 return -1;
         } else {
             return -1;
         }
     }
     return a->count ? 0 : -1;
-}
-
-/* A shared mapping of len bytes of fd at a 2 MiB-aligned address */
-static char *
-map_aligned(int fd, uint64_t len, uint64_t offset, bool sync)
-{
-    int flags = (sync ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED) |
-                MAP_FIXED;
-    char *area = mmap(NULL, len + PMD_SIZE, PROT_NONE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    char *aligned;
-
-    if (area == MAP_FAILED)
-        return NULL;
-    aligned = (char *)(((uintptr_t)area + PMD_SIZE - 1) & ~(PMD_SIZE - 1));
-    if (mmap(aligned, len, PROT_READ | PROT_WRITE, flags, fd,
-             (off_t)offset) == MAP_FAILED)
-        return NULL;
-    return aligned;
 }
 
 static void
@@ -261,12 +196,12 @@ static long
 pmd_extra_faults(char *base, uint64_t count)
 {
     uint64_t chunks = count < PMD_CHECK_CHUNKS ? count : PMD_CHECK_CHUNKS;
-    long before = faults_now();
+    long before = dax_faults_now();
     uint64_t off;
 
-    for (off = 0; off < chunks * PMD_SIZE; off += 4 * KIB)
+    for (off = 0; off < chunks * DAX_PMD_SIZE; off += 4 * KIB)
         ((volatile char *)base)[off] = 1;
-    return faults_now() - before;
+    return dax_faults_now() - before;
 }
 
 static void
@@ -298,7 +233,7 @@ cmd_fault(int argc, char **argv)
 
     if (fault_parse(argc, argv, &a) < 0)
         return usage();
-    stride = a.huge ? PMD_SIZE : 4 * KIB;
+    stride = a.huge ? DAX_PMD_SIZE : 4 * KIB;
     len = a.count * stride;
     first = malloc(a.count * sizeof(*first));
     again = malloc(a.count * sizeof(*again));
@@ -310,15 +245,15 @@ cmd_fault(int argc, char **argv)
     fd = open(a.path, O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return fail("cannot open", a.path);
-    base = map_aligned(fd, len, a.offset, a.sync);
+    base = dax_map_aligned(fd, len, a.offset, a.sync);
     if (!base)
         return fail(a.sync ? "cannot map (MAP_SYNC)" : "cannot map", a.path);
     if (!a.huge && madvise(base, len, MADV_NOHUGEPAGE) < 0)
         return fail("madvise(MADV_NOHUGEPAGE) refused for", a.path);
     (void)now_ns();
-    f0 = faults_now();
+    f0 = dax_faults_now();
     timed_pass(base, stride, a.count, first);
-    faults = faults_now() - f0;
+    faults = dax_faults_now() - f0;
     timed_pass(base, stride, a.count, again);
     if (a.huge)
         extra = pmd_extra_faults(base, a.count);
@@ -489,7 +424,7 @@ cmd_fill(int argc, char **argv)
     uint64_t size, t0, ns;
     int i, rc;
 
-    if (argc < 5 || parse_size(argv[3], &size) < 0 || size == 0 ||
+    if (argc < 5 || dax_parse_size(argv[3], &size) < 0 || size == 0 ||
         size % MIB)
         return usage();
     path = argv[2];
@@ -543,7 +478,7 @@ cmd_populate(int argc, char **argv)
         if (streq(argv[i], "--sync"))
             sync = true;
         else if (streq(argv[i], "--size") && i + 1 < argc)
-            parse_size(argv[++i], &size);
+            dax_parse_size(argv[++i], &size);
         else
             return usage();
     }
@@ -552,15 +487,15 @@ cmd_populate(int argc, char **argv)
     fd = open(argv[2], O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return fail("cannot open", argv[2]);
-    map = map_aligned(fd, size, 0, sync);
+    map = dax_map_aligned(fd, size, 0, sync);
     if (!map)
         return fail(sync ? "cannot map (MAP_SYNC)" : "cannot map", argv[2]);
-    f0 = faults_now();
+    f0 = dax_faults_now();
     t0 = now_ns();
     if (madvise(map, size, MADV_POPULATE_WRITE) < 0)
         return fail("MADV_POPULATE_WRITE failed on", argv[2]);
     ns = now_ns() - t0;
-    faults = faults_now() - f0;
+    faults = dax_faults_now() - f0;
     munmap(map, size);
     close(fd);
     printf("{\"path\": \"%s\", \"bytes\": %" PRIu64 ", \"sync\": %s, "
@@ -638,9 +573,9 @@ cmd_frag(int argc, char **argv)
         if (streq(argv[a], "--write"))
             write = true;
         else if (streq(argv[a], "--chunk") && a + 1 < argc)
-            parse_size(argv[++a], &chunk);
+            dax_parse_size(argv[++a], &chunk);
         else if (streq(argv[a], "--count") && a + 1 < argc)
-            parse_size(argv[++a], &count);
+            dax_parse_size(argv[++a], &count);
         else
             return usage();
     }
@@ -723,7 +658,7 @@ cmd_extents(int argc, char **argv)
     int fd;
 
     if (argc == 5 && streq(argv[3], "--repeat")) {
-        if (parse_size(argv[4], &repeat) < 0 || repeat == 0)
+        if (dax_parse_size(argv[4], &repeat) < 0 || repeat == 0)
             return usage();
     } else if (argc != 3) {
         return usage();

@@ -25,19 +25,20 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "dax-util.h"
 
 #define PROBE_PAGE 4096UL
 /* A write access (so a write fault) that keeps the byte's value. */
 #define PROBE_TOUCH(p) __atomic_fetch_add((char *)(p), 0, __ATOMIC_RELAXED)
-#define PROBE_PMD (2UL << 20)
 
 static int
 probe_usage(void)
@@ -96,71 +97,12 @@ probe_mapsync(const char *path)
     return ret;
 }
 
-static long
-probe_faults_now(void)
-{
-    struct rusage ru;
-
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_minflt + ru.ru_majflt;
-}
-
-static int
-probe_parse_size(const char *s, unsigned long *ret_size)
-{
-    char *end = NULL;
-    unsigned long long v;
-
-    errno = 0;
-    v = strtoull(s, &end, 0);
-    if (errno || end == s)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K':
-        v <<= 10;
-        end++;
-        break;
-    case 'm': case 'M':
-        v <<= 20;
-        end++;
-        break;
-    case 'g': case 'G':
-        v <<= 30;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (*end)
-        return -1;
-    *ret_size = v;
-    return 0;
-}
-
-static volatile char *
-probe_map_aligned(int fd, unsigned long offset, int flags)
-{
-    void *reserve;
-    uintptr_t aligned;
-    void *p;
-
-    /* Reserve twice the size, then map over its 2 MiB-aligned middle. */
-    reserve = mmap(NULL, 2 * PROBE_PMD, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (reserve == MAP_FAILED)
-        return MAP_FAILED;
-    aligned = ((uintptr_t)reserve + PROBE_PMD - 1) & ~(PROBE_PMD - 1);
-    p = mmap((void *)aligned, PROBE_PMD, PROT_READ | PROT_WRITE,
-             flags | MAP_FIXED, fd, offset);
-    return p;
-}
-
 static int
 probe_faults(int argc, char **argv)
 {
     const char *path = argv[0];
-    unsigned long offset = 0;
-    int flags = MAP_SHARED;
+    uint64_t offset = 0;
+    bool sync = false;
     int expect_pmd = 0;
     volatile char *p;
     long f0, f1, f2;
@@ -170,12 +112,12 @@ probe_faults(int argc, char **argv)
 
     for (a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--sync") == 0) {
-            flags = MAP_SHARED_VALIDATE | MAP_SYNC;
+            sync = true;
         } else if (strcmp(argv[a], "--expect-pmd") == 0) {
             expect_pmd = 1;
         } else if (strcmp(argv[a], "--offset") == 0 && a + 1 < argc) {
-            if (probe_parse_size(argv[++a], &offset) < 0 ||
-                offset % PROBE_PMD) {
+            if (dax_parse_size(argv[++a], &offset) < 0 ||
+                offset % DAX_PMD_SIZE) {
                 fprintf(stderr, "dax-probe: invalid --offset '%s'; a "
                         "multiple of 2 MiB\n", argv[a]);
                 return 2;
@@ -189,23 +131,23 @@ probe_faults(int argc, char **argv)
         printf("open '%s': %s\n", path, strerror(errno));
         return 2;
     }
-    p = probe_map_aligned(fd, offset, flags);
-    if (p == MAP_FAILED) {
-        printf("mmap 2 MiB of '%s' at offset %lu: %s\n", path, offset,
-               strerror(errno));
+    p = dax_map_aligned(fd, DAX_PMD_SIZE, offset, sync);
+    if (!p) {
+        printf("mmap 2 MiB of '%s' at offset %" PRIu64 ": %s\n", path,
+               offset, strerror(errno));
         close(fd);
         return 2;
     }
-    f0 = probe_faults_now();
+    f0 = dax_faults_now();
     PROBE_TOUCH(&p[0]);
-    f1 = probe_faults_now();
-    for (i = PROBE_PAGE; i < PROBE_PMD; i += PROBE_PAGE)
+    f1 = dax_faults_now();
+    for (i = PROBE_PAGE; i < DAX_PMD_SIZE; i += PROBE_PAGE)
         PROBE_TOUCH(&p[i]);
-    f2 = probe_faults_now();
-    printf("'%s' offset %lu%s: first touch %ld fault(s), other 511 pages "
-           "%ld fault(s)\n", path, offset,
-           flags == MAP_SHARED ? "" : " MAP_SYNC", f1 - f0, f2 - f1);
-    munmap((void *)p, PROBE_PMD);
+    f2 = dax_faults_now();
+    printf("'%s' offset %" PRIu64 "%s: first touch %ld fault(s), other "
+           "511 pages %ld fault(s)\n", path, offset,
+           sync ? " MAP_SYNC" : "", f1 - f0, f2 - f1);
+    munmap((void *)p, DAX_PMD_SIZE);
     close(fd);
     if (!expect_pmd)
         return 0;

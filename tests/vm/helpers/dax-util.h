@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Plain-libc helpers shared by the small programs that run in the VM
+ * harness's guests without the internal library: dax-probe (the guest
+ * scripts' checks) and bench/bench-dax (the benchmarks' measuring half).
+ */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#define DAX_PMD_SIZE ((uint64_t)2 << 20)
+
+/* "N" with an optional k/M/G/T suffix (powers of 1024) into *ret; -1 on
+ * anything else or on overflow. */
+static inline int
+dax_parse_size(const char *s, uint64_t *ret)
+{
+    char *end = NULL;
+    unsigned long long v;
+    unsigned shift = 0;
+
+    errno = 0;
+    v = strtoull(s, &end, 0);
+    if (errno || end == s)
+        return -1;
+    switch (*end) {
+    case 'k': case 'K':
+        shift = 10;
+        break;
+    case 'm': case 'M':
+        shift = 20;
+        break;
+    case 'g': case 'G':
+        shift = 30;
+        break;
+    case 't': case 'T':
+        shift = 40;
+        break;
+    case '\0':
+        break;
+    default:
+        return -1;
+    }
+    if (shift)
+        end++;
+    if (*end || (shift && v > (UINT64_MAX >> shift)))
+        return -1;
+    *ret = (uint64_t)v << shift;
+    return 0;
+}
+
+/* Page faults of this process so far (minor + major). */
+static inline long
+dax_faults_now(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt + ru.ru_majflt;
+}
+
+/* A shared read-write mapping of @len bytes of @fd from @offset at a
+ * 2 MiB-aligned address (so that 2 MiB faults can map PMDs), with
+ * MAP_SHARED_VALIDATE | MAP_SYNC when @sync. NULL with errno set when it
+ * cannot be had. */
+static inline char *
+dax_map_aligned(int fd, uint64_t len, uint64_t offset, bool sync)
+{
+    int flags = (sync ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED) |
+                MAP_FIXED;
+    char *area = mmap(NULL, len + DAX_PMD_SIZE, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    char *aligned;
+
+    if (area == MAP_FAILED)
+        return NULL;
+    aligned = (char *)(((uintptr_t)area + DAX_PMD_SIZE - 1) &
+                       ~(uintptr_t)(DAX_PMD_SIZE - 1));
+    if (mmap(aligned, len, PROT_READ | PROT_WRITE, flags, fd,
+             (off_t)offset) == MAP_FAILED)
+        return NULL;
+    return aligned;
+}
