@@ -5,9 +5,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,6 +64,24 @@ daxfile_guard_set(int fd, const char *name, gboolean on, GError **error)
 }
 
 gboolean
+daxfile_guard_set_durable(int fd, const char *name, gboolean on,
+                          GError **error)
+{
+    if (!daxfile_guard_set(fd, name, on, error))
+        return FALSE;
+    /* The flag change sits in the journal until the next commit; the
+     * registry records it durably, so the inode must be as durable
+     * before the registry moves on (fsync works on an immutable file). */
+    if (fsync(fd) < 0) {
+        daxfile_set_error_errno(error, errno,
+                                "Cannot make the immutable flag of '%s' "
+                                "durable (fsync)", name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
 daxfile_have_cap_linux_immutable(void)
 {
     g_autofree char *status = NULL;
@@ -89,18 +109,50 @@ child_sigbus(int sig)
     _exit(CHILD_SIGBUS);
 }
 
+static int
+compare_ints(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+/* Close every descriptor but the three in @keep (async-signal-safe). The
+ * child must not hold what its parent holds: the per-file lock (an flock
+ * lives as long as any copy of its descriptor) and the parent's ends of
+ * the pipes (with them, the child's read() never sees the parent die). */
+static void
+close_all_but(int keep[3])
+{
+    unsigned int from = 0;
+    int i;
+
+    qsort(keep, 3, sizeof(int), compare_ints);
+    for (i = 0; i < 3; i++) {
+        if ((unsigned int)keep[i] > from &&
+            close_range(from, (unsigned int)keep[i] - 1, 0) < 0)
+            _exit(CHILD_SETUP);
+        from = (unsigned int)keep[i] + 1;
+    }
+    if (close_range(from, ~0U, 0) < 0)
+        _exit(CHILD_SETUP);
+}
+
 /* The consumer stand-in: map, fault pages 0 (write) and 1 (read), report
  * ready, wait for the flag, then store to pages 0, 1 and 2. Only
- * async-signal-safe calls: this runs after fork(). */
+ * async-signal-safe calls: this runs after fork(). It dies with its
+ * parent (PR_SET_PDEATHSIG), so a killed daxfile leaves no child behind. */
 static void G_GNUC_NORETURN
-selftest_child(int fd, gboolean dax, int ready_fd, int go_fd)
+selftest_child(int fd, gboolean dax, int ready_fd, int go_fd, pid_t parent)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     int mflags = MAP_SHARED_VALIDATE | (dax ? MAP_SYNC : 0);
+    int keep[3] = {fd, ready_fd, go_fd};
     volatile unsigned char *map;
     struct sigaction sa;
     char c = 'r';
 
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+        _exit(CHILD_SETUP);
+    close_all_but(keep);
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = child_sigbus;
     sigaction(SIGBUS, &sa, NULL);
@@ -220,6 +272,7 @@ daxfile_guard_selftest(int dirfd, guint64 dev, gboolean dax,
     int ready[2] = {-1, -1};
     int go[2] = {-1, -1};
     gboolean flag_set = FALSE;
+    pid_t parent;
     int status;
     pid_t pid;
 
@@ -229,11 +282,14 @@ daxfile_guard_selftest(int dirfd, guint64 dev, gboolean dax,
         daxfile_set_error_errno(error, errno, "Cannot run the self-test");
         return FALSE;
     }
+    parent = getpid();
     pid = fork();
     if (pid == 0)
-        selftest_child(probe, dax, ready[1], go[0]);
+        selftest_child(probe, dax, ready[1], go[0], parent);
     close(ready[1]);
     close(go[0]);
+    if (pid > 0)
+        daxfile_test_crash_point("selftest-running");
     status = pid < 0 ? -1
                      : selftest_wait(pid, ready[0], go[1], probe, &flag_set,
                                      error);

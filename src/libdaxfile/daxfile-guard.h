@@ -18,6 +18,11 @@ gboolean daxfile_guard_get(int fd, const char *name, gboolean *ret_on,
 gboolean daxfile_guard_set(int fd, const char *name, gboolean on,
                            GError **error);
 
+/* The same, then fsync(@fd), so that the flag change is on disk before
+ * the caller records it (or the release of it) in the registry */
+gboolean daxfile_guard_set_durable(int fd, const char *name, gboolean on,
+                                   GError **error);
+
 /* TRUE when the effective capability set holds CAP_LINUX_IMMUTABLE */
 gboolean daxfile_have_cap_linux_immutable(void);
 
