@@ -14,6 +14,7 @@
 
 #include "daxfile-error.h"
 #include "daxfile-fs.h"
+#include "daxfile-mount.h"
 #include "daxfile-size.h"
 #include "daxfile-sysfs.h"
 #include "daxfile-util.h"
@@ -60,77 +61,31 @@ daxfile_mount_entry_clear(DaxfileMountEntry *entry)
     g_clear_pointer(&entry->super_options, g_free);
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo */
-static char *
-mountinfo_unescape(const char *field)
-{
-    GString *out = g_string_new(NULL);
-    const char *p;
-
-    for (p = field; *p; p++) {
-        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' &&
-            p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
-            g_string_append_c(out, (char)(((p[1] - '0') << 6) |
-                                          ((p[2] - '0') << 3) | (p[3] - '0')));
-            p += 3;
-        } else {
-            g_string_append_c(out, *p);
-        }
-    }
-    return g_string_free(out, FALSE);
-}
-
-/* One mountinfo line: "id parent maj:min root mountpoint opts [tags] - fstype
- * source superopts". Returns FALSE when it is not the device. */
-static gboolean
-mountinfo_parse_line(const char *line, guint major, guint minor,
-                     DaxfileMountEntry *ret_entry)
-{
-    g_auto(GStrv) fields = g_strsplit(line, " ", -1);
-    guint n = g_strv_length(fields);
-    guint maj = 0, min = 0, sep;
-
-    if (n < 10 || sscanf(fields[2], "%u:%u", &maj, &min) != 2 ||
-        maj != major || min != minor)
-        return FALSE;
-    for (sep = 6; sep < n && STRNEQ(fields[sep], "-"); sep++)
-        ;
-    if (sep + 3 >= n)
-        return FALSE;
-    daxfile_mount_entry_clear(ret_entry);
-    ret_entry->mount_point = mountinfo_unescape(fields[4]);
-    ret_entry->fs_type = g_strdup(fields[sep + 1]);
-    ret_entry->source = mountinfo_unescape(fields[sep + 2]);
-    ret_entry->super_options = g_strdup(fields[sep + 3]);
-    return STREQ(fields[3], "/");
-}
-
 gboolean
 daxfile_mountinfo_lookup(const char *mountinfo, guint major, guint minor,
                          DaxfileMountEntry *ret_entry)
 {
-    g_auto(GStrv) lines = g_strsplit(mountinfo, "\n", -1);
-    gboolean found = FALSE;
+    g_autoptr(GPtrArray) mounts = daxfile_mountinfo_parse(mountinfo);
+    const DaxfileMount *best = NULL;
     guint i;
 
     /* Prefer a mount of the filesystem's root; take any bind mount else. */
-    for (i = 0; lines[i]; i++) {
-        g_auto(DaxfileMountEntry) entry = {0};
-        gboolean is_root = mountinfo_parse_line(lines[i], major, minor,
-                                                &entry);
+    for (i = 0; i < mounts->len; i++) {
+        const DaxfileMount *m = g_ptr_array_index(mounts, i);
 
-        if (!entry.fs_type)
+        if (m->major != major || m->minor != minor)
             continue;
-        if (!found || is_root) {
-            daxfile_mount_entry_clear(ret_entry);
-            *ret_entry = entry;
-            memset(&entry, 0, sizeof(entry));
-            found = TRUE;
-        }
-        if (is_root)
-            break;
+        if (!best || (STREQ(m->root, "/") && STRNEQ(best->root, "/")))
+            best = m;
     }
-    return found;
+    if (!best)
+        return FALSE;
+    daxfile_mount_entry_clear(ret_entry);
+    ret_entry->mount_point = g_strdup(best->mount_point);
+    ret_entry->fs_type = g_strdup(best->fs_type);
+    ret_entry->source = g_strdup(best->source);
+    ret_entry->super_options = g_strdup(best->super_options);
+    return TRUE;
 }
 
 char *

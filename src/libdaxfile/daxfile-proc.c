@@ -135,21 +135,53 @@ daxfile_proc_writers(guint64 dev, guint64 ino)
     return out;
 }
 
-static pid_t
-proc_ppid(pid_t pid)
+/* The fields of /proc/PID/stat after "pid (comm)", from "state" on */
+static char **
+proc_stat_fields(pid_t pid)
 {
     g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
     g_autofree char *stat = NULL;
     const char *end;
-    int ppid = 0;
 
     if (!g_file_get_contents(path, &stat, NULL, NULL))
-        return 0;
+        return NULL;
     /* "pid (comm) state ppid ...": comm may hold spaces and ')' */
     end = strrchr(stat, ')');
-    if (!end || sscanf(end + 1, " %*c %d", &ppid) != 1)
+    if (!end)
+        return NULL;
+    return g_strsplit(g_strstrip((char *)end + 1), " ", -1);
+}
+
+/* field @n of /proc/PID/stat (1-based, as in proc(5)) as a number */
+static guint64
+proc_stat_u64(pid_t pid, guint n)
+{
+    g_auto(GStrv) f = proc_stat_fields(pid);
+    guint64 v = 0;
+
+    /* f[0] is field 3 (state) */
+    if (!f || n < 3 || g_strv_length(f) <= n - 3 ||
+        !g_ascii_string_to_unsigned(f[n - 3], 10, 0, G_MAXUINT64, &v, NULL))
         return 0;
-    return ppid;
+    return v;
+}
+
+static pid_t
+proc_ppid(pid_t pid)
+{
+    return (pid_t)proc_stat_u64(pid, 4);
+}
+
+guint64
+daxfile_proc_start_time(pid_t pid)
+{
+    return proc_stat_u64(pid, 22);
+}
+
+gboolean
+daxfile_proc_same(pid_t pid, guint64 start)
+{
+    return pid > 0 && start > 0 && daxfile_proc_start_time(pid) == start;
 }
 
 GArray *

@@ -24,6 +24,13 @@ GArray *daxfile_proc_tree(pid_t pid);
 
 gboolean daxfile_proc_alive(pid_t pid);
 
+/* The start time of @pid (field 22 of /proc/PID/stat, clock ticks since
+ * boot), 0 when it does not exist */
+guint64 daxfile_proc_start_time(pid_t pid);
+
+/* @pid is alive and is still the process that started at @start */
+gboolean daxfile_proc_same(pid_t pid, guint64 start);
+
 /* "comm" of @pid, for messages */
 char *daxfile_proc_comm(pid_t pid);
 

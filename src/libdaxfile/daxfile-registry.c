@@ -88,6 +88,8 @@ daxfile_entry_free(DaxfileEntry *entry)
     g_free(entry->fingerprint);
     g_free(entry->since);
     g_free(entry->boot_id);
+    g_free(entry->handle);
+    g_free(entry->fsid);
     g_free(entry);
 }
 
@@ -102,6 +104,8 @@ daxfile_entry_copy(const DaxfileEntry *entry)
     copy->fingerprint = g_strdup(entry->fingerprint);
     copy->since = g_strdup(entry->since);
     copy->boot_id = g_strdup(entry->boot_id);
+    copy->handle = g_strdup(entry->handle);
+    copy->fsid = g_strdup(entry->fsid);
     return copy;
 }
 
@@ -209,6 +213,12 @@ entry_from_json(JsonObject *obj)
     e->boot_id = g_strdup(member_string(obj, "boot_id"));
     e->flag_set = json_object_get_boolean_member_with_default(obj, "flag_set",
                                                               FALSE);
+    e->handle = g_strdup(member_string(obj, "handle"));
+    e->fsid = g_strdup(member_string(obj, "fsid"));
+    e->holder_pid = json_object_get_int_member_with_default(obj, "holder_pid",
+                                                            0);
+    e->holder_start = (guint64)json_object_get_int_member_with_default(
+        obj, "holder_start", 0);
     return g_steal_pointer(&e);
 }
 
@@ -255,6 +265,21 @@ registry_load(DaxfileRegistry *reg, GError **error)
     return TRUE;
 }
 
+static char *
+tmp_path(const DaxfileRegistry *reg)
+{
+    return g_strdup_printf("%s.tmp", reg->path);
+}
+
+static void
+registry_drop_tmp(const DaxfileRegistry *reg)
+{
+    g_autofree char *tmp = tmp_path(reg);
+
+    if (unlink(tmp) < 0 && errno != ENOENT)
+        g_debug("cannot remove '%s': %s", tmp, g_strerror(errno));
+}
+
 DaxfileRegistry *
 daxfile_registry_open(GError **error)
 {
@@ -282,6 +307,8 @@ daxfile_registry_open(GError **error)
     }
     if (!registry_load(reg, error))
         return NULL;
+    /* a save killed before its rename leaves its temporary file */
+    registry_drop_tmp(reg);
     return g_steal_pointer(&reg);
 }
 
@@ -384,6 +411,12 @@ entry_to_json(JsonBuilder *b, const DaxfileEntry *e)
     daxfile_json_add_string(b, "since", e->since);
     daxfile_json_add_string(b, "boot_id", e->boot_id);
     daxfile_json_add_bool(b, "flag_set", e->flag_set);
+    daxfile_json_add_string(b, "handle", e->handle);
+    daxfile_json_add_string(b, "fsid", e->fsid);
+    if (e->holder_pid) {
+        daxfile_json_add_int(b, "holder_pid", e->holder_pid);
+        daxfile_json_add_int(b, "holder_start", (gint64)e->holder_start);
+    }
     json_builder_end_object(b);
 }
 
@@ -414,7 +447,7 @@ daxfile_registry_save(DaxfileRegistry *reg, GError **error)
 {
     g_autofree char *text = NULL;
     g_autofree char *dir = g_path_get_dirname(reg->path);
-    g_autofree char *tmp = g_strdup_printf("%s.tmp", reg->path);
+    g_autofree char *tmp = tmp_path(reg);
     g_auto(DaxfileFd) fd = -1;
     g_auto(DaxfileFd) dirfd = -1;
     size_t len;
@@ -438,8 +471,11 @@ daxfile_registry_save(DaxfileRegistry *reg, GError **error)
         return FALSE;
     }
     dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dirfd >= 0)
-        fsync(dirfd);
+    if (dirfd < 0 || fsync(dirfd) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot make '%s' durable "
+                                "(fsync of its directory)", reg->path);
+        return FALSE;
+    }
     reg->dirty = FALSE;
     return TRUE;
 }

@@ -44,6 +44,13 @@ typedef struct {
     char *since;        /* ISO 8601 UTC */
     char *boot_id;
     gboolean flag_set;  /* daxfile set FS_IMMUTABLE_FL itself */
+    char *handle;       /* file handle ("TYPE:HEX"): finds the inode again
+                         * after a rename or a reboot; NULL when none */
+    char *fsid;         /* statfs f_fsid of its filesystem, hex */
+    gint64 holder_pid;  /* reserved: the process that ran the hook (the
+                         * libvirtd starting the domain), 0 when unknown */
+    guint64 holder_start; /* its start time (/proc/PID/stat), against pid
+                           * reuse */
 } DaxfileEntry;
 
 void daxfile_entry_free(DaxfileEntry *entry);
