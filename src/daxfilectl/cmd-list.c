@@ -5,38 +5,43 @@
  */
 #include <stdio.h>
 
+#include "daxfile-registry.h"
 #include "daxfile-static.h"
 #include "daxfile-util.h"
 #include "daxfilectl.h"
 
 static gboolean arg_json;
+static char *arg_path;
 
 static const GOptionEntry list_options[] = {
     {"json", 'j', 0, G_OPTION_ARG_NONE, &arg_json, "Print JSON", NULL},
     {NULL},
 };
 
+static const GOptionEntry repair_options[] = {
+    {"path", 'p', 0, G_OPTION_ARG_FILENAME, &arg_path,
+     "The current path of a file whose entry repair cannot find (renamed, "
+     "or on a filesystem mounted elsewhere)", "PATH"},
+    {NULL},
+};
+
 static void
-print_entry(JsonObject *o)
+print_entry(const DaxfileEntry *e)
 {
-    g_autofree char *path = daxfile_escape(
-        json_object_get_string_member(o, "path"));
-    gboolean stale = json_object_get_boolean_member(o, "stale");
+    g_autofree char *path = daxfile_escape(e->path);
 
     printf("%-40s %-9s %-16s %-20s %s%s\n", path,
-           json_object_get_string_member(o, "state"),
-           json_object_get_string_member(o, "mechanism"),
-           json_object_get_string_member(o, "owner"),
-           json_object_get_string_member(o, "since"),
-           stale ? "  (stale: run 'daxfile repair')" : "");
+           daxfile_entry_state_to_string(e->state),
+           daxfile_mechanism_to_string(e->mechanism), e->owner, e->since,
+           daxfile_entry_is_stale(e) ? "  (stale: run 'daxfile repair')"
+                                     : "");
 }
 
 int
 cmd_list(int argc, char **argv)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(JsonNode) list = NULL;
-    JsonArray *arr;
+    g_autoptr(GPtrArray) entries = NULL;
     guint i;
     int ret = CLI_EXIT_OK;
 
@@ -45,43 +50,49 @@ cmd_list(int argc, char **argv)
         return ret;
     if (argc != 1)
         return cli_usage_error("list", "unexpected argument '%s'", argv[1]);
-    list = daxfile_static_list_json(&error);
-    if (!list)
+    entries = daxfile_static_list(&error);
+    if (!entries)
         return cli_report_error(error);
     if (arg_json) {
-        cli_print_json(g_steal_pointer(&list));
+        cli_print_json(daxfile_static_list_json(entries));
         return CLI_EXIT_OK;
     }
-    arr = json_node_get_array(list);
-    if (json_array_get_length(arr) > 0)
+    if (entries->len > 0)
         printf("%-40s %-9s %-16s %-20s %s\n", "PATH", "STATE", "MECHANISM",
                "OWNER", "SINCE");
-    for (i = 0; i < json_array_get_length(arr); i++)
-        print_entry(json_array_get_object_element(arr, i));
+    for (i = 0; i < entries->len; i++)
+        print_entry(g_ptr_array_index(entries, i));
     return CLI_EXIT_OK;
 }
 
 int
 cmd_repair(int argc, char **argv)
 {
+    g_auto(DaxfileRepairResult) result = {0};
     g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) actions = NULL;
     int ret = CLI_EXIT_OK;
     guint i;
 
     if (!cli_parse("repair", "",
                    "Finish or roll back interrupted enable/disable, and "
-                   "release entries whose consumer or boot is gone.",
-                   NULL, &argc, &argv, &ret))
+                   "release entries whose consumer, start or boot is gone.",
+                   repair_options, &argc, &argv, &ret))
         return ret;
     if (argc != 1)
         return cli_usage_error("repair", "unexpected argument '%s'", argv[1]);
-    actions = daxfile_static_repair(&error);
-    if (!actions)
+    if (!daxfile_static_repair(arg_path, &result, &error))
         return cli_report_error(error);
-    for (i = 0; i < actions->len; i++)
-        fprintf(stderr, "%s\n", (const char *)g_ptr_array_index(actions, i));
-    if (actions->len == 0)
+    for (i = 0; i < result.actions->len; i++)
+        fprintf(stderr, "%s\n",
+                (const char *)g_ptr_array_index(result.actions, i));
+    for (i = 0; i < result.unresolved->len; i++)
+        fprintf(stderr, "daxfile: %s; its registry entry is kept: mount its "
+                "filesystem and run 'daxfile repair' again, or give its "
+                "current path with 'daxfile repair --path PATH'\n",
+                (const char *)g_ptr_array_index(result.unresolved, i));
+    if (result.unresolved->len > 0)
+        return CLI_EXIT_FAILURE;
+    if (result.actions->len == 0)
         fprintf(stderr, "nothing to repair\n");
     return CLI_EXIT_OK;
 }

@@ -10,6 +10,7 @@
 #include "daxfile-guard.h"
 #include "daxfile-json.h"
 #include "daxfile-kernel.h"
+#include "daxfile-mount.h"
 #include "daxfile-proc.h"
 #include "daxfile-static.h"
 #include "daxfile-util.h"
@@ -69,12 +70,14 @@ owner_conflict(const DaxfileEntry *e, const char *owner, const char *name,
         return FALSE;
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
                 "'%s' is %s for '%s'%s%s%s since %s; it cannot be used by "
-                "'%s' until that owner releases it",
+                "'%s' until that owner releases it (if it is no longer "
+                "%s, 'daxfile repair' releases it)",
                 name,
                 e->state == DAXFILE_STATE_RESERVED ? "reserved" : "static",
                 e->owner, e->owner_uuid ? " (uuid " : "",
                 e->owner_uuid ? e->owner_uuid : "", e->owner_uuid ? ")" : "",
-                e->since, owner);
+                e->since, owner,
+                e->state == DAXFILE_STATE_RESERVED ? "starting" : "running");
     return TRUE;
 }
 
@@ -106,7 +109,7 @@ check_cap(const char *name, GError **error)
  * keeps write() and ftruncate() under the flag). */
 static gboolean
 check_writers(const struct stat *st, const DaxfileEnableParams *params,
-              const char *name, GError **error)
+              gboolean engaged, const char *name, GError **error)
 {
     g_autoptr(GArray) writers = daxfile_proc_writers(st->st_dev, st->st_ino);
     g_autoptr(GArray) mappers = NULL;
@@ -122,11 +125,19 @@ check_writers(const struct stat *st, const DaxfileEnableParams *params,
         if (daxfile_pid_in(consumers, pid))
             continue;
         comm = daxfile_proc_comm(pid);
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                    "'%s' is open for writing by process %d (%s), which is "
-                    "not its consumer; the guard cannot stop writes through "
-                    "that descriptor, so close it first", name, (int)pid,
-                    comm);
+        if (engaged)
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                        "'%s' was opened for writing by process %d (%s) "
+                        "while static mode was being engaged, and the guard "
+                        "cannot stop writes through that descriptor; static "
+                        "mode was rolled back, close it and try again", name,
+                        (int)pid, comm);
+        else
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                        "'%s' is open for writing by process %d (%s), which "
+                        "is not its consumer; the guard cannot stop writes "
+                        "through that descriptor, so close it first", name,
+                        (int)pid, comm);
         return FALSE;
     }
     return TRUE;
@@ -171,7 +182,8 @@ choose_guard(int fd, const char *path, const struct stat *st,
 {
     g_auto(DaxfileSelftest) test = {0};
 
-    if (!check_cap(name, error) || !check_writers(st, params, name, error) ||
+    if (!check_cap(name, error) ||
+        !check_writers(st, params, FALSE, name, error) ||
         !guard_selftest(path, st, &test, error))
         return FALSE;
     if (test.safe) {
@@ -248,7 +260,7 @@ engage(DaxfileMechanism mech, int fd, const char *name, gboolean on,
         }
         return daxfile_kernel_set(nr, fd, name, on, align, error);
     case DAXFILE_MECH_IMMUTABLE:
-        return daxfile_guard_set(fd, name, on, error);
+        return daxfile_guard_set_durable(fd, name, on, error);
     case DAXFILE_MECH_NONE:
     case DAXFILE_MECH_VERIFIED_ONLY:
         break;
@@ -270,7 +282,7 @@ fd_abspath(int fd, const char *path)
 }
 
 static DaxfileEntry *
-entry_new(const char *path, const struct stat *st,
+entry_new(const char *path, int fd, const struct stat *st,
           const DaxfileEnableParams *params, const DaxfileReport *report,
           DaxfileMechanism mech, DaxfileEntryState state)
 {
@@ -289,7 +301,47 @@ entry_new(const char *path, const struct stat *st,
     e->since = iso_now();
     e->boot_id = g_strdup(daxfile_boot_id());
     e->flag_set = mech == DAXFILE_MECH_IMMUTABLE;
+    e->handle = daxfile_fd_handle(fd);
+    e->fsid = daxfile_fd_fsid(fd);
     return e;
+}
+
+/* Once engaged, nobody can open the file for writing or change its layout
+ * any more, except through a descriptor opened before (on xfs, write()
+ * and ftruncate() keep working on one under the immutable flag). So look
+ * again now: a writer that opened it since check_writers() is found, and
+ * a layout that changed meanwhile no longer matches what was verified.
+ * Either one rolls back. */
+static gboolean
+verify_engaged(int fd, const struct stat *st,
+               const DaxfileEnableParams *params, const DaxfileReport *report,
+               DaxfileMechanism mech, const char *name, GError **error)
+{
+    g_autoptr(DaxfileExtentMap) map = NULL;
+    g_autofree char *now = NULL;
+    struct stat cur;
+
+    if (mech != DAXFILE_MECH_IMMUTABLE && mech != DAXFILE_MECH_KERNEL)
+        return TRUE;
+    if (mech == DAXFILE_MECH_IMMUTABLE &&
+        !check_writers(st, params, TRUE, name, error))
+        return FALSE;
+    if (fstat(fd, &cur) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
+        return FALSE;
+    }
+    map = daxfile_fiemap_read(fd, name, error);
+    if (!map)
+        return FALSE;
+    now = daxfile_extent_map_fingerprint(map);
+    if ((guint64)cur.st_size == report->size &&
+        STREQ(now, report->fingerprint))
+        return TRUE;
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                "'%s' changed while static mode was being engaged (its size "
+                "or block map is no longer the one verified); static mode "
+                "was rolled back, find what writes to it and try again", name);
+    return FALSE;
 }
 
 /* Log the intent, engage, log the result. On failure the entry goes back
@@ -309,7 +361,8 @@ commit_enable(int fd, const char *path, const struct stat *st,
     old = daxfile_registry_lookup(reg, st->st_dev, st->st_ino);
     old = old ? daxfile_entry_copy(old) : NULL;
     abspath = fd_abspath(fd, path);
-    e = entry_new(abspath, st, params, report, mech, DAXFILE_STATE_ENGAGING);
+    e = entry_new(abspath, fd, st, params, report, mech,
+                  DAXFILE_STATE_ENGAGING);
     daxfile_registry_put(reg, e);
     if (!daxfile_registry_save(reg, error))
         goto fail;
@@ -317,6 +370,10 @@ commit_enable(int fd, const char *path, const struct stat *st,
     if (!engage(mech, fd, name, TRUE, params->align, error))
         goto fail;
     daxfile_test_crash_point("enable-engaged");
+    if (!verify_engaged(fd, st, params, report, mech, name, error)) {
+        engage(mech, fd, name, FALSE, 0, NULL);
+        goto fail;
+    }
     e->state = DAXFILE_STATE_ENGAGED;
     daxfile_registry_touch(reg);
     if (daxfile_registry_save(reg, error)) {
@@ -338,7 +395,8 @@ static int mechanism_intact(int fd, const DaxfileEntry *e);
 /* Enabling again for the same owner is a no-op, unless the mechanism was
  * lost meanwhile (someone ran chattr -i): then it is engaged again. */
 static gboolean
-still_engaged(int fd, const DaxfileEntry *cur, const char *name,
+still_engaged(int fd, const struct stat *st, const DaxfileEnableParams *params,
+              const DaxfileEntry *cur, const char *name,
               DaxfileEnableResult *result, GError **error)
 {
     result->mechanism = cur->mechanism;
@@ -348,6 +406,11 @@ still_engaged(int fd, const DaxfileEntry *cur, const char *name,
     if (!check_cap(name, error) ||
         !engage(cur->mechanism, fd, name, TRUE, cur->align, error))
         return FALSE;
+    if (cur->mechanism == DAXFILE_MECH_IMMUTABLE &&
+        !check_writers(st, params, TRUE, name, error)) {
+        engage(cur->mechanism, fd, name, FALSE, 0, NULL);
+        return FALSE;
+    }
     result->warning = g_strdup_printf("the %s of '%s' had been removed; it "
                                       "is engaged again",
                                       daxfile_mechanism_to_string(
@@ -378,7 +441,7 @@ daxfile_static_enable(int fd, const char *path,
         interrupted(cur, name, error))
         return FALSE;
     if (cur && cur->state == DAXFILE_STATE_ENGAGED)
-        return still_engaged(fd, cur, name, ret_result, error);
+        return still_engaged(fd, &st, params, cur, name, ret_result, error);
     report = daxfile_report_build(fd, path, params->align,
                                   params->allow_non_dax, error);
     if (!report || !daxfile_report_require_ready(report, error))
@@ -393,6 +456,7 @@ daxfile_static_enable(int fd, const char *path,
     if (!choose_mechanism(fd, path, &st, params, report, name, ret_result,
                           error))
         return FALSE;
+    daxfile_test_pause_point("enable-checked");
     return commit_enable(fd, path, &st, params, report,
                          ret_result->mechanism, name, error);
 }
@@ -505,9 +569,12 @@ daxfile_static_reserve(int fd, const char *path, const char *owner,
         return FALSE;
     fake.fingerprint = daxfile_extent_map_fingerprint(map);
     abspath = fd_abspath(fd, path);
-    daxfile_registry_put(reg, entry_new(abspath, &st, &params, &fake,
-                                        DAXFILE_MECH_NONE,
-                                        DAXFILE_STATE_RESERVED));
+    e = entry_new(abspath, fd, &st, &params, &fake, DAXFILE_MECH_NONE,
+                  DAXFILE_STATE_RESERVED);
+    /* the start in progress: libvirtd runs the hook */
+    e->holder_pid = getppid();
+    e->holder_start = daxfile_proc_start_time((pid_t)e->holder_pid);
+    daxfile_registry_put(reg, e);
     g_free(fake.fingerprint);
     return daxfile_registry_save(reg, error);
 }
@@ -575,17 +642,30 @@ daxfile_static_state_json(int fd, const DaxfileReport *report)
     return json_builder_get_root(b);
 }
 
-JsonNode *
-daxfile_static_list_json(GError **error)
+GPtrArray *
+daxfile_static_list(GError **error)
 {
     g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
-    g_autoptr(JsonBuilder) b = json_builder_new();
     GPtrArray *entries;
+    GPtrArray *out;
     guint i;
 
     if (!reg)
         return NULL;
     entries = daxfile_registry_entries(reg);
+    out = g_ptr_array_new_with_free_func((GDestroyNotify)daxfile_entry_free);
+    for (i = 0; i < entries->len; i++)
+        g_ptr_array_add(out, daxfile_entry_copy(g_ptr_array_index(entries,
+                                                                  i)));
+    return out;
+}
+
+JsonNode *
+daxfile_static_list_json(const GPtrArray *entries)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    guint i;
+
     json_builder_begin_array(b);
     for (i = 0; i < entries->len; i++) {
         const DaxfileEntry *e = g_ptr_array_index(entries, i);
@@ -613,6 +693,24 @@ owned_by_consumer(const DaxfileEntry *e)
                         g_str_has_prefix(e->owner, "pid:"));
 }
 
+/* Why a reservation is left over, or NULL while its start may still be
+ * going on: the process that ran the prepare hook (libvirtd) is alive, or
+ * QEMU has the file mapped (a libvirtd restarted meanwhile reconnects). */
+static const char *
+reservation_reason(const DaxfileEntry *e)
+{
+    g_autoptr(GArray) mappers = NULL;
+
+    if (e->holder_pid > 0 &&
+        daxfile_proc_same((pid_t)e->holder_pid, e->holder_start))
+        return NULL;
+    mappers = daxfile_proc_mappers(e->dev, e->ino);
+    if (mappers->len > 0)
+        return NULL;
+    return "the start that reserved it never finished (the process that "
+           "reserved it is gone and no process maps the file)";
+}
+
 /* Why an entry needs repair, or NULL when it is healthy */
 static const char *
 repair_reason(const DaxfileEntry *e)
@@ -624,83 +722,193 @@ repair_reason(const DaxfileEntry *e)
     if (e->state == DAXFILE_STATE_ENGAGING ||
         e->state == DAXFILE_STATE_RELEASING)
         return "an enable or disable was interrupted";
+    if (e->state == DAXFILE_STATE_RESERVED)
+        return reservation_reason(e);
     if (e->pid > 0 && !daxfile_proc_alive((pid_t)e->pid))
         return "its consumer process is gone";
-    if (e->state != DAXFILE_STATE_ENGAGED || !owned_by_consumer(e))
+    if (!owned_by_consumer(e))
         return NULL;
     mappers = daxfile_proc_mappers(e->dev, e->ino);
     return mappers->len == 0 ? "no process maps it any more" : NULL;
 }
 
-/* Open the entry's file and make sure it is still the same inode. */
-static int
-repair_open(const DaxfileEntry *e, GError **error)
+/* Whether undoing the entry needs its inode: an immutable flag outlives
+ * everything, a kernel static mode only lasts the boot, the rest enforces
+ * nothing. */
+static gboolean
+needs_inode(const DaxfileEntry *e)
 {
-    struct stat st;
-    g_auto(DaxfileFd) fd = daxfile_file_open(e->path, DAXFILE_OPEN_READ, &st,
-                                             error);
-
-    if (fd < 0)
-        return -1;
-    if (st.st_dev != e->dev || st.st_ino != e->ino) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "'%s' is now a different file", e->path);
-        return -1;
-    }
-    return g_steal_fd(&fd);
+    if (e->mechanism == DAXFILE_MECH_IMMUTABLE)
+        return TRUE;
+    return e->mechanism == DAXFILE_MECH_KERNEL && !daxfile_entry_is_stale(e);
 }
 
 static gboolean
-repair_release(const DaxfileEntry *e, const char *name, GError **error)
+same_file(const struct stat *st, const DaxfileEntry *e, const char *handle,
+          const char *fsid)
 {
-    g_autoptr(GError) local = NULL;
-    g_auto(DaxfileFd) fd = repair_open(e, &local);
+    if (st->st_dev == e->dev && st->st_ino == e->ino)
+        return TRUE;
+    return st->st_ino == e->ino && handle && e->handle && fsid && e->fsid &&
+           STREQ(handle, e->handle) && STREQ(fsid, e->fsid);
+}
+
+/* The inode of the entry, by its recorded path, by the --path hint, or by
+ * its file handle. -1 with *ret_gone when it no longer exists. */
+static int
+repair_resolve(const DaxfileEntry *e, int hint_fd, gboolean *ret_gone,
+               GError **error)
+{
+    g_auto(DaxfileFd) fd = -1;
+    struct stat st;
+
+    *ret_gone = FALSE;
+    fd = daxfile_file_open(e->path, DAXFILE_OPEN_READ, &st, NULL);
+    if (fd >= 0 && st.st_dev == e->dev && st.st_ino == e->ino)
+        return g_steal_fd(&fd);
+    if (hint_fd >= 0 && fstat(hint_fd, &st) == 0) {
+        g_autofree char *handle = daxfile_fd_handle(hint_fd);
+        g_autofree char *fsid = daxfile_fd_fsid(hint_fd);
+
+        /* the user named this file: its handle alone identifies it
+         * (an xfs f_fsid follows the device number, which can change) */
+        if (same_file(&st, e, handle, fsid) ||
+            (handle && e->handle && st.st_ino == e->ino &&
+             STREQ(handle, e->handle)))
+            return daxfile_fd_reopen(hint_fd, O_RDONLY, e->path, error);
+    }
+    if (!e->handle) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                    "its path no longer leads to it and it has no file "
+                    "handle");
+        return -1;
+    }
+    return daxfile_handle_reopen(e->handle, e->dev, e->fsid, e->ino,
+                                 O_RDONLY, ret_gone, error);
+}
+
+/* Another entry, in force, holds the inode @fd now (a stale entry from an
+ * earlier boot whose file was made static again since). */
+static gboolean
+held_by_other(DaxfileRegistry *reg, const DaxfileEntry *e, int fd)
+{
+    DaxfileEntry *other;
+    struct stat st;
+
+    if (fstat(fd, &st) < 0)
+        return FALSE;
+    other = daxfile_registry_lookup(reg, st.st_dev, st.st_ino);
+    return other && other != e && !daxfile_entry_is_stale(other);
+}
+
+static gboolean
+repair_release(int fd, const DaxfileEntry *e, const char *name,
+               GError **error)
+{
     gboolean on = FALSE;
     long nr = 0;
 
-    if (fd < 0)
-        return TRUE; /* gone or replaced: nothing of ours to undo there */
-    if (e->mechanism == DAXFILE_MECH_IMMUTABLE && e->flag_set &&
+    if (e->mechanism == DAXFILE_MECH_IMMUTABLE &&
         daxfile_guard_get(fd, name, &on, error) && on)
         return check_cap(name, error) &&
-               daxfile_guard_set(fd, name, FALSE, error);
-    if (e->mechanism == DAXFILE_MECH_KERNEL && !daxfile_entry_is_stale(e) &&
-        daxfile_kernel_syscall_nr(&nr) &&
+               daxfile_guard_set_durable(fd, name, FALSE, error);
+    if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_kernel_syscall_nr(&nr) &&
         daxfile_kernel_get(nr, fd, name, &on, error) && on)
         return daxfile_kernel_set(nr, fd, name, FALSE, 0, error);
     return TRUE;
 }
 
-GPtrArray *
-daxfile_static_repair(GError **error)
+void
+daxfile_repair_result_clear(DaxfileRepairResult *result)
 {
-    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
-    g_autoptr(GPtrArray) actions = g_ptr_array_new_with_free_func(g_free);
+    g_clear_pointer(&result->actions, g_ptr_array_unref);
+    g_clear_pointer(&result->unresolved, g_ptr_array_unref);
+}
+
+static void
+add_action(GPtrArray *list, const DaxfileEntry *e, const char *name,
+           const char *verb, const char *why)
+{
+    g_ptr_array_add(list, g_strdup_printf(
+        "%s '%s' (%s, owner '%s'): %s", verb, name,
+        daxfile_mechanism_to_string(e->mechanism), e->owner, why));
+}
+
+/* Repair one entry; TRUE when it is done with (and removed). */
+static gboolean
+repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, const char *why,
+             int hint_fd, DaxfileRepairResult *result, GError **error)
+{
+    g_autofree char *name = daxfile_escape(e->path);
+    g_autoptr(GError) local = NULL;
+    g_auto(DaxfileFd) fd = -1;
+    gboolean gone = FALSE;
+
+    if (!needs_inode(e)) {
+        add_action(result->actions, e, name, "released", why);
+        return TRUE;
+    }
+    fd = repair_resolve(e, hint_fd, &gone, &local);
+    if (fd < 0 && gone) {
+        add_action(result->actions, e, name, "dropped", "the file no "
+                   "longer exists");
+        return TRUE;
+    }
+    if (fd < 0) {
+        g_ptr_array_add(result->unresolved, g_strdup_printf(
+            "'%s' (%s, owner '%s', %s) cannot be found: %s", name,
+            daxfile_mechanism_to_string(e->mechanism), e->owner, why,
+            local->message));
+        return FALSE;
+    }
+    if (held_by_other(reg, e, fd)) {
+        add_action(result->actions, e, name, "dropped", "the file is static "
+                   "again under a newer entry, which stays");
+        return TRUE;
+    }
+    if (!repair_release(fd, e, name, error))
+        return FALSE;
+    add_action(result->actions, e, name, "released", why);
+    return TRUE;
+}
+
+gboolean
+daxfile_static_repair(const char *hint_path, DaxfileRepairResult *ret_result,
+                      GError **error)
+{
+    g_autoptr(DaxfileRegistry) reg = NULL;
+    g_auto(DaxfileFd) hint_fd = -1;
     GPtrArray *entries;
     guint i = 0;
 
+    ret_result->actions = g_ptr_array_new_with_free_func(g_free);
+    ret_result->unresolved = g_ptr_array_new_with_free_func(g_free);
+    if (hint_path) {
+        hint_fd = daxfile_file_open(hint_path, DAXFILE_OPEN_READ, NULL, error);
+        if (hint_fd < 0)
+            return FALSE;
+    }
+    reg = daxfile_registry_open(error);
     if (!reg)
-        return NULL;
+        return FALSE;
     entries = daxfile_registry_entries(reg);
     while (i < entries->len) {
         DaxfileEntry *e = g_ptr_array_index(entries, i);
-        g_autofree char *name = daxfile_escape(e->path);
         const char *why = repair_reason(e);
+        g_autoptr(GError) local = NULL;
 
         if (!why) {
             i++;
-            continue;
+        } else if (repair_entry(reg, e, why, hint_fd, ret_result, &local)) {
+            daxfile_registry_remove(reg, e->dev, e->ino);
+        } else if (local) {
+            /* save what was done so far, then report the failure */
+            daxfile_registry_save(reg, NULL);
+            g_propagate_error(error, g_steal_pointer(&local));
+            return FALSE;
+        } else {
+            i++;
         }
-        if (!repair_release(e, name, error))
-            return NULL;
-        g_ptr_array_add(actions,
-                        g_strdup_printf("released '%s' (%s, owner '%s'): %s",
-                                        name,
-                                        daxfile_mechanism_to_string(e->mechanism),
-                                        e->owner, why));
-        daxfile_registry_remove(reg, e->dev, e->ino);
     }
-    if (!daxfile_registry_save(reg, error))
-        return NULL;
-    return g_steal_pointer(&actions);
+    return daxfile_registry_save(reg, error);
 }

@@ -82,11 +82,30 @@ gboolean daxfile_static_reserve(int fd, const char *path, const char *owner,
  * guard_intact, stale. */
 JsonNode *daxfile_static_state_json(int fd, const DaxfileReport *report);
 
-/* `daxfile list --json`: every registry entry. */
-JsonNode *daxfile_static_list_json(GError **error);
+/* `daxfile list --json` of daxfile_static_list()'s entries */
+JsonNode *daxfile_static_list_json(const GPtrArray *entries);
 
-/* Finish or roll back interrupted operations and drop what a reboot or a
- * dead consumer left behind. Returns one line per action taken. */
-GPtrArray *daxfile_static_repair(GError **error);
+typedef struct {
+    GPtrArray *actions;    /* one line per entry released or dropped */
+    GPtrArray *unresolved; /* one line per entry kept: its file could not
+                            * be found (not mounted, renamed away) */
+} DaxfileRepairResult;
+
+void daxfile_repair_result_clear(DaxfileRepairResult *result);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileRepairResult,
+                                 daxfile_repair_result_clear)
+
+/* Finish or roll back interrupted operations and drop what a reboot, a
+ * dead consumer or a start that never finished left behind. An entry
+ * whose mechanism outlives it (the immutable flag) is only removed once
+ * its inode was found (by its path, by @hint_path when that names the
+ * same file, or by its file handle) and released, or is known to be gone;
+ * otherwise it stays, listed in unresolved. FALSE only on an error. */
+gboolean daxfile_static_repair(const char *hint_path,
+                               DaxfileRepairResult *ret_result,
+                               GError **error);
+
+/* Copies of every registry entry (DaxfileEntry *), for `daxfile list` */
+GPtrArray *daxfile_static_list(GError **error);
 
 G_END_DECLS
