@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <string.h>
 
 #include "config.h"
 #include "daxfile-conf.h"
 #include "daxfile-error.h"
+#include "daxfile-mount.h"
 #include "daxfile-util.h"
 
 #define GROUP "hook"
@@ -76,14 +79,80 @@ normalise_root(const char *conf_path, const char *key, const char *root,
     return g_canonicalize_filename(root, "/");
 }
 
+static const char *const known_keys[] = {
+    "managed_roots", "allow_non_dax", "trusted_owners", "create_missing",
+    "path_map",
+};
+
+/* A key that is absent is fine; a value GKeyFile cannot read is not: the
+ * hook fails closed on whatever it cannot understand. */
+static gboolean
+key_error(GError *local, const char *key, const char *path, GError **error)
+{
+    if (!local ||
+        g_error_matches(local, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_KEY_NOT_FOUND) ||
+        g_error_matches(local, G_KEY_FILE_ERROR,
+                        G_KEY_FILE_ERROR_GROUP_NOT_FOUND))
+        return TRUE;
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                "Invalid %s in '%s': %s", key, path, local->message);
+    return FALSE;
+}
+
+static gboolean
+check_keys(GKeyFile *kf, const char *path, GError **error)
+{
+    g_auto(GStrv) keys = g_key_file_get_keys(kf, GROUP, NULL, NULL);
+    guint i, j;
+
+    for (i = 0; keys && keys[i]; i++) {
+        gboolean known = FALSE;
+
+        for (j = 0; j < G_N_ELEMENTS(known_keys) && !known; j++)
+            known = STREQ(keys[i], known_keys[j]);
+        if (!known) {
+            g_autofree char *shown = daxfile_escape(keys[i]);
+
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                        "Unknown key '%s' in [" GROUP "] of '%s'; see "
+                        "daxfile.conf(5)", shown, path);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+/* GKeyFile stops at a NUL byte and drops what it cannot decode: refuse
+ * both before it sees the text. */
+static gboolean
+check_text(const char *data, gsize len, const char *path, GError **error)
+{
+    const char *end = NULL;
+    guint line = 1;
+    const char *p;
+
+    if (g_utf8_validate_len(data, len, &end))
+        return TRUE;
+    for (p = data; p < end; p++)
+        line += *p == '\n';
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                "Cannot parse '%s': line %u is not UTF-8 text%s", path, line,
+                memchr(data, '\0', len) ? " (it holds a NUL byte)" : "");
+    return FALSE;
+}
+
 static gboolean
 conf_roots(DaxfileConf *conf, GKeyFile *kf, const char *path,
            gboolean allow_non_dax, gboolean create_missing, GError **error)
 {
+    g_autoptr(GError) local = NULL;
     g_auto(GStrv) roots = g_key_file_get_string_list(kf, GROUP,
                                                      "managed_roots", NULL,
-                                                     NULL);
+                                                     &local);
     guint i;
+
+    if (!key_error(local, "managed_roots", path, error))
+        return FALSE;
 
     for (i = 0; roots && roots[i]; i++) {
         DaxfileRoot *root;
@@ -161,9 +230,13 @@ static gboolean
 conf_path_map(DaxfileConf *conf, GKeyFile *kf, const char *path,
               GError **error)
 {
+    g_autoptr(GError) local = NULL;
     g_auto(GStrv) pairs = g_key_file_get_string_list(kf, GROUP, "path_map",
-                                                     NULL, NULL);
+                                                     NULL, &local);
     guint i;
+
+    if (!key_error(local, "path_map", path, error))
+        return FALSE;
 
     for (i = 0; pairs && pairs[i]; i++) {
         g_auto(GStrv) kv = g_strsplit(g_strstrip(pairs[i]), "=", 2);
@@ -201,17 +274,22 @@ conf_merge(DaxfileConf *conf, const char *data, gsize len, const char *path,
     gboolean allow_non_dax = FALSE;
     gboolean create_missing = FALSE;
 
+    if (!check_text(data, len, path, error))
+        return FALSE;
     if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &local)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Cannot parse '%s': %s", path, local->message);
         return FALSE;
     }
-    if (!conf_bool(kf, "allow_non_dax", path, &allow_non_dax, error) ||
+    if (!check_keys(kf, path, error) ||
+        !conf_bool(kf, "allow_non_dax", path, &allow_non_dax, error) ||
         !conf_bool(kf, "create_missing", path, &create_missing, error) ||
         !conf_roots(conf, kf, path, allow_non_dax, create_missing, error) ||
         !conf_path_map(conf, kf, path, error))
         return FALSE;
-    owners = g_key_file_get_string(kf, GROUP, "trusted_owners", NULL);
+    owners = g_key_file_get_string(kf, GROUP, "trusted_owners", &local);
+    if (!key_error(local, "trusted_owners", path, error))
+        return FALSE;
     if (!owners)
         return TRUE;
     *ret_owners_given = TRUE;
@@ -321,6 +399,103 @@ daxfile_conf_managed_root(const DaxfileConf *conf, const char *path)
     return NULL;
 }
 
+gboolean
+daxfile_path_is_plain(const char *path)
+{
+    g_autofree char *canon = NULL;
+
+    if (!path || !g_path_is_absolute(path))
+        return FALSE;
+    canon = g_canonicalize_filename(path, "/");
+    return STREQ(canon, path);
+}
+
+/* What the kernel says @fd is: its path from our root (d_path), and its
+ * device and path inside its own filesystem */
+typedef struct {
+    char *seen;
+    guint64 dev;
+    char *fs_path;
+} Location;
+
+static void
+location_clear(Location *loc)
+{
+    g_clear_pointer(&loc->seen, g_free);
+    g_clear_pointer(&loc->fs_path, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Location, location_clear)
+
+static gboolean
+locate_fd(int fd, Location *loc)
+{
+    g_autofree char *link = g_strdup_printf("/proc/self/fd/%d", fd);
+
+    loc->seen = g_file_read_link(link, NULL);
+    return loc->seen && g_path_is_absolute(loc->seen) &&
+           daxfile_fd_locate(fd, &loc->dev, &loc->fs_path, NULL);
+}
+
+/* The plain path under @root->path of what @loc is, when it is in there */
+static char *
+inside_root(const DaxfileRoot *root, const Location *loc)
+{
+    g_auto(DaxfileFd) rfd = open(root->path, O_PATH | O_DIRECTORY |
+                                                 O_CLOEXEC);
+    g_auto(Location) rloc = {0};
+    const char *rest = NULL;
+
+    if (rfd < 0 || !locate_fd(rfd, &rloc))
+        return NULL;
+    if (daxfile_path_is_under(loc->seen, rloc.seen))
+        rest = loc->seen + (STREQ(rloc.seen, "/") ? 0 : strlen(rloc.seen));
+    else if (loc->dev == rloc.dev &&
+             daxfile_path_is_under(loc->fs_path, rloc.fs_path))
+        rest = loc->fs_path + (STREQ(rloc.fs_path, "/")
+                                   ? 0
+                                   : strlen(rloc.fs_path));
+    if (!rest)
+        return NULL;
+    return g_canonicalize_filename(*rest == '/' ? rest + 1 : rest,
+                                   root->path);
+}
+
+const DaxfileRoot *
+daxfile_conf_locate(const DaxfileConf *conf, const char *path,
+                    char **ret_plain)
+{
+    g_auto(DaxfileFd) slash = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    g_auto(DaxfileFd) fd = -1;
+    g_autofree char *base = NULL;
+    g_auto(Location) loc = {0};
+    guint i;
+
+    *ret_plain = NULL;
+    if (!path || !*path || slash < 0)
+        return NULL;
+    fd = openat(slash, path, O_PATH | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        /* a file QEMU would create: placed by its directory */
+        g_autofree char *dir = g_path_get_dirname(path);
+
+        base = g_path_get_basename(path);
+        fd = openat(slash, dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (fd < 0 || !locate_fd(fd, &loc))
+        return NULL;
+    for (i = 0; i < conf->roots->len; i++) {
+        const DaxfileRoot *root = g_ptr_array_index(conf->roots, i);
+        g_autofree char *plain = inside_root(root, &loc);
+
+        if (!plain)
+            continue;
+        *ret_plain = base ? g_build_filename(plain, base, NULL)
+                          : g_steal_pointer(&plain);
+        return root;
+    }
+    return NULL;
+}
+
 char *
 daxfile_conf_map_path(const DaxfileConf *conf, const char *path)
 {
@@ -330,8 +505,14 @@ daxfile_conf_map_path(const DaxfileConf *conf, const char *path)
         const char *from = g_ptr_array_index(conf->path_map, i);
         const char *to = g_ptr_array_index(conf->path_map, i + 1);
 
-        if (path_under(path, from))
-            return g_strconcat(to, path + strlen(from), NULL);
+        if (path_under(path, from)) {
+            const char *rest = path + strlen(from);
+
+            /* by components: FROM '/' leaves no separator in front */
+            while (*rest == '/')
+                rest++;
+            return *rest ? g_build_filename(to, rest, NULL) : g_strdup(to);
+        }
     }
     return NULL;
 }

@@ -53,6 +53,17 @@ DaxfileConf *daxfile_conf_load_data(const char *data, gsize len,
 const DaxfileRoot *daxfile_conf_managed_root(const DaxfileConf *conf,
                                              const char *path);
 
+/* The managed root that the file @path names really is in, by what it is
+ * rather than how it is spelt (through "..", a symbolic link, a bind
+ * mount, a relative path: relative to "/", as QEMU under libvirt opens
+ * it), or NULL. A path that does not exist is placed by its directory.
+ * *ret_plain is then the plain path of that file under the root. */
+const DaxfileRoot *daxfile_conf_locate(const DaxfileConf *conf,
+                                       const char *path, char **ret_plain);
+
+/* TRUE when @path is absolute and has no ".", ".." or empty component */
+gboolean daxfile_path_is_plain(const char *path);
+
 /* @path rewritten by the first matching path_map prefix, or NULL */
 char *daxfile_conf_map_path(const DaxfileConf *conf, const char *path);
 
