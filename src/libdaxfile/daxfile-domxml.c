@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <libxml/parser.h>
+#include <libxml/parserInternals.h>
 #include <libxml/tree.h>
 #include <libxml/xpath.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "daxfile-domxml.h"
 #include "daxfile-error.h"
@@ -238,36 +240,66 @@ parse_domain(DaxfileDomain *dom, xmlNode *root, GError **error)
     return parse_devices(dom, child(root, "devices"), error);
 }
 
+/* Any DTD stops the parser where it starts, in whatever encoding the
+ * document is: entities (bombs, external ones) need a DTD, and domain XML
+ * never has one. */
+static void
+refuse_dtd(void *ctx, const xmlChar *name, const xmlChar *external_id,
+           const xmlChar *system_id)
+{
+    xmlParserCtxtPtr ctxt = ctx;
+
+    ctxt->_private = GINT_TO_POINTER(1);
+    xmlStopParser(ctxt);
+}
+
 static xmlDoc *
 read_xml(const char *xml, gsize len, GError **error)
 {
-    xmlDoc *doc;
+    xmlParserCtxtPtr ctxt = NULL;
+    xmlDoc *doc = NULL;
+    gboolean dtd;
     xmlErrorPtr err;
 
+    if (len == 0 || !xml) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "The domain XML is empty");
+        return NULL;
+    }
     if (len > DAXFILE_DOMXML_MAX || len > G_MAXINT) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "The domain XML is larger than %" G_GUINT64_FORMAT
                     " MiB", DAXFILE_DOMXML_MAX >> 20);
         return NULL;
     }
-    /* refused before libxml2 sees it: entities need a DOCTYPE */
-    if (memmem(xml, len, "<!DOCTYPE", strlen("<!DOCTYPE"))) {
+    xmlResetLastError();
+    ctxt = xmlCreateMemoryParserCtxt(xml, (int)len);
+    if (ctxt) {
+        ctxt->sax->internalSubset = refuse_dtd;
+        ctxt->sax->externalSubset = refuse_dtd;
+        xmlCtxtUseOptions(ctxt, PARSE_OPTIONS);
+        xmlParseDocument(ctxt);
+        doc = ctxt->myDoc;
+        ctxt->myDoc = NULL;
+    }
+    dtd = ctxt && (ctxt->_private || (doc && (doc->intSubset ||
+                                              doc->extSubset)));
+    if (doc && (dtd || !ctxt->wellFormed)) {
+        xmlFreeDoc(doc);
+        doc = NULL;
+    }
+    err = ctxt ? xmlCtxtGetLastError(ctxt) : xmlGetLastError();
+    if (dtd)
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "The domain XML has a DOCTYPE; entity declarations are "
                     "not accepted");
-        return NULL;
-    }
-    xmlResetLastError();
-    doc = xmlReadMemory(xml, (int)len, "domain.xml", NULL, PARSE_OPTIONS);
-    if (!doc) {
-        err = xmlGetLastError();
+    else if (!doc)
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Cannot parse the domain XML: %s",
                     err && err->message ? g_strchomp(err->message)
                                         : "malformed");
-        return NULL;
-    }
-    g_assert(!doc->intSubset && !doc->extSubset);
+    if (ctxt)
+        xmlFreeParserCtxt(ctxt);
     return doc;
 }
 
@@ -393,12 +425,20 @@ daxfile_nvdimm_device_xml(const DaxfileNvdimmSpec *spec, GError **error)
 gint
 daxfile_domain_find_nvdimm(const DaxfileDomain *dom, const char *path)
 {
+    struct stat want = {0};
+    gboolean known = stat(path, &want) == 0;
     guint i;
 
     for (i = 0; i < dom->nvdimms->len; i++) {
         const DaxfileNvdimm *nv = g_ptr_array_index(dom->nvdimms, i);
+        struct stat st;
 
-        if (nv->path && STREQ(nv->path, path))
+        if (!nv->path)
+            continue;
+        /* the same file by any spelling: two NVDIMMs over one storage */
+        if (STREQ(nv->path, path) ||
+            (known && stat(nv->path, &st) == 0 &&
+             st.st_dev == want.st_dev && st.st_ino == want.st_ino))
             return (gint)nv->index;
     }
     return -1;
@@ -462,6 +502,7 @@ daxfile_domain_check_attach(const DaxfileDomain *dom,
     g_autofree char *name = daxfile_escape(dom->name);
     g_autofree char *path = daxfile_escape(spec->path);
     guint64 suggest = (dom->memory + spec->size) * 2;
+    gint index;
 
     if (!dom->max_memory || !dom->max_slots) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
@@ -491,9 +532,19 @@ daxfile_domain_check_attach(const DaxfileDomain *dom,
                     "<features>", name);
         return FALSE;
     }
-    if (daxfile_domain_find_nvdimm(dom, spec->path) >= 0) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
-                    "'%s' is already attached to domain '%s'", path, name);
+    index = daxfile_domain_find_nvdimm(dom, spec->path);
+    if (index >= 0) {
+        const DaxfileNvdimm *nv = g_ptr_array_index(dom->nvdimms, index);
+        g_autofree char *as = daxfile_escape(nv->path);
+
+        if (STREQ(nv->path, spec->path))
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
+                        "'%s' is already attached to domain '%s'", path, name);
+        else
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
+                        "'%s' is already attached to domain '%s' as '%s', and "
+                        "the guest would see two NVDIMMs over one storage",
+                        path, name, as);
         return FALSE;
     }
     return check_memory_room(dom, spec, name, error);
