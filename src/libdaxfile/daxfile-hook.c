@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -165,32 +166,140 @@ dev_validate(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
     return g_steal_fd(&fd);
 }
 
-/* The nvdimms under a managed root that the hook acts on */
-static GPtrArray *
-managed_devices(const Hook *h, gboolean with_readonly)
+/* The managed root of @nv, judged by what its path names, not by how it
+ * is spelt: a plain path under a root is managed by it; any other path
+ * that names a file in a managed root (relative, ".", "..", "//", through
+ * a symbolic link or a bind mount) is refused, because QEMU would open it
+ * by a spelling the hook's checks never saw. Anything else is not
+ * managed (*ret_root NULL). */
+static gboolean
+dev_root(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot **ret_root,
+         GError **error)
 {
-    GPtrArray *out = g_ptr_array_new();
+    const DaxfileRoot *lexical = daxfile_conf_managed_root(h->conf, nv->path);
+    g_autofree char *plain = NULL;
+    g_autofree char *name = NULL;
+    g_autofree char *fix = NULL;
+    const DaxfileRoot *real;
+
+    *ret_root = NULL;
+    if (!nv->path)
+        return TRUE;
+    if (lexical && daxfile_path_is_plain(nv->path)) {
+        *ret_root = lexical;
+        return TRUE;
+    }
+    real = daxfile_conf_locate(h->conf, nv->path, &plain);
+    if (!real && !lexical)
+        return TRUE;
+    name = daxfile_escape(nv->path);
+    if (!real) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+                    "'%s' is not a plain path ('.', '..' or '//' in it) and "
+                    "leads outside the managed root '%s'; fix: use a plain "
+                    "absolute path inside the root", name, lexical->path);
+        return FALSE;
+    }
+    fix = daxfile_escape(plain);
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+                "'%s' names the managed file '%s' by another spelling "
+                "(relative, '.', '..', '//', a symbolic link or a bind "
+                "mount), which QEMU would open past the hook's checks; fix: "
+                "use '%s' in the domain XML", name, fix, fix);
+    return FALSE;
+}
+
+typedef struct {
+    DaxfileNvdimm *nv;
+    const DaxfileRoot *root;
+} ManagedDev;
+
+/* The nvdimms in a managed root that the hook acts on (ManagedDev), or
+ * NULL when one of them is named by another spelling. */
+static GArray *
+managed_devices(const Hook *h, gboolean with_readonly, GError **error)
+{
+    g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(ManagedDev));
     guint i;
 
     for (i = 0; i < h->dom->nvdimms->len; i++) {
-        DaxfileNvdimm *nv = g_ptr_array_index(h->dom->nvdimms, i);
+        ManagedDev d = {g_ptr_array_index(h->dom->nvdimms, i), NULL};
+        GError *local = NULL;
 
-        if (!daxfile_conf_managed_root(h->conf, nv->path))
+        if (!dev_root(h, d.nv, &d.root, &local)) {
+            dev_fail(h, d.nv, local, error);
+            return NULL;
+        }
+        if (!d.root)
             continue;
-        if (nv->readonly && !with_readonly)
+        if (d.nv->readonly && !with_readonly)
             continue; /* the guest cannot write: nothing to freeze */
-        g_ptr_array_add(out, nv);
+        g_array_append_val(out, d);
+    }
+    return g_steal_pointer(&out);
+}
+
+/* The devices with a plain path under a managed root */
+static GArray *
+plain_devices(const Hook *h)
+{
+    GArray *out = g_array_new(FALSE, FALSE, sizeof(ManagedDev));
+    guint i;
+
+    for (i = 0; i < h->dom->nvdimms->len; i++) {
+        ManagedDev d = {g_ptr_array_index(h->dom->nvdimms, i), NULL};
+
+        if (d.nv->readonly || !daxfile_path_is_plain(d.nv->path))
+            continue;
+        d.root = daxfile_conf_managed_root(h->conf, d.nv->path);
+        if (d.root)
+            g_array_append_val(out, d);
     }
     return out;
 }
 
+/* Two nvdimms of one domain on the same file: QEMU accepts two backends
+ * on one file and the guest sees two NVDIMMs aliasing one storage. */
+static gboolean
+check_no_alias(const Hook *h, GArray *devs, GError **error)
+{
+    g_autoptr(GArray) ids = g_array_new(FALSE, TRUE, sizeof(struct stat));
+    guint i, j;
+
+    for (i = 0; i < h->dom->nvdimms->len; i++) {
+        DaxfileNvdimm *nv = g_ptr_array_index(h->dom->nvdimms, i);
+        struct stat st = {0};
+
+        if (nv->path && stat(nv->path, &st) < 0)
+            memset(&st, 0, sizeof(st));
+        g_array_append_val(ids, st);
+        for (j = 0; st.st_ino && j < i; j++) {
+            const struct stat *o = &g_array_index(ids, struct stat, j);
+            DaxfileNvdimm *first = g_ptr_array_index(h->dom->nvdimms, j);
+            g_autofree char *other = NULL;
+
+            if (o->st_dev != st.st_dev || o->st_ino != st.st_ino ||
+                devs->len == 0)
+                continue;
+            other = dev_label(h, first);
+            dev_fail(h, nv, g_error_new(
+                DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                "is the same file as %s, and the guest would see two "
+                "NVDIMMs over one storage; fix: give each nvdimm a file of "
+                "its own ('daxfile create')", other), error);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static void
-unreserve(const Hook *h, GPtrArray *devs, guint n, GArray *fds)
+unreserve(const Hook *h, GArray *devs, guint n, GArray *fds)
 {
     guint i;
 
     for (i = 0; i < n; i++) {
-        DaxfileNvdimm *nv = g_ptr_array_index(devs, i);
+        DaxfileNvdimm *nv = g_array_index(devs, ManagedDev, i).nv;
         g_auto(DaxfileDisableResult) res = {0};
 
         daxfile_static_disable(g_array_index(fds, int, i), nv->path, h->owner,
@@ -210,25 +319,24 @@ close_fds(GArray *fds)
 static gboolean
 hook_prepare(const Hook *h, GError **error)
 {
-    g_autoptr(GPtrArray) devs = managed_devices(h, FALSE);
+    g_autoptr(GArray) devs = managed_devices(h, FALSE, error);
     g_autoptr(GArray) fds = g_array_new(FALSE, FALSE, sizeof(int));
     GError *local = NULL;
-    gboolean ok = TRUE;
+    gboolean ok;
     guint i;
 
+    ok = devs && check_no_alias(h, devs, error);
     for (i = 0; ok && i < devs->len; i++) {
-        DaxfileNvdimm *nv = g_ptr_array_index(devs, i);
-        int fd = dev_validate(h, nv, daxfile_conf_managed_root(h->conf,
-                                                               nv->path),
-                              &local);
+        const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
+        int fd = dev_validate(h, d->nv, d->root, &local);
 
         if (fd < 0)
-            ok = dev_fail(h, nv, local, error);
+            ok = dev_fail(h, d->nv, local, error);
         else
             g_array_append_val(fds, fd);
     }
     for (i = 0; ok && i < devs->len; i++) {
-        DaxfileNvdimm *nv = g_ptr_array_index(devs, i);
+        DaxfileNvdimm *nv = g_array_index(devs, ManagedDev, i).nv;
 
         if (!daxfile_static_reserve(g_array_index(fds, int, i), nv->path,
                                     h->owner, h->dom->uuid, nv->alignsize,
@@ -251,9 +359,10 @@ note(const Hook *h, const DaxfileNvdimm *nv, const char *text)
 }
 
 static gboolean
-engage_device(const Hook *h, const DaxfileNvdimm *nv, GError **error)
+engage_device(const Hook *h, const ManagedDev *d, GError **error)
 {
-    const DaxfileRoot *root = daxfile_conf_managed_root(h->conf, nv->path);
+    const DaxfileNvdimm *nv = d->nv;
+    const DaxfileRoot *root = d->root;
     DaxfileEnableParams params = {
         .align = nv->alignsize,
         .allow_non_dax = root->allow_non_dax,
@@ -279,11 +388,13 @@ engage_device(const Hook *h, const DaxfileNvdimm *nv, GError **error)
 static gboolean
 hook_engage(const Hook *h, GError **error)
 {
-    g_autoptr(GPtrArray) devs = managed_devices(h, FALSE);
+    g_autoptr(GArray) devs = managed_devices(h, FALSE, error);
     guint i;
 
+    if (!devs)
+        return FALSE;
     for (i = 0; i < devs->len; i++) {
-        if (!engage_device(h, g_ptr_array_index(devs, i), error))
+        if (!engage_device(h, &g_array_index(devs, ManagedDev, i), error))
             return FALSE;
     }
     return TRUE;
@@ -292,9 +403,10 @@ hook_engage(const Hook *h, GError **error)
 /* Release one device; entries of other owners and files that are not
  * static are none of this domain's business. */
 static gboolean
-release_device(const Hook *h, const DaxfileNvdimm *nv, GError **error)
+release_device(const Hook *h, const ManagedDev *d, GError **error)
 {
-    const DaxfileRoot *root = daxfile_conf_managed_root(h->conf, nv->path);
+    const DaxfileNvdimm *nv = d->nv;
+    const DaxfileRoot *root = d->root;
     g_auto(DaxfileDisableResult) result = {0};
     g_autoptr(GError) local = NULL;
     g_auto(DaxfileFd) fd = -1;
@@ -321,15 +433,19 @@ release_device(const Hook *h, const DaxfileNvdimm *nv, GError **error)
 static gboolean
 hook_release(const Hook *h, GError **error)
 {
-    g_autoptr(GPtrArray) devs = managed_devices(h, FALSE);
+    g_autoptr(GArray) devs = managed_devices(h, FALSE, NULL);
     gboolean ok = TRUE;
     guint i;
 
-    /* release everything even when one device fails */
+    /* A device named by another spelling was refused at prepare and never
+     * engaged: there is nothing to release for it. Release everything
+     * else, even when one device fails. */
+    if (!devs)
+        devs = plain_devices(h);
     for (i = 0; i < devs->len; i++) {
         GError **err = ok ? error : NULL;
 
-        if (!release_device(h, g_ptr_array_index(devs, i), err))
+        if (!release_device(h, &g_array_index(devs, ManagedDev, i), err))
             ok = FALSE;
     }
     return ok;
@@ -339,9 +455,8 @@ hook_release(const Hook *h, GError **error)
  * create_missing allows), is provisioned and fits the device. */
 static gboolean
 ensure_file(const Hook *h, const DaxfileNvdimm *nv, const char *path,
-            GError **error)
+            const DaxfileRoot *root, GError **error)
 {
-    const DaxfileRoot *root = daxfile_conf_managed_root(h->conf, path);
     DaxfileNvdimm mapped = *nv;
     g_autoptr(GError) local = NULL;
     g_autofree char *dir = g_path_get_dirname(path);
@@ -385,13 +500,18 @@ hook_incoming(const Hook *h, char **ret_stdout, GError **error)
         DaxfileNvdimm *nv = g_ptr_array_index(h->dom->nvdimms, i);
         char *mapped = nv->path ? daxfile_conf_map_path(h->conf, nv->path)
                                 : NULL;
-        const char *path = mapped ? mapped : nv->path;
+        DaxfileNvdimm here = *nv;
+        const DaxfileRoot *root = NULL;
+        GError *local = NULL;
 
+        here.path = mapped ? mapped : nv->path;
         if (mapped)
             g_hash_table_insert(rewrites, GUINT_TO_POINTER(nv->index), mapped);
-        if (nv->readonly || !daxfile_conf_managed_root(h->conf, path))
+        if (!dev_root(h, &here, &root, &local))
+            return dev_fail(h, &here, local, error);
+        if (nv->readonly || !root)
             continue;
-        if (!ensure_file(h, nv, path, error))
+        if (!ensure_file(h, nv, here.path, root, error))
             return FALSE;
     }
     if (g_hash_table_size(rewrites) == 0)
