@@ -75,6 +75,29 @@ typedef struct {
     char *owner;
 } RunCtx;
 
+/* One file named twice would be engaged once and released twice. */
+static gboolean
+run_check_twice(const RunCtx *ctx, const RunFile *f, GError **error)
+{
+    guint i;
+
+    for (i = 0; i < ctx->files->len; i++) {
+        const RunFile *o = g_ptr_array_index(ctx->files, i);
+        g_autofree char *a = NULL;
+        g_autofree char *b = NULL;
+
+        if (o->st.st_dev != f->st.st_dev || o->st.st_ino != f->st.st_ino)
+            continue;
+        a = daxfile_escape(o->path);
+        b = daxfile_escape(f->path);
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' and '%s' are the same file; give each --file once",
+                    a, b);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Open and verify every file before the command starts. */
 static gboolean
 run_prepare(RunCtx *ctx, GError **error)
@@ -87,7 +110,7 @@ run_prepare(RunCtx *ctx, GError **error)
 
         f->path = g_strdup(arg_files[i]);
         f->fd = daxfile_file_open(f->path, DAXFILE_OPEN_READ, &f->st, error);
-        if (f->fd < 0)
+        if (f->fd < 0 || !run_check_twice(ctx, f, error))
             return FALSE;
         report = daxfile_report_build(f->fd, f->path, ctx->params.align,
                                       arg_allow_non_dax, error);

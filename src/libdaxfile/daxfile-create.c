@@ -404,8 +404,13 @@ create_validate(const char *name, const char *base,
     if (params->size == 0 || params->size % params->align != 0) {
         g_autofree char *size = daxfile_size_format(params->size);
         g_autofree char *align = daxfile_size_format(params->align);
-        g_autofree char *up = daxfile_size_format_arg(
-            DAXFILE_ALIGN_UP(MAX(params->size, 1), params->align));
+        guint64 fit = DAXFILE_ALIGN_UP(MAX(params->size, 1), params->align);
+        g_autofree char *up = NULL;
+
+        /* the largest size is G_MAXINT64: round down when up is past it */
+        if (fit > (guint64)G_MAXINT64 || fit < params->size)
+            fit = DAXFILE_ALIGN_DOWN(params->size, params->align);
+        up = daxfile_size_format_arg(fit);
 
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Size %s of '%s' is not a multiple of the alignment %s; "

@@ -34,6 +34,8 @@ CASES = [
     ("create-size-mb", ["create", "new.img", "--size", "2MB"]),
     ("create-size-overflow", ["create", "new.img", "--size", "99999999T"]),
     ("create-size-unaligned", ["create", "new.img", "--size", "3M"]),
+    ("create-size-unaligned-max", ["create", "new.img", "--size",
+                                   "9223372036854775807"]),
     ("create-align-3m", ["create", "new.img", "--size", "6M", "--align", "3M"]),
     ("create-align-1k", ["create", "new.img", "--size", "6M", "--align", "1K"]),
     ("create-exists", ["create", "regular.img", "--size", "2M"]),
