@@ -266,3 +266,83 @@ def tempdir(prefix="daxfile-test-"):
         yield d
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+FAKE_DAX = build_path("tests", "helpers", "fake-dax.so")
+FS_IOC_GETFLAGS = 0x80086601
+FS_IMMUTABLE_FL = 0x10
+
+
+def dev_of(path):
+    st = os.stat(path)
+    return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+
+
+def fake_dax_env(mnt):
+    """Environment that makes files under the mount @mnt look like DAX
+    files to daxfile (tests/helpers/fake-dax.c): the immutable guard then
+    engages for real on a page-cache xfs."""
+    return {"LD_PRELOAD": FAKE_DAX, "DAXFILE_FAKE_DAX_DEVS": dev_of(mnt)}
+
+
+def is_immutable(path):
+    """FS_IMMUTABLE_FL of @path (without following a symlink)"""
+    import array
+    import fcntl
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        buf = array.array("i", [0])
+        fcntl.ioctl(fd, FS_IOC_GETFLAGS, buf, True)
+        return bool(buf[0] & FS_IMMUTABLE_FL)
+    finally:
+        os.close(fd)
+
+
+def kernel_static(path):
+    """daxctl(DAXCTL_F_GET) on a kernel that advertises it, else None"""
+    import ctypes
+    try:
+        with open("/sys/kernel/mm/daxfile/syscall_nr") as f:
+            nr = int(f.read())
+    except (OSError, ValueError):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    rc = libc.syscall(ctypes.c_long(nr), os.fsencode(path), 1, 0)
+    return rc >= 0 and bool(rc & 4)
+
+
+def enforced(path):
+    """Is static mode in force on @path by any mechanism?"""
+    return is_immutable(path) or bool(kernel_static(path))
+
+
+class EngagedFs:
+    """A filesystem where static mode really engages: by default an xfs
+    loop mount (su=2m) whose files fake-dax.so makes look like DAX, so the
+    guard's self-test passes for real and FS_IMMUTABLE_FL is set; or, with
+    @directory, a real DAX mount (in the VM), where nothing is faked."""
+
+    def __init__(self, directory=None, kind="xfs", size_mib=1536):
+        self.directory = directory
+        self.loop = None if directory else LoopFs(kind, size_mib)
+
+    def __enter__(self):
+        if self.loop:
+            self.loop.__enter__()
+            self.mnt = self.loop.mnt
+            self.env = fake_dax_env(self.mnt)
+        else:
+            self.mnt = tempfile.mkdtemp(prefix="daxfile-engaged-",
+                                        dir=self.directory)
+            self.env = {}
+        return self
+
+    def path(self, *parts):
+        return os.path.join(self.mnt, *parts)
+
+    def __exit__(self, *exc):
+        if self.loop:
+            return self.loop.__exit__(*exc)
+        subprocess.run(["chattr", "-R", "-i", self.mnt], capture_output=True)
+        shutil.rmtree(self.mnt, ignore_errors=True)
+        return False
