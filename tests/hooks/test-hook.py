@@ -10,6 +10,7 @@ development host). 2 MiB alignment on real filesystems is covered by the
 loopfs and vm suites. DAXFILE_TEST_REGENERATE=1 rewrites the golden files.
 """
 
+import contextlib
 import difflib
 import json
 import os
@@ -20,10 +21,15 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from daxtest import (SRCDIR, WRAPPER, Tap, build_path, daxfile,  # noqa
-                     strip_valgrind_notes, tempdir)
+from daxtest import (SRCDIR, WRAPPER, EngagedFs, Tap, build_path,  # noqa
+                     daxfile, is_immutable, need_root, strip_valgrind_notes,
+                     tempdir)
 
 DATA = os.path.join(SRCDIR, "tests", "data", "hooks")
+# --engaged: the managed root is on an xfs loop mount that fake-dax.so makes
+# look like DAX, so started really sets the immutable flag (root only)
+ENGAGED = "--engaged" in sys.argv[1:]
+MECH = "immutable-guard" if ENGAGED else "verified-only"
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
 M = 1 << 20
 UUID1 = "11111111-2222-3333-4444-555555555555"
@@ -48,8 +54,9 @@ def domain(devices, name="vm1", uuid=UUID1):
 
 
 class World:
-    def __init__(self, tmp):
+    def __init__(self, tmp, extra_env=None):
         self.tmp = tmp
+        self.extra_env = extra_env or {}
         self.root = os.path.join(tmp, "pmem")
         self.state = os.path.join(tmp, "state")
         os.mkdir(self.root)
@@ -62,14 +69,15 @@ class World:
                     f"trusted_owners=root;{os.getuid()}\n{extra}")
 
     def env(self):
-        return {"DAXFILE_CONF": self.conf, "DAXFILE_STATE_DIR": self.state}
+        return dict(self.extra_env, DAXFILE_CONF=self.conf,
+                    DAXFILE_STATE_DIR=self.state)
 
     def path(self, name):
         return os.path.join(self.root, name)
 
     def create(self, name, size="8M"):
         res = daxfile("create", "--align", "4K", "--allow-non-dax",
-                      self.path(name), "--size", size)
+                      self.path(name), "--size", size, env=self.extra_env)
         assert res.rc == 0, res
         return self.path(name)
 
@@ -94,13 +102,16 @@ def render(world, proc):
     text = (f"rc: {proc.returncode}\n--- stdout\n"
             f"{proc.stdout.decode(errors='replace')}--- stderr\n"
             f"{strip_valgrind_notes(proc.stderr.decode(errors='replace'))}")
-    text = text.replace(world.tmp, "@TMP@")
+    text = text.replace(world.tmp, "@TMP@").replace(world.tmp.lstrip("/"),
+                                                     "@RELTMP@")
     return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "@TIME@", text)
 
 
 def golden(tap, world, name, proc, extra_ok=True, diag=""):
     got = render(world, proc)
     path = os.path.join(DATA, name + ".out")
+    if ENGAGED and os.path.exists(os.path.join(DATA, name + ".engaged.out")):
+        path = os.path.join(DATA, name + ".engaged.out")
     if os.environ.get("DAXFILE_TEST_REGENERATE") == "1":
         with open(path, "w") as f:
             f.write(got)
@@ -115,20 +126,33 @@ def golden(tap, world, name, proc, extra_ok=True, diag=""):
     tap.ok(got == want and extra_ok, f"hook: {name}", (diff or got) + str(diag))
 
 
+def guarded(path):
+    """The immutable flag is set and a truncate is refused (never tried on
+    a file without the flag: it would succeed)"""
+    if not is_immutable(path):
+        return False
+    try:
+        os.truncate(path, 0)
+        return False
+    except PermissionError:
+        return True
+
+
 def lifecycle(tap, w):
     f = w.create("vm1.img")
     xml = domain(nvdimm(f))
     golden(tap, w, "prepare-ok", w.hook(xml),
            w.registry() == [("domain:vm1", "reserved", "none")], w.registry())
     golden(tap, w, "started-ok", w.hook(xml, "started"),
-           w.registry() == [("domain:vm1", "engaged", "verified-only")])
+           w.registry() == [("domain:vm1", "engaged", MECH)] and
+           guarded(f) == ENGAGED, (w.registry(), guarded(f)))
     golden(tap, w, "reconnect-ok", w.hook(xml, "reconnect"),
-           w.registry() == [("domain:vm1", "engaged", "verified-only")])
+           w.registry() == [("domain:vm1", "engaged", MECH)])
     golden(tap, w, "prepare-other-owner",
            w.hook(domain(nvdimm(f), name="vm2"), name="vm2"),
-           w.registry() == [("domain:vm1", "engaged", "verified-only")])
+           w.registry() == [("domain:vm1", "engaged", MECH)])
     golden(tap, w, "stopped-ok", w.hook(xml, "stopped", "end"),
-           w.registry() == [])
+           w.registry() == [] and not guarded(f))
     golden(tap, w, "release-again", w.hook(xml, "release", "end"),
            w.registry() == [])
 
@@ -236,6 +260,54 @@ def migrate(tap, w):
     w.write_conf()
 
 
+def bad_configs(tap, w):
+    """Whatever the hook cannot understand in its configuration refuses
+    the operation (fail closed), naming the file."""
+    f = w.create("conf.img")
+    xml = domain(nvdimm(f))
+    valid = f"[hook]\nmanaged_roots={w.root}\nallow_non_dax=true\n"
+    cases = [
+        ("nul-bytes", b"\0" * 512),
+        ("non-utf8-root", (f"[hook]\nmanaged_roots={w.root};/mnt/\xff\n"
+                           "allow_non_dax=true\n").encode("latin-1")),
+        ("non-utf8-owner", (valid + "trusted_owners=root;\xff\n")
+         .encode("latin-1")),
+        ("unknown-owner", (valid + "trusted_owners=nosuchuser\n").encode()),
+        ("unknown-key", (valid.replace("managed_roots", "managed_root"))
+         .encode()),
+    ]
+    for name, data in cases:
+        with open(w.conf, "wb") as fh:
+            fh.write(data)
+        golden(tap, w, f"config-{name}", w.hook(xml), w.registry() == [])
+    w.write_conf()
+
+
+def spellings(tap, w):
+    f = w.create("spelt.img")
+    golden(tap, w, "prepare-dot-spelling",
+           w.hook(domain(nvdimm(w.root + "/./spelt.img"))),
+           w.registry() == [])
+    golden(tap, w, "prepare-relative-spelling",
+           w.hook(domain(nvdimm(f.lstrip("/")))), w.registry() == [])
+    golden(tap, w, "prepare-two-nvdimms-one-file",
+           w.hook(domain(nvdimm(f) + nvdimm(f).replace("'nvdimm0'",
+                                                       "'nvdimm1'"))),
+           w.registry() == [])
+    golden(tap, w, "prepare-empty-stdin", w.hook(b""))
+    utf16 = ('<?xml version="1.0" encoding="UTF-16"?>\n<!DOCTYPE d [<!ENTITY'
+             ' a "aaaa">]>\n' + domain(nvdimm(f))).encode("utf-16")
+    golden(tap, w, "prepare-utf16-doctype", w.hook(utf16),
+           w.registry() == [])
+    dest = os.path.join(w.root, "fromslash")
+    os.mkdir(dest)
+    w.write_conf(f"create_missing=true\npath_map=/={dest}\n")
+    proc = w.hook(domain(nvdimm("/vm7.img")), "migrate")
+    golden(tap, w, "migrate-map-from-slash", proc,
+           os.path.exists(os.path.join(dest, "vm7.img")))
+    w.write_conf()
+
+
 def no_roots(tap, w):
     with open(w.conf, "w") as f:
         f.write("[hook]\n")
@@ -248,11 +320,17 @@ def no_roots(tap, w):
 
 def main():
     tap = Tap()
-    tap.plan(36)
-    with tempdir() as tmp:
-        w = World(tmp)
+    if ENGAGED:
+        need_root(tap)
+    tap.plan(47)
+    with contextlib.ExitStack() as stack:
+        if ENGAGED:
+            efs = stack.enter_context(EngagedFs())
+            w = World(efs.mnt, efs.env)
+        else:
+            w = World(stack.enter_context(tempdir()))
         for func in (lifecycle, refusals, untrusted_owner, ignored, hostile,
-                     migrate, no_roots):
+                     migrate, bad_configs, spellings, no_roots):
             tap.subtest(func.__name__, func, tap, w)
     return tap.done()
 

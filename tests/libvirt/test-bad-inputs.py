@@ -194,6 +194,25 @@ def attach_cases(j):
     ]
 
 
+def attach_twice(tap, loop, j):
+    """The same file by another path (a bind mount): two NVDIMMs over one
+    storage, refused."""
+    first = daxfile("attach", DOM, j("good.img"), "--allow-non-dax")
+    bind = os.path.join(loop.tmp, "bind")
+    os.makedirs(bind, exist_ok=True)
+    subprocess.run(["mount", "--bind", loop.path, bind], check=True)
+    try:
+        before = snapshot(loop)
+        again = os.path.join(bind, "good.img")
+        res = daxfile("attach", DOM, again, "--allow-non-dax")
+        check(tap, "attach: a file the domain has, by another path", res,
+              "over one storage", [again], first.rc == 0 and
+              snapshot(loop) == before)
+    finally:
+        subprocess.run(["umount", bind], capture_output=True)
+        daxfile("detach", DOM, j("good.img"))
+
+
 def snapshot(loop):
     return (tree_snapshot(loop.path), registry_bytes(), definition(DOM),
             definition(DOM_NOACPI))
@@ -235,7 +254,7 @@ def main():
     with lv.Libvirtd() as daemon, lv.LoopDir() as loop:
         j = setup_files(loop.path)
         cli, hook, attach = cli_cases(j), hook_cases(j), attach_cases(j)
-        tap.plan(len(cli) + len(hook) + len(attach) + 1)
+        tap.plan(len(cli) + len(hook) + len(attach) + 2)
         hookinst = lv.Hook(HOOK, f"bad-{os.getpid()}", [loop.path])
         try:
             hookinst.install(daemon)
@@ -261,6 +280,7 @@ def main():
                 res = daxfile(*argv)
                 check(tap, name, res, want, argv[1:3] + ["daxfile attach:"],
                       snapshot(loop) == before)
+            attach_twice(tap, loop, j)
             daxfile("disable", j("held.img"))
             mine = [e for e in daxfile("list", "--json").json()
                     if e["path"].startswith(loop.path)]

@@ -28,17 +28,19 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from daxtest import (DAXFILE, WRAPPER, LoopFs, Tap, build_path,  # noqa: E402
-                     daxfile, need_root, one_line_error, tempdir,
+from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs, Tap,  # noqa: E402
+                     build_path, daxfile, need_root, one_line_error, tempdir,
                      wait_state)
 
 tap = Tap()
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
+# --engaged: xfs with fake-dax.so, the immutable guard really engaged
+ENGAGED = "--engaged" in sys.argv[1:]
 
 
 class Env:
-    def __init__(self, state, conf=None):
-        self.env = {"DAXFILE_STATE_DIR": state}
+    def __init__(self, state, conf=None, extra=None):
+        self.env = dict(extra or {}, DAXFILE_STATE_DIR=state)
         if conf:
             self.env["DAXFILE_CONF"] = conf
 
@@ -211,8 +213,8 @@ def test_symlink_swap(fs, dx):
            "a symlink swapped in after the open: daxfile keeps the inode it "
            "opened", ent)
     os.unlink(a)
+    dx("disable", a + ".orig")
     os.rename(a + ".orig", a)
-    dx("disable", a)
     st = os.stat(a)
     tap.ok(st.st_ino == ino_a and entries(dx) == [], "released the same inode")
 
@@ -258,11 +260,12 @@ def main():
     need_root(tap)
     tap.plan(20)
     with tempdir() as state:
-        dx = Env(state)
-        with LoopFs("ext4") as fs:
+        with (EngagedFs() if ENGAGED else LoopFs("ext4")) as fs:
+            extra = getattr(fs, "env", None)
+            dx = Env(state, extra=extra)
             with open(fs.path("hook.conf"), "w") as f:
                 f.write(f"[hook]\nmanaged_roots={fs.mnt}\nallow_non_dax=true\n")
-            dxh = Env(state, fs.path("hook.conf"))
+            dxh = Env(state, fs.path("hook.conf"), extra)
             tap.subtest("create kills", test_create_kills, fs, dx)
             tap.subtest("hook kills", test_hook_kills, fs, dxh)
             tap.subtest("enable/disable race", test_enable_disable_race, fs,

@@ -14,11 +14,16 @@ import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from daxtest import (DAXFILE, LoopFs, Tap, build_path, daxfile,  # noqa: E402
-                     need_root, one_line_error, tempdir, tree_snapshot)
+from daxtest import (DAXFILE, EngagedFs, LoopFs, Tap, build_path,  # noqa
+                     daxfile, is_immutable, need_root, one_line_error,
+                     tempdir, tree_snapshot)
 
 M = 1 << 20
 tap = Tap()
+# --engaged: xfs with fake-dax.so, so that the immutable guard engages for
+# real (the self-test passes on xfs); default: ext4, verified-only
+ENGAGED = "--engaged" in sys.argv[1:]
+MECH = "immutable-guard" if ENGAGED else "verified-only"
 CONSUMER = build_path("tests", "helpers", "daxfile-consumer")
 SHIM = build_path("tests", "helpers", "fake-daxctl.so")
 
@@ -40,8 +45,8 @@ def registry_bytes(state):
 
 
 class Env:
-    def __init__(self, state):
-        self.env = {"DAXFILE_STATE_DIR": state}
+    def __init__(self, state, extra=None):
+        self.env = dict(extra or {}, DAXFILE_STATE_DIR=state)
 
     def __call__(self, *args, **kw):
         env = dict(self.env)
@@ -52,26 +57,36 @@ class Env:
 def test_lifecycle(fs, dx, state):
     f = fs.path("vm.img")
     tap.is_(dx("create", f, "--size", "16M").rc, 0, "create a file")
-    res = dx("enable", f)
-    tap.ok(one_line_error(res) and "DAX is not in effect" in res.err and
-           "--allow-non-dax" in res.err and registry(state) == [],
-           "enable refuses a non-DAX file, names the fix", res)
-    res = dx("enable", f, "--allow-non-dax", "--owner", "vm1")
-    tap.ok(res.rc == 0 and "DEVELOPMENT MODE" in res.err and
-           "verified-only" in res.err,
-           "--allow-non-dax registers loudly as verified-only", res)
+    if ENGAGED:
+        res = dx("enable", f, "--mechanism", "verified-only")
+        tap.ok(res.rc == 0 and "verified-only" in res.err and
+               not is_immutable(f) and dx("disable", f).rc == 0 and
+               registry(state) == [],
+               "--mechanism verified-only engages nothing", res)
+        res = dx("enable", f, "--owner", "vm1")
+        tap.ok(res.rc == 0 and "immutable-guard" in res.err and
+               is_immutable(f), "enable sets the immutable flag", res)
+    else:
+        res = dx("enable", f)
+        tap.ok(one_line_error(res) and "DAX is not in effect" in res.err and
+               "--allow-non-dax" in res.err and registry(state) == [],
+               "enable refuses a non-DAX file, names the fix", res)
+        res = dx("enable", f, "--allow-non-dax", "--owner", "vm1")
+        tap.ok(res.rc == 0 and "DEVELOPMENT MODE" in res.err and
+               "verified-only" in res.err,
+               "--allow-non-dax registers loudly as verified-only", res)
     ent = registry(state)
     tap.ok(len(ent) == 1 and ent[0]["owner"] == "vm1" and
            ent[0]["state"] == "engaged" and
            ent[0]["path"] == os.path.realpath(f) and ent[0]["fingerprint"],
            "registry entry: absolute path, owner, state, fingerprint", ent)
     st = dx("status", "--json", "--allow-non-dax", f).json()[0]["static"]
-    tap.ok(st["enabled"] is True and st["mechanism"] == "verified-only" and
+    tap.ok(st["enabled"] is True and st["mechanism"] == MECH and
            st["owner"] == "vm1" and st["since"] and
            st["layout_unchanged"] is True,
            "status --json has the static object", st)
     lst = dx("list", "--json").json()
-    tap.ok(len(lst) == 1 and lst[0]["mechanism"] == "verified-only" and
+    tap.ok(len(lst) == 1 and lst[0]["mechanism"] == MECH and
            lst[0]["stale"] is False, "list --json shows the entry", lst)
     res = dx("enable", f, "--allow-non-dax", "--owner", "vm1")
     tap.ok(res.rc == 0 and "was already static" in res.err,
@@ -97,12 +112,20 @@ def test_layout_change(fs, dx, state):
     f = fs.path("change.img")
     dx("create", f, "--size", "8M")
     dx("enable", f, "--allow-non-dax")
-    subprocess.run(["fallocate", "--punch-hole", "-o", "0", "-l", "2M", f],
-                   check=True)
+    punch = subprocess.run(["fallocate", "--punch-hole", "-o", "0", "-l",
+                            "2M", f], capture_output=True, text=True)
     res = dx("disable", f)
-    tap.ok(res.rc == 1 and "changed while static" in res.err and
-           registry(state) == [],
-           "a layout change while static (verified-only) is reported", res)
+    if ENGAGED:
+        tap.ok(punch.returncode != 0 and "not permitted" in punch.stderr and
+               res.rc == 0 and "layout unchanged" in res.err and
+               registry(state) == [],
+               "a punch while static is refused (EPERM), layout unchanged",
+               f"{punch.stderr}\n{res}")
+    else:
+        tap.ok(punch.returncode == 0 and res.rc == 1 and
+               "changed while static" in res.err and registry(state) == [],
+               "a layout change while static (verified-only) is reported",
+               res)
 
 
 def test_refusals(fs, dx, state):
@@ -205,7 +228,7 @@ def run_consumer(dx, f, script, extra=()):
     """daxfile run over the test consumer, fed a command script."""
     argv = [DAXFILE, "run", "--allow-non-dax", "--file", f, *extra, "--",
             CONSUMER, f]
-    env = dict(os.environ, DAXFILE_STATE_DIR=dx.env["DAXFILE_STATE_DIR"])
+    env = dict(os.environ, **dx.env)
     return subprocess.Popen(argv, env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -260,8 +283,9 @@ def test_crash(fs, dx, state):
         res = dx("enable", f, "--allow-non-dax",
                  env={"DAXFILE_TEST_CRASH": point})
         ent = registry(state)
+        flag = point == "enable-engaged" and ENGAGED
         tap.ok(res.rc == -9 and len(ent) == 1 and
-               ent[0]["state"] == "engaging",
+               ent[0]["state"] == "engaging" and is_immutable(f) == flag,
                f"SIGKILL at {point}: the intent is in the registry", ent)
         res = dx("enable", f, "--allow-non-dax")
         tap.ok(one_line_error(res) and "daxfile repair" in res.err,
@@ -270,7 +294,8 @@ def test_crash(fs, dx, state):
         tap.ok("engaging" in lst.out, f"after {point}: list shows it", lst)
         res = dx("repair")
         tap.ok(res.rc == 0 and "interrupted" in res.err and
-               registry(state) == [], f"after {point}: repair clears it", res)
+               registry(state) == [] and not is_immutable(f),
+               f"after {point}: repair clears it", res)
     dx("enable", f, "--allow-non-dax")
     res = dx("disable", f, env={"DAXFILE_TEST_CRASH": "disable-logged"})
     ent = registry(state)
@@ -296,7 +321,8 @@ def test_no_unadvertised_syscall(fs, dx, state):
     dx("create", f, "--size", "2M")
     with tempdir() as d:
         log = os.path.join(d, "calls.log")
-        env = {"LD_PRELOAD": SHIM, "DAXFILE_FAKE_DAXCTL_NR": "451",
+        preload = " ".join(filter(None, [dx.env.get("LD_PRELOAD"), SHIM]))
+        env = {"LD_PRELOAD": preload, "DAXFILE_FAKE_DAXCTL_NR": "451",
                "DAXFILE_FAKE_DAXCTL_STATE": d, "DAXFILE_FAKE_DAXCTL_LOG": log,
                "DAXFILE_SYSFS_ROOT": os.path.join(d, "empty-sysfs")}
         os.mkdir(env["DAXFILE_SYSFS_ROOT"])
@@ -304,7 +330,7 @@ def test_no_unadvertised_syscall(fs, dx, state):
         dx("status", f, env=env)
         dx("disable", f, env=env)
         calls = open(log).read() if os.path.exists(log) else ""
-        tap.ok(res.rc == 0 and "verified-only" in res.err and
+        tap.ok(res.rc == 0 and MECH in res.err and
                not any(line.split()[0] in ("0", "333", "451")
                        for line in calls.splitlines()),
                "with nothing advertised, no daxctl() number is ever called",
@@ -315,8 +341,8 @@ def main():
     need_root(tap)
     tap.plan(40)
     with tempdir() as state:
-        dx = Env(state)
-        with LoopFs("ext4") as fs:
+        with (EngagedFs() if ENGAGED else LoopFs("ext4")) as fs:
+            dx = Env(state, getattr(fs, "env", None))
             tap.subtest("lifecycle", test_lifecycle, fs, dx, state)
             tap.subtest("layout change", test_layout_change, fs, dx, state)
             tap.subtest("refusals", test_refusals, fs, dx, state)
@@ -327,7 +353,7 @@ def main():
             tap.subtest("crash", test_crash, fs, dx, state)
             tap.subtest("syscalls", test_no_unadvertised_syscall, fs, dx,
                         state)
-        tap.subtest("selftest", test_selftest, dx)
+        tap.subtest("selftest", test_selftest, Env(state))
     return tap.done()
 
 

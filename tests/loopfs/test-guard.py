@@ -1,0 +1,796 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Static mode with the guard really engaged, attacked as an attacker would.
+
+On the host: an xfs loop mount whose files tests/helpers/fake-dax.so makes
+look like DAX files, so `enable` and the hook run the real self-test (it
+passes on xfs) and set FS_IMMUTABLE_FL; every refusal is the kernel's own.
+With --dir DIR (the vm suite, on real fsdax): nothing is faked, and the
+mechanism is whatever the running kernel offers (immutable-guard, or kernel
+on the daxctl() kernel).
+
+- defects of issue #14, each with its regression test: a killed self-test
+  holding the per-file lock, repair dropping an entry whose file it cannot
+  find, a writer opening the file while enable engages, other spellings of
+  a managed path, two nvdimms on one file, reservations of starts that
+  never finished, run --file F --file F, the registry's temporary file;
+- a randomized kill test: SIGKILL at random points of enable, disable,
+  run, selftest and each hook phase; after each kill (and after repair):
+  no process left holding a daxfile lock, immutable <=> a registry entry
+  says so, no reservation without a live owner, contents byte-identical;
+- a race test: foreign writers against enable and the hook's started: a
+  file reported static never changes size or extents.
+"""
+
+import argparse
+import ctypes
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs, Tap,  # noqa: E402
+                     build_path, daxfile, enforced, fake_dax_env, need_root,
+                     one_line_error, tempdir, wait_state)
+
+M = 1 << 20
+tap = Tap()
+HOOK = build_path("libvirt-hooks", "daxfile-hook")
+CONSUMER = build_path("tests", "helpers", "daxfile-consumer")
+DAXFILE_COMMS = ("daxfile", "daxfile-hook")
+
+
+def domain_xml(paths, name="vm1", size=8 * M):
+    devs = "".join(
+        f"<memory model='nvdimm' access='shared'><source><path>{p}</path>"
+        "<alignsize unit='KiB'>2048</alignsize><pmem/></source><target>"
+        f"<size unit='KiB'>{size >> 10}</size><node>0</node></target>"
+        "</memory>" for p in paths)
+    return f"<domain><name>{name}</name><devices>{devs}</devices></domain>"
+
+
+# ----------------------------------------------------------- the world
+
+
+class World:
+    def __init__(self, efs, state):
+        self.efs = efs
+        self.state = state
+        self.root = efs.path("managed")
+        os.mkdir(self.root)
+        self.conf = os.path.join(state, "daxfile.conf")
+        with open(self.conf, "w") as f:
+            f.write(f"[hook]\nmanaged_roots={self.root}\n"
+                    "trusted_owners=root\n")
+        self.env = dict(efs.env, DAXFILE_STATE_DIR=state,
+                        DAXFILE_CONF=self.conf)
+
+    def path(self, name):
+        return os.path.join(self.root, name)
+
+    def dx(self, *args, env=None, **kw):
+        return daxfile(*args, env=dict(self.env, **(env or {})), **kw)
+
+    def spawn(self, argv, env=None, stdin=subprocess.DEVNULL):
+        return subprocess.Popen(argv, env=dict(os.environ, **self.env,
+                                               **(env or {})),
+                                stdin=stdin, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True,
+                                errors="surrogateescape",
+                                start_new_session=True)
+
+    def hook(self, op, subop, xml, name="vm1", env=None, orphan=False):
+        """Run the hook like libvirtd does. orphan: its parent (the
+        libvirtd stand-in, a shell) is gone once it returns."""
+        argv = WRAPPER + [HOOK, name, op, subop, "-"]
+        if orphan:
+            argv = ["sh", "-c", '"$0" "$@"; exit $?'] + argv
+        proc = subprocess.run(argv, input=xml.encode(), capture_output=True,
+                              env=dict(os.environ, **self.env,
+                                       **(env or {})))
+        proc.err = proc.stderr.decode(errors="replace")
+        return proc
+
+    def create(self, name, size=8 * M):
+        path = self.path(name)
+        res = self.dx("create", path, "--size", str(size))
+        assert res.rc == 0, res
+        return path
+
+    def registry(self):
+        path = os.path.join(self.state, "lib", "registry.json")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return json.load(f)["entries"]
+
+    def entry(self, path):
+        st = os.stat(path)
+        for e in self.registry():
+            if e["dev"] == st.st_dev and e["ino"] == st.st_ino:
+                return e
+        return None
+
+    def busy_locks(self):
+        busy = []
+        run = os.path.join(self.state, "run")
+        for lock in glob.glob(os.path.join(run, "locks", "*.lock")) + \
+                glob.glob(os.path.join(run, "registry.lock")):
+            with open(lock, "a") as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(f, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    busy.append(os.path.basename(lock))
+        return busy
+
+
+class Consumer:
+    """The stand-in for QEMU: maps the file (MAP_SYNC) and holds it."""
+
+    def __init__(self, world, path):
+        self.proc = subprocess.Popen(
+            [CONSUMER, path, "--sync"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True,
+            env=dict(os.environ, **world.efs.env))
+        line = self.proc.stdout.readline()
+        assert line.startswith("mapped"), line
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.write("exit 0\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=30)
+
+
+def _finished_pid():
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def children():
+    """(pid, comm, state) of this process's children, orphans included
+    (the test is a child subreaper)."""
+    out = []
+    for task in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+        try:
+            with open(task) as f:
+                pids = [int(p) for p in f.read().split()]
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            comm = stat[stat.index("(") + 1:stat.rindex(")")]
+            out.append((pid, comm, stat.rsplit(")", 1)[1].split()[0]))
+    return out
+
+
+def leftover_daxfile(timeout=3.0):
+    """Live daxfile processes left behind (a killed parent's self-test
+    child, say); zombies of ours are reaped."""
+    end = time.monotonic() + timeout
+    while True:
+        live = []
+        for pid, comm, state in children():
+            if comm not in DAXFILE_COMMS:
+                continue
+            if state == "Z":
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+            else:
+                live.append((pid, comm))
+        if not live or time.monotonic() > end:
+            return live
+        time.sleep(0.02)
+
+
+def kill_tree_of(proc):
+    """SIGKILL @proc's children, then @proc (a shell running the hook)."""
+    try:
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            kids = [int(p) for p in f.read().split()]
+    except OSError:
+        kids = []
+    for k in kids:
+        try:
+            os.kill(k, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+
+
+def content(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def layout(path):
+    out = subprocess.run(["filefrag", "-v", "-b4096", path],
+                         capture_output=True, text=True).stdout
+    ext = [ln.split(":")[1:4] for ln in out.splitlines()
+           if ln.split(":")[0].strip().isdigit()]
+    return (os.stat(path).st_size, tuple(tuple(x.strip() for x in e)
+                                         for e in ext))
+
+
+# ------------------------------------------------------------ defects
+
+
+def t_selftest_child(w):
+    """#1: a killed self-test left its child holding the per-file lock."""
+    res = w.dx("selftest", w.root, env={"DAXFILE_TEST_CRASH":
+                                        "selftest-running"})
+    left = leftover_daxfile()
+    tap.ok(res.rc == -9 and not left,
+           "selftest SIGKILLed while its child waits: the child does not "
+           "outlive it", f"{res}\nleft: {left}")
+    f = w.create("st.img")
+    c = Consumer(w, f)
+    try:
+        res = w.dx("enable", f, env={"DAXFILE_TEST_CRASH":
+                                     "selftest-running"})
+        left = leftover_daxfile()
+        busy = w.busy_locks()
+        again = w.dx("enable", f)
+        tap.ok(res.rc == -9 and not left and not busy and again.rc == 0,
+               "enable SIGKILLed during its self-test: no lock held after, "
+               "the next enable is not busy",
+               f"{res}\nleft: {left}\nbusy: {busy}\n{again}")
+        w.dx("disable", f)
+        rng = random.Random(14)
+        t0 = time.monotonic()
+        w.dx("selftest", w.root)
+        dur = time.monotonic() - t0
+        bad = []
+        for i in range(40):
+            p = w.spawn(WRAPPER + [DAXFILE, "selftest", w.root])
+            time.sleep(rng.uniform(0, dur))
+            p.kill()
+            p.wait()
+            left = leftover_daxfile()
+            if left:
+                bad.append((i, left))
+                for pid, _ in left:
+                    os.kill(pid, signal.SIGKILL)
+        tap.ok(not bad, "40 random SIGKILLs of selftest: never a child left",
+               bad)
+    finally:
+        c.stop()
+
+
+def t_repair_unresolvable(w, extra_fs):
+    """#2: repair dropped entries whose path no longer opened, leaving the
+    file immutable with no record."""
+    pid = _finished_pid()
+    d = w.path("d1")
+    os.mkdir(d)
+    f = w.create("d1/b.img")
+    w.dx("enable", f, "--owner", f"pid:{pid}")
+    os.rename(d, w.path("d2"))
+    moved = w.path("d2/b.img")
+    was = enforced(moved)
+    res = w.dx("repair")
+    tap.ok(was and res.rc == 0 and "released" in res.err and
+           not enforced(moved) and w.registry() == [],
+           "parent directory renamed: repair finds the inode by its file "
+           "handle and releases it", res)
+    long_path_case(w, pid)
+    if extra_fs is None:
+        return
+    unmounted_case(w, extra_fs, pid)
+
+
+def long_path_case(w, pid):
+    base = os.open(w.root, os.O_RDONLY | os.O_DIRECTORY)
+    fds = [base]
+    name = "p" * 250
+    try:
+        for _ in range(18):           # 18 * 251 > PATH_MAX
+            try:
+                os.mkdir(name, dir_fd=fds[-1])
+            except FileExistsError:
+                pass
+            fds.append(os.open(name, os.O_RDONLY | os.O_DIRECTORY,
+                               dir_fd=fds[-1]))
+        deep = fds[-1]
+
+        def there():
+            os.fchdir(deep)
+        env = dict(os.environ, **w.env)
+        subprocess.run([DAXFILE, "create", "x.img", "--size", "8M"], env=env,
+                       preexec_fn=there, check=True, capture_output=True)
+        subprocess.run([DAXFILE, "enable", "x.img", "--owner", f"pid:{pid}"],
+                       env=env, preexec_fn=there, check=True,
+                       capture_output=True)
+        fd = os.open("x.img", os.O_RDONLY, dir_fd=deep)
+        was = flag_of_fd(fd)
+        res = w.dx("repair")
+        now = flag_of_fd(fd)
+        os.close(fd)
+        tap.ok(was and res.rc == 0 and not now and w.registry() == [],
+               "a path over PATH_MAX: repair releases the file by its "
+               "handle", res)
+    finally:
+        for fd in reversed(fds):
+            os.close(fd)
+        shutil.rmtree(os.path.join(w.root, name), ignore_errors=True)
+
+
+def flag_of_fd(fd):
+    import array
+    buf = array.array("i", [0])
+    fcntl.ioctl(fd, 0x80086601, buf, True)
+    return bool(buf[0] & 0x10) or bool(kernel_static_fd(fd))
+
+
+def kernel_static_fd(fd):
+    from daxtest import kernel_static
+    return kernel_static(f"/proc/self/fd/{fd}")
+
+
+def unmounted_case(w, xfs, pid):
+    """The filesystem is not mounted at repair time, then comes back
+    (elsewhere, and on another loop device)."""
+    f = os.path.join(xfs.mnt, "u.img")
+    res = w.dx("create", f, "--size", "8M")
+    w.dx("enable", f, "--owner", f"pid:{pid}")
+    image = xfs.image
+    subprocess.run(["umount", xfs.mnt], check=True)
+    xfs.mounted = False
+    res = w.dx("repair")
+    kept = w.registry()
+    lst = w.dx("list")
+    tap.ok(res.rc == 1 and "mount its filesystem" in res.err and
+           "--path" in res.err and len(kept) == 1 and "u.img" in lst.out,
+           "its filesystem not mounted: repair keeps the entry and says how "
+           "to finish", res)
+    # another loop device: the device number changes, as across a reboot
+    dummy = os.path.join(os.path.dirname(xfs.mnt), "dummy.img")
+    with open(dummy, "wb") as fh:
+        fh.truncate(M)
+    hold = subprocess.run(["losetup", "-f", "--show", dummy],
+                          capture_output=True, text=True, check=True)
+    other = os.path.join(os.path.dirname(xfs.mnt), "mnt2")
+    os.makedirs(other, exist_ok=True)
+    subprocess.run(["mount", "-o", "loop", image, other], check=True)
+    try:
+        moved = os.path.join(other, "u.img")
+        env = fake_dax_env(other)
+        first = w.dx("repair", env=env)
+        res = w.dx("repair", "--path", moved, env=env)
+        tap.ok(first.rc in (0, 1) and res.rc == 0 and
+               not enforced(moved) and w.registry() == [],
+               "remounted from another device: 'repair --path' releases it",
+               f"{first}\n{res}")
+    finally:
+        subprocess.run(["chattr", "-i", os.path.join(other, "u.img")],
+                       capture_output=True)
+        subprocess.run(["umount", other], capture_output=True)
+        subprocess.run(["losetup", "-d", hold.stdout.strip()],
+                       capture_output=True)
+
+
+def t_writer_window(w):
+    """#3: a writer that opened the file while enable ran kept a writable
+    descriptor across the flag."""
+    f = w.create("window.img")
+    before = layout(f)
+    p = w.spawn(WRAPPER + [DAXFILE, "enable", f],
+                env={"DAXFILE_TEST_PAUSE": "enable-checked"})
+    stopped = wait_state(p, True)
+    fd = os.open(f, os.O_RDWR)
+    os.kill(p.pid, signal.SIGCONT)
+    err = p.communicate(timeout=120)[1]
+    truncated = False
+    try:
+        os.ftruncate(fd, 6 * M)
+        truncated = True
+    except OSError:
+        pass
+    os.close(fd)
+    tap.ok(stopped and p.returncode == 1 and "rolled back" in err and
+           len(err.splitlines()) == 1 and not enforced(f) and
+           w.registry() == [],
+           "a writer opening the file while enable engages: enable rolls "
+           "back and says so in one line", err)
+    tap.ok(truncated or layout(f) == before,
+           "the writer's descriptor then works on a file that is not static",
+           layout(f))
+    os.unlink(f)
+
+
+def t_aliases(w):
+    """#4: another spelling of a managed path skipped the hook."""
+    f = w.create("a.img")
+    c = Consumer(w, f)
+    xml = domain_xml([f])
+    ok1 = w.hook("prepare", "begin", xml).returncode == 0
+    ok2 = w.hook("started", "begin", xml).returncode == 0
+    tap.ok(ok1 and ok2 and enforced(f), "vm1 holds the file, enforced")
+    base = os.path.basename(w.root)
+    link = w.efs.path("outside-link.img")
+    os.symlink(f, link)
+    bind = os.path.join(w.state, "bind")
+    os.mkdir(bind)
+    subprocess.run(["mount", "--bind", w.root, bind], check=True)
+    spellings = [
+        ("'.'", os.path.join(w.root, ".", "a.img")),
+        ("'..'", os.path.join(w.root, "..", base, "a.img")),
+        ("'//'", "/" + f),
+        ("relative", f.lstrip("/")),
+        ("symlink outside the root", link),
+        ("bind mount outside the root", os.path.join(bind, "a.img")),
+    ]
+    try:
+        for what, spelling in spellings:
+            before = w.registry()
+            res = w.hook("prepare", "begin", domain_xml([spelling], "vm2"),
+                         name="vm2")
+            lines = res.err.splitlines()
+            tap.ok(res.returncode == 1 and len(lines) == 1 and
+                   "another spelling" in res.err and f"use '{f}'" in res.err
+                   and w.registry() == before,
+                   f"vm2 names vm1's file by {what}: refused, the plain "
+                   "path named", res.err)
+        w.hook("stopped", "end", xml)
+        res = w.hook("prepare", "begin",
+                     domain_xml([os.path.join(bind, "a.img")]))
+        tap.ok(res.returncode == 1 and "another spelling" in res.err and
+               w.registry() == [],
+               "a free managed file by another spelling: refused too",
+               res.err)
+    finally:
+        subprocess.run(["umount", bind], capture_output=True)
+        os.unlink(link)
+        c.stop()
+
+
+def t_two_nvdimms(w):
+    """#7: one domain, two nvdimms on the same file."""
+    f = w.create("twice.img")
+    res = w.hook("prepare", "begin", domain_xml([f, f]))
+    tap.ok(res.returncode == 1 and "is the same file as" in res.err and
+           w.registry() == [],
+           "two nvdimms of one domain on one file: refused at prepare",
+           res.err)
+
+
+def t_reservations(w):
+    """#8: a reservation of a start that never happened was never
+    repaired, and other domains were refused without a fix."""
+    f = w.create("res.img")
+    xml = domain_xml([f])
+    res = w.hook("prepare", "begin", xml, orphan=True)
+    ent = w.entry(f)
+    other = w.hook("prepare", "begin", domain_xml([f], "vm2"), name="vm2")
+    tap.ok(res.returncode == 0 and ent and ent["state"] == "reserved" and
+           other.returncode == 1 and "daxfile repair" in other.err,
+           "a start that never finished: another domain is refused, with "
+           "'daxfile repair' named", other.err)
+    rep = w.dx("repair")
+    tap.ok(rep.rc == 0 and "never finished" in rep.err and w.registry() == [],
+           "repair releases the reservation whose start is gone", rep)
+    w.hook("prepare", "begin", xml)
+    rep = w.dx("repair")
+    tap.ok(rep.rc == 0 and w.entry(f) and
+           w.entry(f)["state"] == "reserved",
+           "a reservation whose libvirtd still runs is left alone", rep)
+    w.hook("release", "end", xml)
+
+
+def t_small(w):
+    """#10: run --file F --file F, the registry's temporary file, list."""
+    f = w.create("run.img")
+    marker = os.path.join(w.state, "ran")
+    for second in (f, os.path.join(w.root, ".", "run.img")):
+        res = w.dx("run", "--file", f, "--file", second, "--", "touch",
+                   marker)
+        tap.ok(one_line_error(res) and "same file" in res.err and
+               not os.path.exists(marker) and w.registry() == [],
+               "run with one file given twice: refused before the command "
+               "starts", res)
+    res = w.hook("prepare", "begin", domain_xml([f]),
+                 env={"DAXFILE_TEST_CRASH": "registry-written"})
+    tmp = os.path.join(w.state, "lib", "registry.json.tmp")
+    left = os.path.exists(tmp)
+    w.dx("list")
+    tap.ok(res.returncode == -9 and left and not os.path.exists(tmp),
+           "a save killed before its rename: the next registry use removes "
+           "registry.json.tmp")
+    odd = w.path("bad\udcff.img")
+    w.dx("create", odd, "--size", "8M")
+    w.dx("enable", odd)
+    lst = w.dx("list")
+    w.dx("disable", odd)
+    tap.ok("bad\\xff.img" in lst.out and "\\x5c" not in lst.out,
+           "list escapes a non-UTF-8 name once, as every command does", lst)
+
+
+# --------------------------------------------------------- kill test
+
+OPS = ["enable", "disable", "run", "selftest", "prepare", "started",
+       "stopped"]
+
+
+class KillTest:
+    def __init__(self, w, path, seed):
+        self.w = w
+        self.f = path
+        self.xml = domain_xml([path])
+        self.rng = random.Random(seed)
+        self.consumer = None
+        self.digest = content(path)
+        self.dur = {}
+
+    def argv(self, op):
+        if op == "enable":
+            return WRAPPER + [DAXFILE, "enable", self.f]
+        if op == "disable":
+            return WRAPPER + [DAXFILE, "disable", self.f]
+        if op == "selftest":
+            return WRAPPER + [DAXFILE, "selftest", self.w.root]
+        if op == "run":
+            return WRAPPER + [DAXFILE, "run", "--file", self.f, "--",
+                              CONSUMER, self.f, "--sync"]
+        phase = {"prepare": ("prepare", "begin"),
+                 "started": ("started", "begin"),
+                 "stopped": ("stopped", "end")}[op]
+        return ["sh", "-c", '"$0" "$@" <"$XML"; exit $?'] + WRAPPER + \
+            [HOOK, "vm1", *phase, "-"]
+
+    def spawn(self, op):
+        xmlfile = os.path.join(self.w.state, "kill.xml")
+        with open(xmlfile, "w") as f:
+            f.write(self.xml)
+        stdin = subprocess.PIPE if op == "run" else subprocess.DEVNULL
+        return self.w.spawn(self.argv(op), env={"XML": xmlfile}, stdin=stdin)
+
+    def measure(self):
+        for op in OPS:
+            t0 = time.monotonic()
+            p = self.spawn(op)
+            if op == "run":
+                time.sleep(1.0)
+                p.kill()
+                p.wait()
+                self.kill_run_consumers()
+            else:
+                p.wait(timeout=120)
+            self.dur[op] = max(time.monotonic() - t0, 0.01)
+            self.reset()
+
+    def kill_run_consumers(self):
+        mine = self.consumer.proc.pid if self.consumer else None
+        for pid, comm, state in children():
+            if comm == "daxfile-consumer" and pid != mine:
+                os.kill(pid, signal.SIGKILL)
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+
+    def reset(self):
+        self.w.dx("repair")
+        self.w.dx("disable", self.f)
+
+    def toggle_consumer(self):
+        if self.consumer:
+            self.consumer.stop()
+            self.consumer = None
+        else:
+            self.reset()    # a static file cannot be opened for writing
+            self.consumer = Consumer(self.w, self.f)
+
+    def entry_says_enforced(self, entry, states):
+        return entry and entry["mechanism"] in ("immutable-guard", "kernel") \
+            and entry["state"] in states
+
+    def one(self, i):
+        op = self.rng.choice(OPS)
+        p = self.spawn(op)
+        time.sleep(self.rng.uniform(0, self.dur[op] * 1.1))
+        killed = p.poll() is None
+        if op in ("prepare", "started", "stopped"):
+            kill_tree_of(p)
+        else:
+            p.kill()
+        p.wait()
+        problems = []
+        left = leftover_daxfile()
+        if left:
+            problems.append(f"daxfile processes left: {left}")
+        e = self.w.entry(self.f)
+        if enforced(self.f) and not self.entry_says_enforced(
+                e, ("engaging", "engaged", "releasing")):
+            problems.append(f"enforced without a registry entry: {e}")
+        if content(self.f) != self.digest:
+            problems.append("contents changed")
+        self.kill_run_consumers()
+        rep = self.w.dx("repair")
+        if rep.rc != 0:
+            problems.append(f"repair failed: {rep}")
+        busy = self.w.busy_locks()
+        if busy:
+            problems.append(f"locks still held: {busy}")
+        e = self.w.entry(self.f)
+        if enforced(self.f) != bool(self.entry_says_enforced(e,
+                                                             ("engaged",))):
+            problems.append(f"after repair, enforced={enforced(self.f)} "
+                            f"but the entry is {e}")
+        if e and e["state"] == "reserved" and not self.consumer:
+            problems.append(f"a reservation without a live owner: {e}")
+        if self.rng.random() < 0.4:
+            self.reset()
+        if i % 25 == 24:
+            self.toggle_consumer()
+        return op, killed, problems
+
+
+def t_kills(w, n):
+    f = w.create("kill.img")
+    kt = KillTest(w, f, 20261203)
+    kt.measure()
+    kt.toggle_consumer()
+    kills = {op: 0 for op in OPS}
+    bad = []
+    i = 0
+    try:
+        while sum(kills.values()) < n and i < 4 * n:
+            op, killed, problems = kt.one(i)
+            kills[op] += killed
+            if problems:
+                bad.append((i, op, problems))
+                kt.reset()
+            i += 1
+    finally:
+        if kt.consumer:
+            kt.consumer.stop()
+        kt.reset()
+    tap.ok(sum(kills.values()) >= n and not bad,
+           f"{sum(kills.values())} SIGKILLs at random points of "
+           f"{', '.join(OPS)}: no lock left held, enforced <=> a registry "
+           "entry, no orphaned reservation, contents identical",
+           f"kills per operation: {kills}\nfailures: {bad[:5]}")
+    tap.ok(all(kills[op] > 0 for op in OPS),
+           "every operation was killed at least once", kills)
+
+
+# --------------------------------------------------------- race test
+
+
+def t_races(w, rounds):
+    f = w.create("race.img")
+    original = layout(f)
+    rng = random.Random(4711)
+    t0 = time.monotonic()
+    w.dx("enable", f)
+    dur = time.monotonic() - t0
+    w.dx("disable", f)
+    stats = {"static": 0, "refused": 0, "truncated-while-normal": 0}
+    bad = []
+    for r in range(rounds):
+        use_hook = r % 2 == 1
+        xml = domain_xml([f])
+        if use_hook and w.hook("prepare", "begin", xml).returncode != 0:
+            bad.append((r, "prepare failed"))
+            break
+        results = []
+
+        def racer(delay, seed):
+            lr = random.Random(seed)
+            time.sleep(delay)
+            end = time.monotonic() + dur + 0.2
+            while time.monotonic() < end:
+                try:
+                    fd = os.open(f, os.O_RDWR)
+                except OSError:
+                    time.sleep(0.001)
+                    continue
+                time.sleep(lr.uniform(0, dur / 2))
+                try:
+                    os.ftruncate(fd, 6 * M)
+                    results.append("truncated")
+                except OSError as e:
+                    results.append(e.errno)
+                os.close(fd)
+                return
+        threads = [threading.Thread(target=racer,
+                                    args=(rng.uniform(0, dur), rng.random()))
+                   for _ in range(3)]
+        for t in threads:
+            t.start()
+        if use_hook:
+            res = w.hook("started", "begin", xml)
+            rc, err = res.returncode, res.err
+        else:
+            res = w.dx("enable", f)
+            rc, err = res.rc, res.err
+        at_success = layout(f) if rc == 0 else None
+        for t in threads:
+            t.join()
+        if rc == 0:
+            stats["static"] += 1
+            now = layout(f)
+            if now != at_success or not enforced(f):
+                bad.append((r, "a static file changed", at_success, now))
+            if use_hook:
+                w.hook("stopped", "end", xml)
+            else:
+                w.dx("disable", f)
+        else:
+            stats["refused"] += 1
+            if enforced(f) or w.entry(f) and \
+                    w.entry(f)["state"] != "reserved":
+                bad.append((r, "refused but left static", err))
+            if use_hook:
+                w.hook("release", "end", xml)
+        if "truncated" in results:
+            stats["truncated-while-normal"] += 1
+        if layout(f) != original:
+            os.unlink(f)
+            w.create("race.img")
+            original = layout(f)
+    tap.ok(not bad and stats["static"] > 0,
+           f"{rounds} rounds of foreign writers against enable and the "
+           "hook's started: a file reported static never changed size or "
+           "extents", f"{stats}\n{bad[:5]}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", help="a real DAX mount to work in (vm suite)")
+    ap.add_argument("--kills", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=60)
+    args = ap.parse_args()
+    need_root(tap)
+    ctypes.CDLL(None).prctl(36, 1)   # PR_SET_CHILD_SUBREAPER
+    with tempdir() as state, EngagedFs(args.dir) as efs:
+        w = World(efs, state)
+        extra = None if args.dir else LoopFs("xfs", 1024)
+        if extra:
+            extra.__enter__()
+            w.env["DAXFILE_FAKE_DAX_DEVS"] += "," + \
+                fake_dax_env(extra.mnt)["DAXFILE_FAKE_DAX_DEVS"]
+        try:
+            probe = w.create("probe.img")
+            res = w.dx("enable", probe)
+            tap.ok(res.rc == 0 and ("immutable-guard" in res.err or
+                                    "kernel" in res.err) and
+                   enforced(probe),
+                   "static mode really engages here", res)
+            w.dx("disable", probe)
+            for func, *a in ((t_selftest_child,), (t_repair_unresolvable,
+                                                   extra),
+                             (t_writer_window,), (t_aliases,),
+                             (t_two_nvdimms,), (t_reservations,),
+                             (t_small,), (t_kills, args.kills),
+                             (t_races, args.rounds)):
+                tap.subtest(func.__name__, func, w, *a)
+        finally:
+            if extra:
+                extra.__exit__(None, None, None)
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
