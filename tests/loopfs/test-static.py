@@ -239,7 +239,8 @@ def wait_registered(state, owner_prefix, timeout=10.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         ent = registry(state)
-        if ent and ent[0]["owner"].startswith(owner_prefix):
+        if ent and ent[0]["owner"].startswith(owner_prefix) and \
+                ent[0]["state"] == "engaged":
             return ent
         time.sleep(0.05)
     return registry(state)
