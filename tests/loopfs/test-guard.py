@@ -44,7 +44,23 @@ from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs, Tap,  # noqa: E402
                      one_line_error, tempdir, wait_state)
 
 M = 1 << 20
-tap = Tap()
+
+
+class PrefixTap(Tap):
+    """Names carry the filesystem under test when there are several."""
+    prefix = ""
+
+    def ok(self, cond, name, diag=None):
+        return super().ok(cond, self.prefix + name, diag)
+
+    def skip(self, name, why):
+        return super().skip(self.prefix + name, why)
+
+
+tap = PrefixTap()
+# the mechanism that engages here: immutable-guard, or kernel on a kernel
+# with daxctl() (set by the probe in run_all)
+MECH = ["immutable-guard"]
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
 CONSUMER = build_path("tests", "helpers", "daxfile-consumer")
 DAXFILE_COMMS = ("daxfile", "daxfile-hook")
@@ -236,7 +252,7 @@ def layout(path):
 # ------------------------------------------------------------ defects
 
 
-def t_selftest_child(w):
+def t_selftest_child(w, kills):
     """#1: a killed self-test left its child holding the per-file lock."""
     res = w.dx("selftest", w.root, env={"DAXFILE_TEST_CRASH":
                                         "selftest-running"})
@@ -247,8 +263,9 @@ def t_selftest_child(w):
     f = w.create("st.img")
     c = Consumer(w, f)
     try:
-        res = w.dx("enable", f, env={"DAXFILE_TEST_CRASH":
-                                     "selftest-running"})
+        # the guard's self-test, also on a kernel that offers daxctl()
+        res = w.dx("enable", f, "--mechanism", "immutable-guard",
+                   env={"DAXFILE_TEST_CRASH": "selftest-running"})
         left = leftover_daxfile()
         busy = w.busy_locks()
         again = w.dx("enable", f)
@@ -262,7 +279,7 @@ def t_selftest_child(w):
         w.dx("selftest", w.root)
         dur = time.monotonic() - t0
         bad = []
-        for i in range(40):
+        for i in range(kills):
             p = w.spawn(WRAPPER + [DAXFILE, "selftest", w.root])
             time.sleep(rng.uniform(0, dur))
             p.kill()
@@ -272,8 +289,8 @@ def t_selftest_child(w):
                 bad.append((i, left))
                 for pid, _ in left:
                     os.kill(pid, signal.SIGKILL)
-        tap.ok(not bad, "40 random SIGKILLs of selftest: never a child left",
-               bad)
+        tap.ok(not bad, f"{kills} random SIGKILLs of selftest: never a child "
+               "left", bad)
     finally:
         c.stop()
 
@@ -408,6 +425,15 @@ def t_writer_window(w):
     except OSError:
         pass
     os.close(fd)
+    if MECH[0] == "kernel":
+        # S_DAXFILE refuses layout changes through every descriptor
+        tap.ok(stopped and p.returncode == 0 and not truncated and
+               layout(f) == before and enforced(f),
+               "kernel mechanism: a descriptor opened while enable engages "
+               "cannot change the layout either", err)
+        tap.ok(w.dx("disable", f).rc == 0, "released")
+        os.unlink(f)
+        return
     tap.ok(stopped and p.returncode == 1 and "rolled back" in err and
            len(err.splitlines()) == 1 and not enforced(f) and
            w.registry() == [],
@@ -541,6 +567,7 @@ class KillTest:
         self.consumer = None
         self.digest = content(path)
         self.dur = {}
+        self.deck = []
 
     def argv(self, op):
         if op == "enable":
@@ -606,10 +633,16 @@ class KillTest:
             and entry["state"] in states
 
     def one(self, i):
-        op = self.rng.choice(OPS)
+        # a shuffled deck of the operations: each is killed early on, then
+        # at random; one that finished before its kill goes back in
+        if not self.deck:
+            self.deck = self.rng.sample(OPS, len(OPS))
+        op = self.deck.pop()
         p = self.spawn(op)
         time.sleep(self.rng.uniform(0, self.dur[op] * 1.1))
         killed = p.poll() is None
+        if not killed:
+            self.deck.append(op)
         if op in ("prepare", "started", "stopped"):
             kill_tree_of(p)
         else:
@@ -758,15 +791,28 @@ def t_races(w, rounds):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", help="a real DAX mount to work in (vm suite)")
+    ap.add_argument("--dir", action="append", default=[], metavar="NAME=DIR",
+                    help="a real DAX mount to work in (vm suite); repeat for "
+                         "several filesystems")
     ap.add_argument("--kills", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--selftest-kills", type=int, default=40)
     args = ap.parse_args()
     need_root(tap)
     ctypes.CDLL(None).prctl(36, 1)   # PR_SET_CHILD_SUBREAPER
-    with tempdir() as state, EngagedFs(args.dir) as efs:
+    if not args.dir:
+        run_all(args, None)
+    for spec in args.dir:
+        name, _, d = spec.rpartition("=")
+        tap.prefix = f"{name or d}: "
+        run_all(args, d)
+    return tap.done()
+
+
+def run_all(args, directory):
+    with tempdir() as state, EngagedFs(directory) as efs:
         w = World(efs, state)
-        extra = None if args.dir else LoopFs("xfs", 1024)
+        extra = None if directory else LoopFs("xfs", 1024)
         if extra:
             extra.__enter__()
             w.env["DAXFILE_FAKE_DAX_DEVS"] += "," + \
@@ -778,8 +824,10 @@ def main():
                                     "kernel" in res.err) and
                    enforced(probe),
                    "static mode really engages here", res)
+            MECH[0] = "kernel" if "(kernel" in res.err else "immutable-guard"
             w.dx("disable", probe)
-            for func, *a in ((t_selftest_child,), (t_repair_unresolvable,
+            for func, *a in ((t_selftest_child, args.selftest_kills),
+                             (t_repair_unresolvable,
                                                    extra),
                              (t_writer_window,), (t_aliases,),
                              (t_two_nvdimms,), (t_reservations,),
@@ -789,7 +837,6 @@ def main():
         finally:
             if extra:
                 extra.__exit__(None, None, None)
-    return tap.done()
 
 
 if __name__ == "__main__":

@@ -61,6 +61,12 @@ GUEST_MODULES = ['crc32c_generic', 'crc32c_intel', 'ext4', 'xfs',
                  'libnvdimm', 'nfit', 'nd_btt', 'nd_pmem', 'dax_pmem',
                  'device_dax']
 OPTIONAL_MODULES = {'crc32c_intel', 'nd_btt'}
+# Loaded only for a --hostroot boot (the host's / over 9p, overlaid with a
+# tmpfs): the modules.dep closure brings virtio, 9pnet, netfs, fscache in
+# the order insmod needs.
+HOSTROOT_MODULES = ['virtio_pci', 'virtio_blk', 'virtio_net', '9pnet_virtio',
+                    '9p', 'overlay']
+HOSTROOT_OPTIONAL = {'virtio_blk', 'virtio_net'}
 
 # Host programs copied into every base initramfs with their ldd closure.
 # (guest path, host path, required)
@@ -95,6 +101,11 @@ KERNEL_ERROR_RE = re.compile(
     r'WARNING: CPU: |general protection fault|Call Trace:|UBSAN:|KASAN:|'
     r'INFO: task .* blocked for more than')
 PANIC_RE = re.compile(r'Kernel panic - not syncing')
+
+# The host's root, read-only, for --hostroot boots (multidevs=remap: the
+# host's many filesystems under one 9p export keep distinct inodes)
+HOSTROOT_QEMU = ['-virtfs', 'local,path=/,mount_tag=hostroot,'
+                 'security_model=none,readonly=on,multidevs=remap']
 
 DEFAULT_APPEND = ('console=ttyS0,115200 panic=-1 random.trust_cpu=on '
                   'mitigations=off')
@@ -617,10 +628,13 @@ def _base_inputs(kernel):
         if os.path.exists(hpath):
             files[gpath] = hpath
     modules = module_load_list(kernel) if kernel.modroot else []
-    return files, modules
+    hostroot = [m for m in module_load_list(kernel, HOSTROOT_MODULES,
+                                            HOSTROOT_OPTIONAL)
+                if m not in modules] if kernel.modroot else []
+    return files, modules, hostroot
 
 
-def _populate_base(cpio, kernel, files, modules):
+def _populate_base(cpio, kernel, files, modules, hostroot=()):
     for d in ('dev', 'proc', 'sys', 'tmp', 'run', 'mnt', 'root', 'etc',
               'var/tmp', 'usr/bin', 'usr/sbin', 'usr/lib/x86_64-linux-gnu',
               'usr/lib64', 'daxfile/bin', 'daxfile/tests', 'daxfile/lib'):
@@ -648,7 +662,7 @@ def _populate_base(cpio, kernel, files, modules):
             # Decompress (busybox insmod reads neither .xz nor .zst) into a
             # staging tree and run depmod on it, so modules.dep matches.
             stage = Path(tmp) / 'lib' / 'modules' / kernel.kver
-            for mod in modules:
+            for mod in list(modules) + list(hostroot):
                 plain = re.sub(r'\.(xz|gz|zst)$', '', mod)
                 out = stage / plain
                 out.parent.mkdir(parents=True, exist_ok=True)
@@ -671,7 +685,9 @@ def _populate_base(cpio, kernel, files, modules):
                     cpio.add_file(f'{dst}/{p.relative_to(stage)}',
                                   data=p.read_bytes(), mode=0o644)
     cpio.add_file('etc/daxfile-vm/modules.load', data=''.join(
-        f'{m}\n' for m in load))
+        f'{m}\n' for m in load[:len(modules)]))
+    cpio.add_file('etc/daxfile-vm/modules.hostroot', data=''.join(
+        f'{m}\n' for m in load[len(modules):]))
     cpio.add_file('etc/daxfile-vm/kernel', data=f'{kernel.kver}\n')
 
 
@@ -694,12 +710,12 @@ def _prune(dirpath, pattern, keep):
 def build_base(kernel, compress=True):
     """The cached base archive: busybox, modules, tools and their libraries.
     Keyed by a hash of every input (file stats, kernel, the recipe's code)."""
-    files, modules = _base_inputs(kernel)
+    files, modules, hostroot = _base_inputs(kernel)
     key = _hash({
         'recipe': inspect.getsource(_populate_base),
         # A built-in kernel's base does not depend on the kernel at all.
         'kernel': kernel.ident if kernel.modroot else 'built-in',
-        'kver': kernel.kver, 'modules': modules,
+        'kver': kernel.kver, 'modules': modules, 'hostroot': hostroot,
         'files': sorted([g] + _file_key(h) for g, h in files.items()),
         'applets': _busybox_applets(), 'compress': compress,
     })[:20]
@@ -715,7 +731,7 @@ def build_base(kernel, compress=True):
             return path
         t0 = time.monotonic()
         cpio = Cpio()
-        _populate_base(cpio, kernel, files, modules)
+        _populate_base(cpio, kernel, files, modules, hostroot)
         cpio.save(path, compress)
         _log(f'built base initramfs {path.name} '
              f'({path.stat().st_size / MIB:.1f} MiB, {len(modules)} modules) '
@@ -1018,15 +1034,18 @@ class Image:
         return Path(path)
 
     def boot(self, script, pmems=None, env=None, append='', timeout=600,
-             kill_on=None, smp=1, memory='1G', on_tap=None, on_console=None,
+             kill_on=None, smp=1, memory=None, on_tap=None, on_console=None,
              serial_log=None, allow_kernel_errors=False, modules=True,
-             extra_qemu=()):
+             extra_qemu=(), hostroot=False):
         """Boot once and run the guest script (a path, or a NAME of
         tests/vm/guest/NAME.sh). pmems: list of Pmem; None = one temporary
         prefilled 1 GiB file; [] = no NVDIMM. kill_on: regex; SIGKILL QEMU
         as soon as a guest line (console or TAP) matches it. modules=False
         skips the insmods (no ext4/xfs/nvdimm on modular kernels; saves
-        about 2 s). Returns a BootResult."""
+        about 2 s). hostroot: the guest's userland is the host's own root,
+        read-only over 9p under a tmpfs overlay (switch_root), so python3,
+        the build tree and the host's tools are there; the script runs
+        with the host's /bin/sh. Returns a BootResult."""
         t0 = time.monotonic()
         script = resolve_script(script)
         env = dict(env or {})
@@ -1036,11 +1055,19 @@ class Image:
             if pmems is None:
                 tmp_pmem = Pmem.temporary_file('1G')
                 pmems = [tmp_pmem]
+            if hostroot:
+                for k in ('DAXFILE_SRCDIR', 'DAXFILE_BUILDDIR'):
+                    if k in os.environ:
+                        env.setdefault(k, os.environ[k])
             initrd = self.initrd(rundir / 'initrd', script, env)
             cmdline = (f'{DEFAULT_APPEND} daxfile.script={script.name}'
-                       f'{"" if modules else " daxfile.modules=0"} {append}')
+                       f'{"" if modules else " daxfile.modules=0"}'
+                       f'{" daxfile.hostroot=1" if hostroot else ""} {append}')
+            memory = memory or ('2G' if hostroot else '1G')
             argv = qemu_argv(self.boot_kernel, initrd, cmdline, pmems,
                              rundir, smp, memory) + list(extra_qemu)
+            if hostroot:
+                argv += HOSTROOT_QEMU
             setup = time.monotonic() - t0
             res = _run_qemu(argv, rundir, timeout, kill_on, on_tap,
                             on_console, serial_log, allow_kernel_errors)
@@ -1277,7 +1304,8 @@ def _relay_run(args):
                          on_tap=on_tap, on_console=on_console,
                          serial_log=args.serial_log, smp=args.smp,
                          memory=args.memory, modules=not args.no_modules,
-                         allow_kernel_errors=args.allow_kernel_errors)
+                         allow_kernel_errors=args.allow_kernel_errors,
+                         hostroot=args.hostroot)
     except Terminated:
         n = len(relayed) + 1
         emit(f'not ok {n} - daxfile-vm: {script.stem} on {args.kernel}: '
@@ -1360,8 +1388,12 @@ def _shell_cmd(args):
         pmems = parse_pmems(args.pmem or [''])
         initrd = image.initrd(rundir / 'initrd', None, {})
         argv = qemu_argv(image.boot_kernel, initrd,
-                         f'{DEFAULT_APPEND} {" ".join(args.append)}', pmems,
-                         rundir, args.smp, args.memory)
+                         f'{DEFAULT_APPEND} {" ".join(args.append)}'
+                         + (' daxfile.hostroot=1' if args.hostroot else ''),
+                         pmems, rundir, args.smp,
+                         args.memory or ('2G' if args.hostroot else '1G'))
+        if args.hostroot:
+            argv += HOSTROOT_QEMU
         # Console on stdio instead of the fifo; TAP channel to a null sink.
         i = argv.index('pipe,id=con,path=' + str(rundir / 'con'))
         argv[i] = 'stdio,id=con,signal=off'
@@ -1406,7 +1438,11 @@ def main(argv=None):
         p.add_argument('--smp', type=int, default=1,
                        help='guest CPUs (default 1: under TCG on 2 host cores '
                             'one vCPU boots and runs faster, see README)')
-        p.add_argument('--memory', default='1G')
+        p.add_argument('--memory', default=None,
+                       help='guest RAM (default 1G, 2G with --hostroot)')
+        p.add_argument('--hostroot', action='store_true',
+                       help="the host's root as the guest's userland (9p, "
+                            "read-only, tmpfs overlay)")
 
     p = sub.add_parser('image', help='build the kernel and initrd, print paths as JSON')
     common(p)

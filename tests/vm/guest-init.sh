@@ -6,44 +6,110 @@
 # the host harness parses; ttyS1 carries only the guest script's stdout (TAP).
 # Kernel command line: daxfile.script=NAME.sh runs /daxfile/tests/NAME.sh;
 # without it an interactive shell is started on the console.
+#
+# daxfile.hostroot=1: after the modules, the host's root (9p, read-only)
+# under a tmpfs overlay becomes the root (switch_root), and this same file
+# runs again from there as "init stage2", with the host's /bin/sh, and goes
+# straight to running the script.
 
-export PATH=/daxfile/bin:/usr/sbin:/usr/bin
-export HOME=/root TERM=dumb LANG=C
+export HOME=/root TERM=dumb
 umask 022
 
 say() {
     echo "DAXFILE-VM: $*" >/dev/console
 }
 
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mkdir -p /dev/pts /dev/shm
-mount -t devpts devpts /dev/pts
-mount -t tmpfs -o mode=1777 tmpfs /dev/shm
-mount -t tmpfs -o mode=1777 tmpfs /tmp
-mount -t tmpfs -o mode=755 tmpfs /run
-if [ -d /sys/kernel/tracing ]; then
-    mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
-fi
-if [ -d /sys/kernel/debug ]; then
-    mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-fi
-hostname daxfile-vm
-read -r up _ </proc/uptime
-say "INIT uptime=$up kernel=$(uname -r)"
-
-modules=/etc/daxfile-vm/modules.load
-grep -q 'daxfile.modules=0' /proc/cmdline && modules=/dev/null
-kver=$(cat /etc/daxfile-vm/kernel)
-while read -r mod; do
-    [ -n "$mod" ] || continue
-    if ! insmod "/lib/modules/$kver/$mod" 2>/dev/console; then
-        say "ERROR insmod $mod failed"
+stage1() {
+    mount -t proc proc /proc
+    mount -t sysfs sysfs /sys
+    mount -t devtmpfs devtmpfs /dev
+    mkdir -p /dev/pts /dev/shm
+    mount -t devpts devpts /dev/pts
+    mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+    mount -t tmpfs -o mode=1777 tmpfs /tmp
+    mount -t tmpfs -o mode=755 tmpfs /run
+    if [ -d /sys/kernel/tracing ]; then
+        mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
     fi
-done <"$modules"
-read -r up _ </proc/uptime
-say "READY uptime=$up"
+    if [ -d /sys/kernel/debug ]; then
+        mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+    fi
+    hostname daxfile-vm
+    read -r up _ </proc/uptime
+    say "INIT uptime=$up kernel=$(uname -r)"
+
+    modules=/etc/daxfile-vm/modules.load
+    grep -q 'daxfile.modules=0' /proc/cmdline && modules=/dev/null
+    kver=$(cat /etc/daxfile-vm/kernel)
+    insmod_all "$modules"
+    read -r up _ </proc/uptime
+    say "READY uptime=$up"
+    if grep -q 'daxfile.hostroot=1' /proc/cmdline; then
+        hostroot
+    fi
+}
+
+insmod_all() {
+    while read -r mod; do
+        [ -n "$mod" ] || continue
+        if ! insmod "/lib/modules/$kver/$mod" 2>/dev/console; then
+            say "ERROR insmod $mod failed"
+        fi
+    done <"$1"
+}
+
+hostroot() {
+    insmod_all /etc/daxfile-vm/modules.hostroot
+    mkdir -p /host /upper /newroot
+    if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose \
+            hostroot /host; then
+        say "ERROR cannot mount the host's root (9p)"
+        return
+    fi
+    mount -t tmpfs -o mode=755,size=3G tmpfs /upper
+    mkdir -p /upper/u /upper/w
+    if ! mount -t overlay overlay \
+            -o lowerdir=/host,upperdir=/upper/u,workdir=/upper/w /newroot; then
+        say "ERROR cannot mount the overlay"
+        return
+    fi
+    # the host's libvirt and daxfile state must not leak in
+    for d in /etc/libvirt/qemu /var/lib/libvirt /var/log/libvirt \
+             /var/cache/libvirt /var/lib/daxfile; do
+        if [ -d "/newroot$d" ]; then
+            mount -t tmpfs -o mode=755 tmpfs "/newroot$d"
+        fi
+    done
+    for d in dev proc sys run tmp; do
+        mkdir -p "/newroot/$d"
+        mount --move "/$d" "/newroot/$d"
+    done
+    rm -rf /newroot/daxfile
+    cp -a /daxfile /newroot/daxfile
+    cp /init /newroot/daxfile/init
+    cp /usr/bin/busybox /newroot/daxfile/busybox
+    mkdir -p /newroot/etc/daxfile-vm /newroot/usr/lib/modules
+    cp -a /etc/daxfile-vm/. /newroot/etc/daxfile-vm/
+    if [ -n "$kver" ] && [ -d "/usr/lib/modules/$kver" ]; then
+        cp -a "/usr/lib/modules/$kver" /newroot/usr/lib/modules/
+    fi
+    exec switch_root /newroot /bin/sh /daxfile/init stage2
+}
+
+if [ "$1" = stage2 ]; then
+    export PATH=/daxfile/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    export LANG=C.UTF-8
+    poweroff="/daxfile/busybox poweroff -f"
+    cttyhack="/daxfile/busybox cttyhack"
+    read -r up _ </proc/uptime
+    say "HOSTROOT uptime=$up"
+else
+    export PATH=/daxfile/bin:/usr/sbin:/usr/bin
+    export LANG=C
+    poweroff="poweroff -f"
+    cttyhack=cttyhack
+    stage1
+fi
 
 script=
 for arg in $(cat /proc/cmdline); do
@@ -59,7 +125,7 @@ cd /tmp
 
 if [ -z "$script" ]; then
     say "SHELL"
-    setsid cttyhack sh -l
+    setsid $cttyhack sh -l
     rc=$?
 else
     stty -F /dev/ttyS1 raw -echo 2>/dev/null
@@ -77,4 +143,4 @@ sync
 for m in $(awk '$1 ~ "^/dev/(pmem|dax)" {print $2}' /proc/mounts); do
     umount "$m" 2>/dev/console || say "ERROR umount $m failed"
 done
-poweroff -f
+$poweroff
