@@ -808,13 +808,17 @@ repair_release(int fd, const DaxfileEntry *e, const char *name,
     gboolean on = FALSE;
     long nr = 0;
 
-    if (e->mechanism == DAXFILE_MECH_IMMUTABLE &&
-        daxfile_guard_get(fd, name, &on, error) && on)
-        return check_cap(name, error) &&
-               daxfile_guard_set_durable(fd, name, FALSE, error);
-    if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_kernel_syscall_nr(&nr) &&
-        daxfile_kernel_get(nr, fd, name, &on, error) && on)
-        return daxfile_kernel_set(nr, fd, name, FALSE, 0, error);
+    if (e->mechanism == DAXFILE_MECH_IMMUTABLE && e->flag_set) {
+        if (!daxfile_guard_get(fd, name, &on, error))
+            return FALSE;
+        return !on || (check_cap(name, error) &&
+                       daxfile_guard_set_durable(fd, name, FALSE, error));
+    }
+    if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_kernel_syscall_nr(&nr)) {
+        if (!daxfile_kernel_get(nr, fd, name, &on, error))
+            return FALSE;
+        return !on || daxfile_kernel_set(nr, fd, name, FALSE, 0, error);
+    }
     return TRUE;
 }
 
