@@ -8,6 +8,7 @@
 
 #include "daxfile-domxml.h"
 #include "daxfile-error.h"
+#include "daxfile-file.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
 
@@ -422,6 +423,143 @@ daxfile_nvdimm_device_xml(const DaxfileNvdimmSpec *spec, GError **error)
     return out;
 }
 
+void
+daxfile_file_ref_free(DaxfileFileRef *ref)
+{
+    if (!ref)
+        return;
+    g_free(ref->where);
+    g_free(ref->path);
+    g_free(ref);
+}
+
+#define QEMU_NS "http://libvirt.org/schemas/domain/qemu/1.0"
+
+/* Attributes that name a file wherever they appear; "dev" only on
+ * <source> (elsewhere it is a target name: <target dev='vda'>). */
+static const char *const file_attrs[] = {
+    "file", "path", "dir", "socket", "evdev", "template", "rendernode",
+};
+
+/* Elements whose text is a file: <os> boot files, <emulator>, memory
+ * devices' <source><path>, host device <block>/<char>, ACPI <table>,
+ * smartcard <database>, rng <backend>, blkiotune <path>. */
+static const char *const file_texts[] = {
+    "kernel", "initrd", "dtb", "loader", "nvram", "emulator", "path",
+    "block", "char", "table", "database", "backend",
+};
+
+static gboolean
+in_list(const char *name, const char *const *list, gsize n)
+{
+    gsize i;
+
+    for (i = 0; i < n; i++) {
+        if (STREQ(name, list[i]))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static void
+add_ref(GPtrArray *refs, xmlNode *node, const char *path, gint nvdimm)
+{
+    DaxfileFileRef *ref;
+    xmlChar *where;
+
+    if (!path || !*path)
+        return;
+    ref = g_new0(DaxfileFileRef, 1);
+    where = xmlGetNodePath(node);
+    ref->where = g_strdup(where ? (const char *)where : "?");
+    xmlFree(where);
+    ref->path = g_strdup(path);
+    ref->nvdimm = nvdimm;
+    g_ptr_array_add(refs, ref);
+}
+
+/* "-drive file=/x,if=none" and the like: every token after '=' or ','
+ * that is an absolute path */
+static void
+add_qemu_value(GPtrArray *refs, xmlAttr *attr, const char *value)
+{
+    g_auto(GStrv) parts = g_strsplit(value, ",", -1);
+    guint i;
+
+    for (i = 0; parts[i]; i++) {
+        const char *eq = strchr(parts[i], '=');
+        const char *v = eq ? eq + 1 : parts[i];
+
+        if (v[0] == '/')
+            add_ref(refs, (xmlNode *)attr, v, -1);
+    }
+}
+
+static gboolean
+is_nvdimm(xmlNode *node)
+{
+    g_autofree char *model = NULL;
+
+    if (!node || node->type != XML_ELEMENT_NODE ||
+        STRNEQ((const char *)node->name, "memory") || !node->parent ||
+        STRNEQ((const char *)node->parent->name, "devices"))
+        return FALSE;
+    model = attr_of(node, "model");
+    return model && STREQ(model, "nvdimm");
+}
+
+static void
+collect_refs(xmlNode *node, gint nvdimm, guint *n_nvdimm, GPtrArray *refs)
+{
+    const char *name = (const char *)node->name;
+    gboolean qemu = node->ns && node->ns->href &&
+                    STREQ((const char *)node->ns->href, QEMU_NS);
+    xmlAttr *a;
+    xmlNode *c;
+
+    if (is_nvdimm(node))
+        nvdimm = (gint)(*n_nvdimm)++;
+    for (a = node->properties; a; a = a->next) {
+        const char *an = (const char *)a->name;
+        g_autofree char *v = attr_of(node, an);
+
+        if (!v)
+            continue;
+        if (qemu && STREQ(an, "value"))
+            add_qemu_value(refs, a, v);
+        else if (in_list(an, file_attrs, G_N_ELEMENTS(file_attrs)) ||
+                 (STREQ(an, "dev") && STREQ(name, "source")))
+            add_ref(refs, (xmlNode *)a, v, -1);
+    }
+    if (!qemu && in_list(name, file_texts, G_N_ELEMENTS(file_texts))) {
+        g_autofree char *text = text_of(node);
+        gboolean own = nvdimm >= 0 && STREQ(name, "path") && node->parent &&
+                       STREQ((const char *)node->parent->name, "source") &&
+                       is_nvdimm(node->parent->parent);
+
+        /* an rng <backend> names a device only as an absolute path */
+        if (text && (STRNEQ(name, "backend") || g_strstrip(text)[0] == '/'))
+            add_ref(refs, node, g_strstrip(text), own ? nvdimm : -1);
+    }
+    for (c = node->children; c; c = c->next) {
+        if (c->type == XML_ELEMENT_NODE)
+            collect_refs(c, nvdimm, n_nvdimm, refs);
+    }
+}
+
+GPtrArray *
+daxfile_domain_file_refs(const DaxfileDomain *dom)
+{
+    GPtrArray *refs = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)daxfile_file_ref_free);
+    xmlNode *root = dom->doc ? xmlDocGetRootElement(dom->doc) : NULL;
+    guint n = 0;
+
+    if (root)
+        collect_refs(root, -1, &n, refs);
+    return refs;
+}
+
 gint
 daxfile_domain_find_nvdimm(const DaxfileDomain *dom, const char *path)
 {
@@ -495,6 +633,50 @@ check_memory_room(const DaxfileDomain *dom, const DaxfileNvdimmSpec *spec,
     return TRUE;
 }
 
+/* Another element of @dom (a disk, a chardev log, a qemu:arg, ...) that
+ * names the file at @path, however spelt; an error naming it */
+static gboolean
+check_not_named(const DaxfileDomain *dom, const char *path, const char *name,
+                GError **error)
+{
+    g_autoptr(GPtrArray) refs = daxfile_domain_file_refs(dom);
+    g_autoptr(GArray) want = g_array_new(FALSE, FALSE,
+                                         sizeof(DaxfileIdentity));
+    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE,
+                                        sizeof(DaxfileIdentity));
+    guint i, j;
+
+    daxfile_path_identities(path, want);
+    for (i = 0; want->len > 0 && i < refs->len; i++) {
+        const DaxfileFileRef *ref = g_ptr_array_index(refs, i);
+        const DaxfileIdentity *w = &g_array_index(want, DaxfileIdentity, 0);
+
+        g_array_set_size(ids, 0);
+        daxfile_path_identities(ref->path, ids);
+        for (j = 0; j < ids->len; j++) {
+            const DaxfileIdentity *id = &g_array_index(ids, DaxfileIdentity,
+                                                       j);
+            g_autofree char *file = NULL;
+            g_autofree char *where = NULL;
+            g_autofree char *as = NULL;
+
+            if (id->dev != w->dev || id->ino != w->ino)
+                continue;
+            file = daxfile_escape(path);
+            where = daxfile_escape(ref->where);
+            as = daxfile_escape(ref->path);
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
+                        "'%s' is already used by domain '%s' (%s '%s'), and "
+                        "QEMU would open it there outside the nvdimm's "
+                        "backend, past static mode; fix: remove that "
+                        "reference, or give the nvdimm a file of its own",
+                        file, name, where, as);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 gboolean
 daxfile_domain_check_attach(const DaxfileDomain *dom,
                             const DaxfileNvdimmSpec *spec, GError **error)
@@ -547,5 +729,6 @@ daxfile_domain_check_attach(const DaxfileDomain *dom,
                         path, name, as);
         return FALSE;
     }
-    return check_memory_room(dom, spec, name, error);
+    return check_not_named(dom, spec->path, name, error) &&
+           check_memory_room(dom, spec, name, error);
 }

@@ -66,6 +66,21 @@ DaxfileDomain *daxfile_domain_parse(const char *xml, gsize len,
 char *daxfile_domain_rewrite_paths(DaxfileDomain *dom, GHashTable *paths,
                                    GError **error);
 
+/* A file the domain XML names: disks (and their backing and data files),
+ * filesystems, character devices and their logs, loader, nvram, kernel,
+ * initrd, dtb, ACPI tables, TPM and other memory devices, host devices,
+ * and paths in <qemu:commandline>/<qemu:override> values. */
+typedef struct {
+    char *where;  /* the XML location: "/domain/devices/disk[2]/source/@file" */
+    char *path;   /* as written */
+    gint nvdimm;  /* the nvdimm whose own <source><path> this is, else -1 */
+} DaxfileFileRef;
+
+void daxfile_file_ref_free(DaxfileFileRef *ref);
+
+/* Every file reference of @dom, in document order (DaxfileFileRef) */
+GPtrArray *daxfile_domain_file_refs(const DaxfileDomain *dom);
+
 /* The index of the nvdimm backed by @path, or -1 */
 gint daxfile_domain_find_nvdimm(const DaxfileDomain *dom, const char *path);
 

@@ -29,6 +29,19 @@ gboolean daxfile_file_check_regular(const struct stat *st, const char *name,
 int daxfile_fd_reopen(int fd, int open_flags, const char *name,
                       GError **error);
 
+/* What a path names: device and inode number */
+typedef struct {
+    guint64 dev;
+    guint64 ino;
+} DaxfileIdentity;
+
+/* Append to @out (DaxfileIdentity) what @path names as QEMU under libvirt
+ * would open it: relative to "/", following symbolic links, with O_PATH
+ * (no side effects on device nodes or FIFOs). A loop block device, a
+ * partition of one, or a device stacked on one (device-mapper, md) also
+ * adds the loop's backing file. Nothing when @path names nothing. */
+void daxfile_path_identities(const char *path, GArray *out);
+
 G_END_DECLS
 
 G_BEGIN_DECLS

@@ -8,6 +8,7 @@
 #include "daxfile-error.h"
 #include "daxfile-file.h"
 #include "daxfile-hook.h"
+#include "daxfile-registry.h"
 #include "daxfile-size.h"
 #include "daxfile-static.h"
 #include "daxfile-util.h"
@@ -293,6 +294,114 @@ check_no_alias(const Hook *h, GArray *devs, GError **error)
     return TRUE;
 }
 
+static gboolean
+same_identity(const DaxfileIdentity *a, guint64 dev, guint64 ino)
+{
+    return a->dev == dev && a->ino == ino;
+}
+
+/* @ref names the file of one of @devs (whose fds are @fds)? */
+static const DaxfileNvdimm *
+ref_hits_device(GArray *ids, GArray *devs, GArray *fds)
+{
+    guint i, j;
+
+    for (i = 0; i < fds->len; i++) {
+        struct stat st;
+
+        if (fstat(g_array_index(fds, int, i), &st) < 0)
+            continue;
+        for (j = 0; j < ids->len; j++) {
+            if (same_identity(&g_array_index(ids, DaxfileIdentity, j),
+                              st.st_dev, st.st_ino))
+                return g_array_index(devs, ManagedDev, i).nv;
+        }
+    }
+    return NULL;
+}
+
+/* The registry entry of someone else that @ids hits, or NULL */
+static const DaxfileEntry *
+ref_hits_entry(const Hook *h, GArray *ids, GPtrArray *entries)
+{
+    guint i, j;
+
+    for (i = 0; i < entries->len; i++) {
+        const DaxfileEntry *e = g_ptr_array_index(entries, i);
+
+        if (g_strcmp0(e->owner, h->owner) == 0)
+            continue;
+        for (j = 0; j < ids->len; j++) {
+            if (same_identity(&g_array_index(ids, DaxfileIdentity, j), e->dev,
+                              e->ino))
+                return e;
+        }
+    }
+    return NULL;
+}
+
+static gboolean
+ref_fail(const Hook *h, const DaxfileFileRef *ref, const DaxfileNvdimm *nv,
+         const DaxfileEntry *e, GError **error)
+{
+    g_autofree char *dom = daxfile_escape(h->dom->name);
+    g_autofree char *path = daxfile_escape(ref->path);
+    g_autofree char *where = daxfile_escape(ref->where);
+    g_autofree char *held = NULL;
+    g_autofree char *owner = NULL;
+
+    if (nv)
+        return dev_fail(h, nv, g_error_new(
+            DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "is also named by %s ('%s'), and QEMU would open it there "
+            "outside the nvdimm's backend, past static mode; fix: remove "
+            "that reference, or give the nvdimm a file of its own "
+            "('daxfile create')", where, path), error);
+    held = daxfile_escape(e->path);
+    owner = daxfile_escape(e->owner);
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                "domain '%s': %s '%s' names '%s', which '%s' holds as a "
+                "managed pmem file (%s); fix: remove that reference, or stop "
+                "'%s' first", dom, where, path, held, owner,
+                daxfile_entry_state_to_string(e->state), owner);
+    return FALSE;
+}
+
+/* Nothing else reaches a managed file: no other element of this domain
+ * names the file of one of its managed nvdimms (QEMU would open it a
+ * second time, outside the backend that static mode reasons about), and
+ * no element names a file the registry holds for someone else. Files are
+ * compared by what they are, however they are spelt. */
+static gboolean
+check_refs(const Hook *h, GArray *devs, GArray *fds, GError **error)
+{
+    g_autoptr(GPtrArray) refs = daxfile_domain_file_refs(h->dom);
+    g_autoptr(GPtrArray) entries = daxfile_static_list(error);
+    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE,
+                                        sizeof(DaxfileIdentity));
+    guint i;
+
+    if (!entries)
+        return FALSE;
+    if (fds->len == 0 && entries->len == 0)
+        return TRUE;
+    for (i = 0; i < refs->len; i++) {
+        const DaxfileFileRef *ref = g_ptr_array_index(refs, i);
+        const DaxfileNvdimm *nv;
+        const DaxfileEntry *e;
+
+        if (ref->nvdimm >= 0)
+            continue; /* an nvdimm's own file: dev_root, check_no_alias */
+        g_array_set_size(ids, 0);
+        daxfile_path_identities(ref->path, ids);
+        nv = ref_hits_device(ids, devs, fds);
+        e = nv ? NULL : ref_hits_entry(h, ids, entries);
+        if (nv || e)
+            return ref_fail(h, ref, nv, e, error);
+    }
+    return TRUE;
+}
+
 static void
 unreserve(const Hook *h, GArray *devs, guint n, GArray *fds)
 {
@@ -335,6 +444,7 @@ hook_prepare(const Hook *h, GError **error)
         else
             g_array_append_val(fds, fd);
     }
+    ok = ok && check_refs(h, devs, fds, error);
     for (i = 0; ok && i < devs->len; i++) {
         DaxfileNvdimm *nv = g_array_index(devs, ManagedDev, i).nv;
 
@@ -546,8 +656,8 @@ daxfile_hook_run_notes(const DaxfileHookCall *call, const DaxfileConf *conf,
     dom = daxfile_domain_parse(call->xml, call->xml_len, error);
     if (!dom)
         return FALSE;
-    if (dom->nvdimms->len == 0)
-        return TRUE;
+    if (dom->nvdimms->len == 0 && !is_op(call, "prepare", "begin"))
+        return TRUE; /* (prepare still checks what else it names) */
     owner = g_strdup_printf("domain:%s", dom->name);
     h.dom = dom;
     h.owner = owner;

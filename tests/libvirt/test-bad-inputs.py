@@ -22,6 +22,7 @@ HOOK = build_path("libvirt-hooks", "daxfile-hook")
 REGISTRY = "/var/lib/daxfile/registry.json"
 DOM = f"daxfile-bad-{os.getpid()}"
 DOM_NOACPI = f"daxfile-bad-noacpi-{os.getpid()}"
+DOM_DISK = f"daxfile-bad-disk-{os.getpid()}"
 
 
 def registry_bytes():
@@ -191,6 +192,9 @@ def attach_cases(j):
           "--allow-non-dax"], "already exists"),
         ("attach: --create without --size", ["attach", DOM, j("x.img"),
                                              "--create"], "needs --size"),
+        ("attach: a file the domain names as a disk",
+         ["attach", DOM_DISK, j("good.img"), "--allow-non-dax"],
+         "already used by domain"),
     ]
 
 
@@ -215,7 +219,7 @@ def attach_twice(tap, loop, j):
 
 def snapshot(loop):
     return (tree_snapshot(loop.path), registry_bytes(), definition(DOM),
-            definition(DOM_NOACPI))
+            definition(DOM_NOACPI), definition(DOM_DISK))
 
 
 def check(tap, name, res, want, named, same):
@@ -245,6 +249,11 @@ def define_domains(loop):
     noacpi = xml.replace(DOM, DOM_NOACPI).replace("<features><acpi/></features>",
                                                   "")
     res = lv.define(noacpi, loop.tmp, DOM_NOACPI)
+    assert res.returncode == 0, res.stderr
+    disk = domain("<disk type='file' device='disk'><driver name='qemu' "
+                  f"type='raw'/><source file='{loop.path}/good.img'/>"
+                  "<target dev='vda' bus='virtio'/></disk>")
+    res = lv.define(disk.replace(DOM, DOM_DISK), loop.tmp, DOM_DISK)
     assert res.returncode == 0, res.stderr
 
 
@@ -289,6 +298,7 @@ def main():
         finally:
             lv.cleanup_domain(DOM)
             lv.cleanup_domain(DOM_NOACPI)
+            lv.cleanup_domain(DOM_DISK)
             hookinst.remove()
     return tap.done()
 

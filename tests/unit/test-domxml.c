@@ -3,6 +3,8 @@
  * Domain XML: the nvdimm reader, libvirt units, attach prerequisites,
  * generated device XML (golden) and path rewriting.
  */
+#include <string.h>
+
 #include "daxfile-domxml.h"
 #include "daxfile-error.h"
 #include "daxfile-test-util.h"
@@ -222,6 +224,61 @@ test_rewrite(void)
                         ->path, ==, "/dest/<b>.img");
 }
 
+/* Every element kind that names a file, an nvdimm's own path marked */
+static void
+test_file_refs(void)
+{
+    static const char xml[] =
+        "<domain><name>x</name><os><kernel>/k</kernel><initrd>/i</initrd>"
+        "<dtb>/d</dtb><loader readonly='yes'>/l</loader>"
+        "<nvram template='/t'>/n</nvram></os><devices>"
+        "<emulator>/usr/bin/qemu</emulator>"
+        "<disk type='file'><source file='/a'/><target dev='vda'/>"
+        "<backingStore type='file'><source file='/b'/></backingStore></disk>"
+        "<disk type='block'><source dev='/dev/x'/><target dev='vdb'/></disk>"
+        "<memory model='nvdimm'><source><path>/nv</path></source></memory>"
+        "<memory model='virtio-pmem'><source><path>/vp</path></source>"
+        "</memory>"
+        "<serial type='file'><source path='/s'/><log file='/log'/></serial>"
+        "<rng model='virtio'><backend model='random'>/dev/urandom</backend>"
+        "</rng><tpm><backend type='passthrough'><device path='/tpm'/>"
+        "</backend></tpm></devices>"
+        "<qemu:commandline xmlns:qemu='http://libvirt.org/schemas/domain/"
+        "qemu/1.0'><qemu:arg value='-drive'/><qemu:arg value='file=/q,"
+        "if=none'/></qemu:commandline></domain>";
+    static const char *const want[] = {
+        "/domain/os/kernel=/k", "/domain/os/initrd=/i", "/domain/os/dtb=/d",
+        "/domain/os/loader=/l", "/domain/os/nvram/@template=/t",
+        "/domain/os/nvram=/n", "/domain/devices/emulator=/usr/bin/qemu",
+        "/domain/devices/disk[1]/source/@file=/a",
+        "/domain/devices/disk[1]/backingStore/source/@file=/b",
+        "/domain/devices/disk[2]/source/@dev=/dev/x",
+        "/domain/devices/memory[1]/source/path=/nv#0",
+        "/domain/devices/memory[2]/source/path=/vp",
+        "/domain/devices/serial/source/@path=/s",
+        "/domain/devices/serial/log/@file=/log",
+        "/domain/devices/rng/backend=/dev/urandom",
+        "/domain/devices/tpm/backend/device/@path=/tpm",
+        "/domain/qemu:commandline/qemu:arg[2]/@value=/q",
+    };
+    g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(xml, strlen(xml),
+                                                        NULL);
+    g_autoptr(GPtrArray) refs = NULL;
+    guint i;
+
+    g_assert_nonnull(dom);
+    refs = daxfile_domain_file_refs(dom);
+    g_assert_cmpuint(refs->len, ==, G_N_ELEMENTS(want));
+    for (i = 0; i < refs->len; i++) {
+        const DaxfileFileRef *r = g_ptr_array_index(refs, i);
+        g_autofree char *got = r->nvdimm >= 0
+            ? g_strdup_printf("%s=%s#%d", r->where, r->path, r->nvdimm)
+            : g_strdup_printf("%s=%s", r->where, r->path);
+
+        g_assert_cmpstr(got, ==, want[i]);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -232,5 +289,6 @@ main(int argc, char **argv)
     g_test_add_func("/domxml/device-xml", test_device_xml);
     g_test_add_func("/domxml/check-attach", test_check_attach);
     g_test_add_func("/domxml/rewrite", test_rewrite);
+    g_test_add_func("/domxml/file-refs", test_file_refs);
     return g_test_run();
 }
