@@ -8,6 +8,7 @@
 #include "daxfile-conf.h"
 #include "daxfile-error.h"
 #include "daxfile-mount.h"
+#include "daxfile-trust.h"
 #include "daxfile-util.h"
 
 #define GROUP "hook"
@@ -315,16 +316,11 @@ conf_merge_file(DaxfileConf *conf, const char *path, gboolean *owners,
                 GError **error)
 {
     g_autofree char *data = NULL;
-    g_autoptr(GError) local = NULL;
     gsize len = 0;
 
-    if (g_file_get_contents(path, &data, &len, &local))
-        return conf_merge(conf, data, len, path, owners, error);
-    if (g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-        return TRUE;
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                "Cannot read '%s': %s", path, local->message);
-    return FALSE;
+    if (!daxfile_trusted_read(path, &data, &len, error))
+        return FALSE;
+    return !data || conf_merge(conf, data, len, path, owners, error);
 }
 
 static gint
@@ -333,13 +329,21 @@ compare_paths(gconstpointer a, gconstpointer b)
     return g_strcmp0(*(char *const *)a, *(char *const *)b);
 }
 
+/* The drop-ins of @path, in name order; NULL when their directory is
+ * not trusted (daxfile-trust.h) */
 static GPtrArray *
-dropins(const char *path)
+dropins(const char *path, GError **error)
 {
     g_autofree char *dir = g_strconcat(path, ".d", NULL);
-    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-    GPtrArray *files = g_ptr_array_new_with_free_func(g_free);
+    g_auto(DaxfileFd) fd = daxfile_trusted_open(dir, TRUE, error);
+    g_autoptr(GDir) d = NULL;
+    GPtrArray *files = NULL;
     const char *name;
+
+    if (fd < 0 && error && *error)
+        return NULL;
+    d = fd >= 0 ? g_dir_open(dir, 0, NULL) : NULL;
+    files = g_ptr_array_new_with_free_func(g_free);
 
     while (d && (name = g_dir_read_name(d))) {
         if (g_str_has_suffix(name, ".conf") && name[0] != '.')
@@ -360,8 +364,10 @@ daxfile_conf_load(const char *path, GError **error)
     if (!path)
         path = daxfile_conf_path();
     conf = conf_new(path);
-    extra = dropins(path);
     if (!conf_merge_file(conf, path, &owners, error))
+        return NULL;
+    extra = dropins(path, error);
+    if (!extra)
         return NULL;
     for (i = 0; i < extra->len; i++) {
         if (!conf_merge_file(conf, g_ptr_array_index(extra, i), &owners,

@@ -308,6 +308,181 @@ def spellings(tap, w):
     w.write_conf()
 
 
+UUID2 = "22222222-3333-4444-5555-666666666666"
+
+
+def disk(path, target="vdb"):
+    return (f"<disk type='file' device='disk'><driver name='qemu' "
+            f"type='raw'/><source file='{path}'/><target dev='{target}' "
+            "bus='virtio'/></disk>")
+
+
+def in_os(xml, element):
+    return xml.replace("</os>", f"{element}</os>")
+
+
+def other_elements(tap, w):
+    """A managed nvdimm's file, also named by another element of the same
+    domain (by any spelling), is refused at prepare: QEMU would open it a
+    second time outside the backend static mode reasons about."""
+    f = w.create("shared.img")
+    link = os.path.join(w.tmp, "outside-link.img")
+    os.symlink(f, link)
+    dev = nvdimm(f)
+    plain = domain(dev)
+    other = domain(dev + "\n    " + "@E@")
+    cases = [
+        ("disk-file", other.replace("@E@", disk(f))),
+        ("disk-symlink-spelling", other.replace("@E@", disk(link))),
+        ("disk-relative-spelling", other.replace("@E@", disk(f.lstrip("/")))),
+        ("disk-backing-store", other.replace("@E@", (
+            f"<disk type='file'><source file='{w.tmp}/nothing.qcow2'/>"
+            f"<backingStore type='file'><format type='raw'/><source "
+            f"file='{f}'/></backingStore><target dev='vdc'/></disk>"))),
+        ("filesystem", other.replace("@E@", (
+            f"<filesystem type='file' accessmode='passthrough'><source "
+            f"file='{f}'/><target dir='data'/></filesystem>"))),
+        ("serial-file", other.replace("@E@", (
+            f"<serial type='file'><source path='{f}'/><target port='0'/>"
+            "</serial>"))),
+        ("console-log", other.replace("@E@", (
+            f"<console type='pty'><log file='{f}' append='on'/><target "
+            "type='serial' port='0'/></console>"))),
+        ("channel", other.replace("@E@", (
+            f"<channel type='unix'><source mode='bind' path='{f}'/><target "
+            "type='virtio' name='org.example.0'/></channel>"))),
+        ("tpm-device", other.replace("@E@", (
+            f"<tpm model='tpm-tis'><backend type='passthrough'><device "
+            f"path='{f}'/></backend></tpm>"))),
+        ("virtio-pmem", other.replace("@E@", (
+            f"<memory model='virtio-pmem' access='shared'><source><path>{f}"
+            "</path></source><target><size unit='KiB'>8192</size></target>"
+            "</memory>"))),
+        ("os-kernel", in_os(plain, f"<kernel>{f}</kernel>")),
+        ("os-initrd", in_os(plain, f"<initrd>{link}</initrd>")),
+        ("os-dtb", in_os(plain, f"<dtb>{f}</dtb>")),
+        ("os-loader", in_os(plain, f"<loader readonly='yes' type='pflash'>"
+                            f"{f}</loader>")),
+        ("os-nvram", in_os(plain, f"<nvram>{f}</nvram>")),
+        ("qemu-commandline", plain.replace("</domain>", (
+            "<qemu:commandline xmlns:qemu='http://libvirt.org/schemas/domain/"
+            "qemu/1.0'><qemu:arg value='-drive'/><qemu:arg value='if=none,"
+            f"id=x,file={link},format=raw'/></qemu:commandline></domain>"))),
+    ]
+    for name, xml in cases:
+        golden(tap, w, f"prepare-also-{name}", w.hook(xml),
+               w.registry() == [], w.registry())
+    if os.geteuid() != 0:
+        tap.skip("hook: prepare-also-loop-device", "losetup needs root")
+        return
+    loopdev = subprocess.run(["losetup", "-r", "-f", "--show", f],
+                             capture_output=True, text=True)
+    if loopdev.returncode != 0:
+        tap.skip("hook: prepare-also-loop-device", "no loop device: "
+                 + loopdev.stderr.strip())
+        return
+    dev_path = loopdev.stdout.strip()
+    try:
+        xml = other.replace("@E@", (
+            f"<disk type='block' device='disk'><source dev='{dev_path}'/>"
+            "<target dev='vdd'/></disk>"))
+        proc = w.hook(xml)
+        proc.stderr = proc.stderr.replace(dev_path.encode(), b"@LOOPDEV@")
+        golden(tap, w, "prepare-also-loop-device", proc, w.registry() == [],
+               w.registry())
+    finally:
+        subprocess.run(["losetup", "-d", dev_path])
+
+
+def other_domains(tap, w):
+    """A file that the registry holds for one domain is refused to any
+    other domain that names it in any element, by any spelling."""
+    f = w.create("held.img")
+    link = os.path.join(w.tmp, "held-link.img")
+    os.symlink(f, link)
+    vm1 = domain(nvdimm(f))
+    assert w.hook(vm1).returncode == 0
+    assert w.hook(vm1, "started").returncode == 0
+    held = w.registry()
+    golden(tap, w, "prepare-other-domain-disk",
+           w.hook(domain(disk(f), name="vm2", uuid=UUID2), name="vm2"),
+           w.registry() == held, w.registry())
+    golden(tap, w, "prepare-other-domain-symlink",
+           w.hook(in_os(domain("", name="vm2", uuid=UUID2),
+                        f"<kernel>{link}</kernel>"), name="vm2"),
+           w.registry() == held, w.registry())
+    assert w.hook(vm1, "stopped", "end").returncode == 0
+    golden(tap, w, "prepare-other-domain-after-release",
+           w.hook(domain(disk(f), name="vm2", uuid=UUID2), name="vm2"),
+           w.registry() == [], w.registry())
+
+
+def untrusted_configs(tap, w):
+    """The root hook obeys only configuration that only root can change:
+    the file, its drop-ins, and every directory on their way."""
+    xml = domain(nvdimm(w.create("trust.img")))
+    good = w.conf
+    root = os.geteuid() == 0
+
+    def case(name, conf, setup, needs_root=False, accepted=False,
+             write=True):
+        if needs_root and not root:
+            tap.skip(f"hook: config-{name}", "chown needs root")
+            return
+        w.conf = conf
+        os.makedirs(os.path.dirname(conf), exist_ok=True)
+        if write:
+            w.write_conf()
+        setup()
+        proc = w.hook(xml)
+        golden(tap, w, f"config-{name}", proc,
+               w.registry() == ([("domain:vm1", "reserved", "none")]
+                                if accepted else []), w.registry())
+        if accepted:
+            w.hook(xml, "release", "end")
+        w.conf = good
+        os.chmod(good, 0o644)
+        if root:
+            os.chown(good, 0, 0)
+
+    case("world-writable", good, lambda: os.chmod(good, 0o666))
+    case("group-writable", good, lambda: os.chmod(good, 0o664))
+    opened = os.path.join(w.tmp, "open", "daxfile.conf")
+    case("dir-world-writable", opened,
+         lambda: os.chmod(os.path.dirname(opened), 0o777))
+    sticky = os.path.join(w.tmp, "sticky", "daxfile.conf")
+    case("dir-sticky-accepted", sticky,
+         lambda: os.chmod(os.path.dirname(sticky), 0o1777), accepted=True)
+    case("foreign-owner", good, lambda: os.chown(good, 12345, 12345),
+         needs_root=True)
+    foreign = os.path.join(w.tmp, "foreign", "daxfile.conf")
+    case("dir-foreign-owner", foreign,
+         lambda: os.chown(os.path.dirname(foreign), 12345, 12345),
+         needs_root=True)
+    slink = os.path.join(w.tmp, "sticky", "link.conf")
+
+    def foreign_link():
+        os.symlink(good, slink)
+        os.lchown(slink, 12345, 12345)
+    case("symlink-foreign-owner", slink, foreign_link, needs_root=True,
+         write=False)
+    dropin = good + ".d"
+
+    def writable_dropin():
+        os.makedirs(dropin, exist_ok=True)
+        with open(os.path.join(dropin, "extra.conf"), "w") as fh:
+            fh.write("[hook]\nmanaged_roots=/srv/other\n")
+        os.chmod(os.path.join(dropin, "extra.conf"), 0o646)
+    case("dropin-world-writable", good, writable_dropin)
+
+    def writable_dropin_dir():
+        os.chmod(os.path.join(dropin, "extra.conf"), 0o644)
+        os.chmod(dropin, 0o775)
+    case("dropin-dir-group-writable", good, writable_dropin_dir)
+    shutil.rmtree(dropin)
+    w.write_conf()
+
+
 def no_roots(tap, w):
     with open(w.conf, "w") as f:
         f.write("[hook]\n")
@@ -322,7 +497,7 @@ def main():
     tap = Tap()
     if ENGAGED:
         need_root(tap)
-    tap.plan(47)
+    tap.plan(47 + 17 + 3 + 9)
     with contextlib.ExitStack() as stack:
         if ENGAGED:
             efs = stack.enter_context(EngagedFs())
@@ -330,7 +505,8 @@ def main():
         else:
             w = World(stack.enter_context(tempdir()))
         for func in (lifecycle, refusals, untrusted_owner, ignored, hostile,
-                     migrate, bad_configs, spellings, no_roots):
+                     migrate, bad_configs, spellings, other_elements,
+                     other_domains, untrusted_configs, no_roots):
             tap.subtest(func.__name__, func, tap, w)
     return tap.done()
 
