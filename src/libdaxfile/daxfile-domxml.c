@@ -644,35 +644,30 @@ check_not_named(const DaxfileDomain *dom, const char *path, const char *name,
                                          sizeof(DaxfileIdentity));
     g_autoptr(GArray) ids = g_array_new(FALSE, FALSE,
                                         sizeof(DaxfileIdentity));
-    guint i, j;
+    guint i;
 
     daxfile_path_identities(path, want);
     for (i = 0; want->len > 0 && i < refs->len; i++) {
         const DaxfileFileRef *ref = g_ptr_array_index(refs, i);
         const DaxfileIdentity *w = &g_array_index(want, DaxfileIdentity, 0);
+        g_autofree char *file = NULL;
+        g_autofree char *where = NULL;
+        g_autofree char *as = NULL;
 
         g_array_set_size(ids, 0);
         daxfile_path_identities(ref->path, ids);
-        for (j = 0; j < ids->len; j++) {
-            const DaxfileIdentity *id = &g_array_index(ids, DaxfileIdentity,
-                                                       j);
-            g_autofree char *file = NULL;
-            g_autofree char *where = NULL;
-            g_autofree char *as = NULL;
-
-            if (id->dev != w->dev || id->ino != w->ino)
-                continue;
-            file = daxfile_escape(path);
-            where = daxfile_escape(ref->where);
-            as = daxfile_escape(ref->path);
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
-                        "'%s' is already used by domain '%s' (%s '%s'), and "
-                        "QEMU would open it there outside the nvdimm's "
-                        "backend, past static mode; fix: remove that "
-                        "reference, or give the nvdimm a file of its own",
-                        file, name, where, as);
-            return FALSE;
-        }
+        if (!daxfile_identities_have(ids, w->dev, w->ino))
+            continue;
+        file = daxfile_escape(path);
+        where = daxfile_escape(ref->where);
+        as = daxfile_escape(ref->path);
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
+                    "'%s' is already used by domain '%s' (%s '%s'), and "
+                    "QEMU would open it there outside the nvdimm's "
+                    "backend, past static mode; fix: remove that "
+                    "reference, or give the nvdimm a file of its own",
+                    file, name, where, as);
+        return FALSE;
     }
     return TRUE;
 }

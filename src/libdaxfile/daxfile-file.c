@@ -158,6 +158,20 @@ daxfile_path_identities(const char *path, GArray *out)
     }
 }
 
+gboolean
+daxfile_identities_have(GArray *ids, guint64 dev, guint64 ino)
+{
+    guint i;
+
+    for (i = 0; i < ids->len; i++) {
+        const DaxfileIdentity *id = &g_array_index(ids, DaxfileIdentity, i);
+
+        if (id->dev == dev && id->ino == ino)
+            return TRUE;
+    }
+    return FALSE;
+}
+
 /* Without openat2 (kernels before 5.6, valgrind): one component at a
  * time, never following a symlink and refusing "..". */
 static int

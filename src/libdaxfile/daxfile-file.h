@@ -42,6 +42,9 @@ typedef struct {
  * adds the loop's backing file. Nothing when @path names nothing. */
 void daxfile_path_identities(const char *path, GArray *out);
 
+/* Whether @ids (DaxfileIdentity) holds @dev/@ino */
+gboolean daxfile_identities_have(GArray *ids, guint64 dev, guint64 ino);
+
 G_END_DECLS
 
 G_BEGIN_DECLS

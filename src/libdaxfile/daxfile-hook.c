@@ -294,28 +294,18 @@ check_no_alias(const Hook *h, GArray *devs, GError **error)
     return TRUE;
 }
 
-static gboolean
-same_identity(const DaxfileIdentity *a, guint64 dev, guint64 ino)
-{
-    return a->dev == dev && a->ino == ino;
-}
-
-/* @ref names the file of one of @devs (whose fds are @fds)? */
+/* The managed device among @devs whose file (@own, parallel to @devs) one
+ * of @ids is, or NULL */
 static const DaxfileNvdimm *
-ref_hits_device(GArray *ids, GArray *devs, GArray *fds)
+ref_hits_device(GArray *ids, GArray *devs, GArray *own)
 {
-    guint i, j;
+    guint i;
 
-    for (i = 0; i < fds->len; i++) {
-        struct stat st;
+    for (i = 0; i < own->len; i++) {
+        const DaxfileIdentity *o = &g_array_index(own, DaxfileIdentity, i);
 
-        if (fstat(g_array_index(fds, int, i), &st) < 0)
-            continue;
-        for (j = 0; j < ids->len; j++) {
-            if (same_identity(&g_array_index(ids, DaxfileIdentity, j),
-                              st.st_dev, st.st_ino))
-                return g_array_index(devs, ManagedDev, i).nv;
-        }
+        if (daxfile_identities_have(ids, o->dev, o->ino))
+            return g_array_index(devs, ManagedDev, i).nv;
     }
     return NULL;
 }
@@ -324,18 +314,14 @@ ref_hits_device(GArray *ids, GArray *devs, GArray *fds)
 static const DaxfileEntry *
 ref_hits_entry(const Hook *h, GArray *ids, GPtrArray *entries)
 {
-    guint i, j;
+    guint i;
 
     for (i = 0; i < entries->len; i++) {
         const DaxfileEntry *e = g_ptr_array_index(entries, i);
 
-        if (g_strcmp0(e->owner, h->owner) == 0)
-            continue;
-        for (j = 0; j < ids->len; j++) {
-            if (same_identity(&g_array_index(ids, DaxfileIdentity, j), e->dev,
-                              e->ino))
-                return e;
-        }
+        if (g_strcmp0(e->owner, h->owner) != 0 &&
+            daxfile_identities_have(ids, e->dev, e->ino))
+            return e;
     }
     return NULL;
 }
@@ -379,12 +365,28 @@ check_refs(const Hook *h, GArray *devs, GArray *fds, GError **error)
     g_autoptr(GPtrArray) entries = daxfile_static_list(error);
     g_autoptr(GArray) ids = g_array_new(FALSE, FALSE,
                                         sizeof(DaxfileIdentity));
+    g_autoptr(GArray) own = g_array_new(FALSE, TRUE,
+                                        sizeof(DaxfileIdentity));
     guint i;
 
     if (!entries)
         return FALSE;
     if (fds->len == 0 && entries->len == 0)
         return TRUE;
+    g_array_set_size(own, fds->len);
+    for (i = 0; i < fds->len; i++) {
+        const DaxfileNvdimm *nv = g_array_index(devs, ManagedDev, i).nv;
+        struct stat st;
+
+        if (fstat(g_array_index(fds, int, i), &st) < 0) {
+            g_autofree char *name = daxfile_escape(nv->path);
+
+            daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
+            return FALSE;
+        }
+        g_array_index(own, DaxfileIdentity, i) =
+            (DaxfileIdentity){st.st_dev, st.st_ino};
+    }
     for (i = 0; i < refs->len; i++) {
         const DaxfileFileRef *ref = g_ptr_array_index(refs, i);
         const DaxfileNvdimm *nv;
@@ -394,7 +396,7 @@ check_refs(const Hook *h, GArray *devs, GArray *fds, GError **error)
             continue; /* an nvdimm's own file: dev_root, check_no_alias */
         g_array_set_size(ids, 0);
         daxfile_path_identities(ref->path, ids);
-        nv = ref_hits_device(ids, devs, fds);
+        nv = ref_hits_device(ids, devs, own);
         e = nv ? NULL : ref_hits_entry(h, ids, entries);
         if (nv || e)
             return ref_fail(h, ref, nv, e, error);
