@@ -54,6 +54,19 @@ def virsh(*args, check=False, timeout=300):
                timeout=timeout)
 
 
+def terminate(pid, timeout=30):
+    """SIGTERM @pid and wait until it is gone; False if it outlived @timeout"""
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 class Libvirtd:
     """The system daemon: reused when running, else started and stopped."""
 
@@ -113,14 +126,7 @@ class Libvirtd:
         if self.ours:
             pid = self.pid()
             if pid:
-                os.kill(pid, signal.SIGTERM)
-                deadline = time.monotonic() + 30
-                while time.monotonic() < deadline:
-                    try:
-                        os.kill(pid, 0)
-                    except OSError:
-                        break
-                    time.sleep(0.1)
+                terminate(pid)
             log("stopped libvirtd")
         if self.conf_backup:
             shutil.move(self.conf_backup, QEMU_CONF)
