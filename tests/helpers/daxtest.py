@@ -13,6 +13,7 @@ import pwd
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -142,6 +143,23 @@ def one_line_error(res):
     return res.rc != 0 and len(lines) == 1 and lines[0].startswith("daxfile")
 
 
+_content_hashes = {}
+
+
+def _content_hash(path, st):
+    """sha256 of a regular file, remembered while its identity and change
+    time stay the same: every write, through write(2) or a mapping's fault,
+    moves ctime, which userspace cannot set back."""
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _content_hashes:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _content_hashes[key] = h.hexdigest()
+    return _content_hashes[key]
+
+
 def tree_snapshot(root):
     """Content hash, mode, size and mtime of everything under root."""
     snap = {}
@@ -151,10 +169,9 @@ def tree_snapshot(root):
             path = os.path.join(dirpath, name)
             st = os.lstat(path)
             entry = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
-            if os.path.isfile(path) and not os.path.islink(path):
+            if stat.S_ISREG(st.st_mode):
                 try:
-                    with open(path, "rb") as f:
-                        entry += (hashlib.sha256(f.read()).hexdigest(),)
+                    entry += (_content_hash(path, st),)
                 except PermissionError:
                     entry += ("unreadable",)
             snap[os.path.relpath(path, root)] = entry
