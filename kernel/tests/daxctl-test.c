@@ -647,6 +647,16 @@ static void test_layout_refused(const char *p, int fd, bool reflink)
                "rename(2) onto a static file fails with EPERM");
     expect_err(CALL(unlink(p)), EPERM,
                "unlink(2) of a static file fails with EPERM");
+    {
+        char *linked = path_in(dir, "linked.img");
+
+        /* A second name could lead outside the directory its user
+         * manages (the libvirt hook refuses files with hard links). */
+        expect_err(CALL(link(p, linked)), EPERM,
+                   "link(2) to a static file fails with EPERM");
+        unlink(linked);
+        free(linked);
+    }
     expect_err(CALL(swapon(p, 0)), EBUSY,
                "swapon(2) of a static file fails with EBUSY");
 
