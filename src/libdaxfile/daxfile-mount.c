@@ -276,6 +276,14 @@ candidate_mount(const DaxfileMount *m, int pass, guint64 dev,
     return g_steal_fd(&mfd);
 }
 
+static gboolean
+same_fsid(int mfd, const char *fsid)
+{
+    g_autofree char *id = fsid ? fsid_of(mfd) : NULL;
+
+    return !fsid || (id && STREQ(id, fsid));
+}
+
 int
 daxfile_handle_reopen(const char *handle, guint64 dev, const char *fsid,
                       guint64 ino, int open_flags, gboolean *ret_gone,
@@ -300,10 +308,12 @@ daxfile_handle_reopen(const char *handle, guint64 dev, const char *fsid,
                 continue;
             fd = open_by_handle_at(mfd, fh, open_flags | O_CLOEXEC);
             /* only a mount of the whole filesystem on the very device
-             * can say it is gone (an fsid can repeat on a cloned image) */
+             * can say it is gone (an fsid can repeat on a cloned image),
+             * and only if that device still holds the filesystem: after
+             * a reboot its number can belong to another one */
             if (fd < 0 && errno == ESTALE && pass == 0 &&
                 STREQ(((DaxfileMount *)g_ptr_array_index(mounts, i))->root,
-                      "/"))
+                      "/") && same_fsid(mfd, fsid))
                 *ret_gone = TRUE;
             if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == ino)
                 return g_steal_fd(&fd);

@@ -766,6 +766,14 @@ repair_resolve(const DaxfileEntry *e, int hint_fd, gboolean *ret_gone,
     fd = daxfile_file_open(e->path, DAXFILE_OPEN_READ, &st, NULL);
     if (fd >= 0 && st.st_dev == e->dev && st.st_ino == e->ino)
         return g_steal_fd(&fd);
+    if (fd >= 0 && st.st_ino == e->ino && e->handle) {
+        g_autofree char *handle = daxfile_fd_handle(fd);
+
+        /* back after a reboot on another device number: the path still
+         * leads to the inode of the same number and generation */
+        if (handle && STREQ(handle, e->handle))
+            return g_steal_fd(&fd);
+    }
     if (hint_fd >= 0 && fstat(hint_fd, &st) == 0) {
         g_autofree char *handle = daxfile_fd_handle(hint_fd);
         g_autofree char *fsid = daxfile_fd_fsid(hint_fd);

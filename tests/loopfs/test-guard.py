@@ -315,6 +315,7 @@ def t_repair_unresolvable(w, extra_fs):
     if extra_fs is None:
         return
     unmounted_case(w, extra_fs, pid)
+    renumbered_case(w, extra_fs, pid)
 
 
 def long_path_case(w, pid):
@@ -405,6 +406,50 @@ def unmounted_case(w, xfs, pid):
         subprocess.run(["umount", other], capture_output=True)
         subprocess.run(["losetup", "-d", hold.stdout.strip()],
                        capture_output=True)
+
+
+def renumbered_case(w, xfs, pid):
+    """Found by the chain suite on 6.12: after a reboot the filesystem
+    came back on another device number, and its old number now held
+    another filesystem, where the file handle is stale. Repair said "the
+    file no longer exists", dropped the entry and left the file immutable.
+    The recorded path still leads to the inode (same number, same handle):
+    repair must release it."""
+    top = os.path.dirname(xfs.mnt)
+    subprocess.run(["mount", "-o", "loop", xfs.image, xfs.mnt], check=True)
+    xfs.mounted = True
+    f = os.path.join(xfs.mnt, "r.img")
+    w.dx("create", f, "--size", "8M", env=fake_dax_env(xfs.mnt))
+    w.dx("enable", f, "--owner", f"pid:{pid}", env=fake_dax_env(xfs.mnt))
+    was = enforced(f)
+    loopdev = subprocess.run(["findmnt", "-no", "SOURCE", xfs.mnt],
+                             capture_output=True, text=True,
+                             check=True).stdout.strip()
+    subprocess.run(["umount", xfs.mnt], check=True)
+    xfs.mounted = False
+    other_img = os.path.join(top, "other-ext4.img")
+    other_mnt = os.path.join(top, "mnt3")
+    os.makedirs(other_mnt, exist_ok=True)
+    with open(other_img, "wb") as fh:
+        fh.truncate(32 * M)
+    subprocess.run(["mkfs.ext4", "-q", "-F", other_img], check=True)
+    # the old device number now holds another filesystem
+    subprocess.run(["losetup", loopdev, other_img], check=True)
+    try:
+        subprocess.run(["mount", loopdev, other_mnt], check=True)
+        subprocess.run(["mount", "-o", "loop", xfs.image, xfs.mnt],
+                       check=True)
+        xfs.mounted = True
+        res = w.dx("repair", env=fake_dax_env(xfs.mnt))
+        tap.ok(was and res.rc == 0 and "released" in res.err and
+               not enforced(f) and w.registry() == [],
+               "back on another device, its old number held by another "
+               "filesystem: repair finds the file by its path and handle "
+               "and releases it", res)
+    finally:
+        subprocess.run(["chattr", "-i", f], capture_output=True)
+        subprocess.run(["umount", other_mnt], capture_output=True)
+        subprocess.run(["losetup", "-d", loopdev], capture_output=True)
 
 
 def t_writer_window(w):
