@@ -1,0 +1,525 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The chain suite inside its emulated pmem host (L1), started by
+tests/vm/guest/chain-l1.sh once the fsdax filesystems (/mnt/xfs, /mnt/ext4)
+and the state disk are mounted. Prints TAP.
+
+What a user on a pmem host does, for real: libvirtd started by hand with a
+stock qemu.conf (DAC driver, user libvirt-qemu, remember_owner), the daxfile
+hook in qemu.d, `daxfile create` and `daxfile attach`, `virsh start`. L2 is
+the all-built-in daxctl() kernel with tests/vm/guest/chain-l2.sh.
+
+CHAIN_STAGE=first: the files are static while QEMU runs (every layout
+change refused), libvirtd restarts without losing that, a stop releases
+them with libvirt's owner and mode back; then four domains are left in
+four phases (start stuck after prepare, started, running: L2 writing with
+CHAIN_L2IO=1, else paused; just released) and the host crashes: sysrq-b (CHAIN_CRASH=sysrq) or the test
+host kills our QEMU at the marker line (CHAIN_CRASH=kill).
+
+CHAIN_STAGE=after: the next boot on the same NVDIMMs and state disk: no
+file is static without a registry entry, `daxfile repair` brings every
+file back, every domain starts again, and (CHAIN_L2IO=1) L2 verifies what it
+wrote before the crash (CHAIN_COUNT chunks) and powers off cleanly.
+"""
+
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
+sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
+from daxtest import Tap, build_path, daxfile, enforced  # noqa: E402
+import libvirt_env as lv  # noqa: E402
+
+lv.QUIET = True
+tap = Tap()
+STAGE = os.environ.get("CHAIN_STAGE", "first")
+L2DIR = os.environ.get("CHAIN_L2DIR", "")
+MECH = os.environ.get("CHAIN_MECH", "immutable-guard")
+CRASH = os.environ.get("CHAIN_CRASH", "sysrq")
+COUNT = int(os.environ.get("CHAIN_COUNT", "0") or 0)
+# L2 boots and writes through its NVDIMMs (minutes under nested TCG), or
+# QEMU only maps the files (virsh start --paused: enough for the guard)
+L2IO = os.environ.get("CHAIN_L2IO", "1") == "1"
+M = 1 << 20
+IMAGES = "/var/lib/libvirt/images/chain"
+WORK = "/var/tmp/chain"
+PIDFILE = "/run/chain-libvirtd.pid"
+STALL = "/run/chain-stalled"
+QEMU_USER = pwd.getpwnam("libvirt-qemu").pw_uid
+
+MAIN = "chain"
+FILES = {"xfs": "/mnt/xfs/chain.img", "ext4": "/mnt/ext4/chain.img"}
+# the domains left in one phase each when the host crashes
+PHASES = {"chain-prepared": "/mnt/ext4/prepared.img",
+          "chain-started": "/mnt/xfs/started.img",
+          "chain-released": "/mnt/ext4/released.img"}
+ALL_FILES = list(FILES.values()) + list(PHASES.values())
+
+
+def diag(text):
+    tap.diag(text)
+
+
+def sh(argv, timeout=300):
+    return subprocess.run(argv, capture_output=True, text=True,
+                          errors="replace", timeout=timeout)
+
+
+# ------------------------------------------------------------- set-up
+
+def stall_hook(hooks):
+    """A second hook (run after daxfile's, in name order) that holds one
+    domain's start right after its prepare: a start that never finishes"""
+    path = os.path.join(hooks, "zz-chain-stall")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\nif [ \"$1\" = chain-prepared ] && "
+                "[ \"$2\" = prepare ]; then\n"
+                f"    touch {STALL}\n    exec sleep 3600\nfi\nexit 0\n")
+    os.chmod(path, 0o755)
+
+
+def install():
+    """The configuration a user writes, the hook, a stock qemu.conf with
+    what this L1 lacks switched off, the L2 boot files."""
+    os.makedirs("/etc/daxfile", exist_ok=True)
+    with open("/etc/daxfile/daxfile.conf", "w") as f:
+        f.write("[hook]\nmanaged_roots=/mnt/xfs;/mnt/ext4\n")
+    hooks = "/etc/libvirt/hooks/qemu.d"
+    os.makedirs(hooks, exist_ok=True)
+    shutil.copy2(build_path("libvirt-hooks", "daxfile-hook"),
+                 os.path.join(hooks, "daxfile"))
+    if STAGE == "first":
+        stall_hook(hooks)
+    conf = ['stdio_handler = "file"']
+    if not os.path.exists("/proc/cgroups"):
+        conf.append("cgroup_controllers = [ ]")
+    if not os.path.exists("/proc/self/ns/mnt"):
+        conf.append("namespaces = [ ]")
+    with open("/etc/libvirt/qemu.conf", "a") as f:
+        f.write("\n# chain suite\n" + "\n".join(conf) + "\n")
+    os.makedirs(WORK, exist_ok=True)
+    os.makedirs(IMAGES, exist_ok=True)
+    for name in os.listdir(L2DIR):
+        shutil.copy(os.path.join(L2DIR, name), IMAGES)
+    if os.path.isdir("/sys/fs/cgroup") and os.path.exists("/proc/cgroups"):
+        sh(["mount", "-t", "cgroup2", "cgroup2", "/sys/fs/cgroup"])
+
+
+def libvirtd_start():
+    t0 = time.monotonic()
+    res = sh(["taskset", "-c", "0", "libvirtd", "-d", "-p", PIDFILE])
+    deadline = time.monotonic() + 120
+    while res.returncode == 0 and time.monotonic() < deadline:
+        if lv.virsh("-q", "version", timeout=30).returncode == 0:
+            return time.monotonic() - t0
+        time.sleep(0.3)
+    return None
+
+
+def libvirtd_stop():
+    with open(PIDFILE) as f:
+        return lv.terminate(int(f.read()), timeout=60)
+
+
+def libvirtd_log_tail():
+    try:
+        with open("/var/log/libvirt/libvirtd.log", errors="replace") as f:
+            return "".join(f.readlines()[-20:])
+    except OSError:
+        return "(no libvirtd.log)"
+
+
+# --------------------------------------------------------------- facts
+
+def status(path):
+    res = daxfile("status", "--json", path)
+    return res.json()[0] if res.rc == 0 else None
+
+
+def entries():
+    res = daxfile("list", "--json")
+    return res.json() if res.rc == 0 else None
+
+
+def entry_of(path):
+    return [e for e in entries() or [] if e["path"] == path]
+
+
+def owner_mode(path):
+    st = os.stat(path)
+    return st.st_uid, st.st_gid, st.st_mode & 0o7777
+
+
+def layout(path):
+    s = status(path)
+    return (s["size"], s["fingerprint"]) if s else None
+
+
+def domain(name, files):
+    """Define @name booting L2 (its initrd is the host's: the stream phase
+    on the first boot, the verify phase on the next) and attach @files"""
+    xml = lv.domain_xml(name, f"{IMAGES}/vmlinux", f"{IMAGES}/initrd",
+                        open(f"{IMAGES}/cmdline").read().strip(),
+                        f"{WORK}/{name}.console", f"{WORK}/{name}.tap",
+                        memory_mib=256)
+    res = lv.define(xml, WORK, name)
+    if res.returncode != 0:
+        return res.stderr.strip()
+    for path in files:
+        res = daxfile("attach", name, path)
+        if res.rc != 0:
+            return res.err.strip()
+    return None
+
+
+# ------------------------------------------------- what must be refused
+
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
+FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_ZERO_RANGE = 0x08, 0x10
+FALLOC_FL_INSERT_RANGE = 0x20
+FICLONE = 0x40049409
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def attempt(func):
+    """'done' when @func succeeded, else the errno name it failed with"""
+    try:
+        func()
+        return "done"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
+def fallocate(path, mode, off, length):
+    def call():
+        fd = os.open(path, os.O_RDWR)
+        try:
+            if libc.fallocate(fd, mode, ctypes.c_long(off),
+                              ctypes.c_long(length)) != 0:
+                e = ctypes.get_errno()
+                raise OSError(e, os.strerror(e))
+        finally:
+            os.close(fd)
+    return call
+
+
+def append(path):
+    def call():
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, b"\0" * 4096)
+        finally:
+            os.close(fd)
+    return call
+
+
+def ficlone(path):
+    """clone another file's blocks over the static one"""
+    def call():
+        src = path + ".src"
+        with open(src, "wb") as f:
+            f.write(b"x" * 4096)
+        try:
+            fd = os.open(path, os.O_RDWR)
+            try:
+                with open(src, "rb") as f:
+                    fcntl.ioctl(fd, FICLONE, f.fileno())
+            finally:
+                os.close(fd)
+        finally:
+            os.unlink(src)
+    return call
+
+
+def refusals(path):
+    size = os.path.getsize(path)
+    return {
+        "truncate": lambda: os.truncate(path, size - 2 * M),
+        "extend": lambda: os.truncate(path, size + 2 * M),
+        "open O_TRUNC": lambda: os.close(os.open(path,
+                                                 os.O_WRONLY | os.O_TRUNC)),
+        "append": append(path),
+        "fallocate": fallocate(path, 0, size, 2 * M),
+        "fallocate keep-size": fallocate(path, FALLOC_FL_KEEP_SIZE, size,
+                                         2 * M),
+        "punch hole": fallocate(path, FALLOC_FL_PUNCH_HOLE |
+                                FALLOC_FL_KEEP_SIZE, 0, 2 * M),
+        "zero range": fallocate(path, FALLOC_FL_ZERO_RANGE, 0, 2 * M),
+        "collapse range": fallocate(path, FALLOC_FL_COLLAPSE_RANGE, 0, 2 * M),
+        "insert range": fallocate(path, FALLOC_FL_INSERT_RANGE, 0, 2 * M),
+        "rename": lambda: os.rename(path, path + ".moved"),
+        "unlink": lambda: os.unlink(path),
+        "link": lambda: os.link(path, path + ".link"),
+        "FICLONE": ficlone(path),
+    }
+
+
+# ---------------------------------------------------------- stage first
+
+def t_create():
+    for fs, path in FILES.items():
+        res = daxfile("create", path, "--size", "128M")
+        s = status(path) if res.rc == 0 else None
+        tap.ok(s and s["static_ready"] and s["dax"],
+               f"{fs}: daxfile create on the -o dax mount: DAX, written, "
+               "aligned", res.err or s)
+
+
+def t_running(orig):
+    res = lv.virsh("start", "--paused", MAIN)
+    if not tap.ok(res.returncode == 0, "virsh start --paused: the hook "
+                  "engages at started, QEMU keeps its mapping",
+                  res.stderr + libvirtd_log_tail()):
+        return False
+    for fs, path in FILES.items():
+        s = status(path)
+        st = (s or {}).get("static") or {}
+        tap.ok(st.get("enabled") and st.get("mechanism") == MECH and
+               st.get("owner") == f"domain:{MAIN}",
+               f"{fs}: static while QEMU runs, mechanism {MECH}", st)
+        tap.ok(os.stat(path).st_uid == QEMU_USER,
+               f"{fs}: libvirt's DAC driver handed it to libvirt-qemu",
+               owner_mode(path))
+        before = layout(path)
+        got = {op: attempt(f) for op, f in refusals(path).items()}
+        for stray in (path + ".moved", path + ".link"):
+            if os.path.lexists(stray):  # a refusal that failed: undo it
+                os.unlink(stray)
+        done = [op for op, r in got.items() if r == "done"]
+        tap.ok(not done and layout(path) == before and
+               os.path.exists(path),
+               f"{fs}: every layout change refused while QEMU runs ("
+               + ", ".join(f"{op} {r}" for op, r in got.items()) + ")",
+               f"succeeded: {done}")
+    return True
+
+
+def t_restart():
+    stopped = libvirtd_stop()
+    took = libvirtd_start() if stopped else None
+    tap.ok(took is not None and lv.state(MAIN) == "paused",
+           f"libvirtd restarted while the domain runs ({took or 0:.1f} s), "
+           "which reconnects to it", libvirtd_log_tail())
+    for fs, path in FILES.items():
+        st = (status(path) or {}).get("static") or {}
+        tap.ok(st.get("enabled") and enforced(path),
+               f"{fs}: still static after the reconnect", st)
+
+
+def t_stop(orig):
+    res = lv.virsh("destroy", MAIN)
+    tap.ok(res.returncode == 0, "virsh destroy", res.stderr)
+    for fs, path in FILES.items():
+        tap.ok(not entry_of(path) and not enforced(path),
+               f"{fs}: released at stop", entry_of(path))
+        xattrs = [x for x in os.listxattr(path)
+                  if x.startswith("trusted.libvirt.security")]
+        tap.ok(owner_mode(path) == orig[path] and not xattrs,
+               f"{fs}: libvirt's owner and mode are back "
+               f"({orig[path][0]}:{orig[path][1]} {orig[path][2]:o}), no "
+               "remembered label left", (owner_mode(path), xattrs))
+
+
+def wait_chunks(name, want, timeout):
+    """Relay L2's TAP as it comes; the number of chunks it completed"""
+    path, seen, chunks = f"{WORK}/{name}.tap", 0, 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(path, errors="replace") as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            lines = []
+        for line in lines[seen:]:
+            diag(f"L2: {line}")
+            if line.startswith("not ok"):
+                return -1
+            if line.startswith("ok") and " - chunk " in line:
+                chunks += 1
+        seen = len(lines)
+        if chunks >= want or lv.state(name) != "running":
+            return chunks
+        time.sleep(0.5)
+    return chunks
+
+
+def console_tail(name):
+    try:
+        with open(f"{WORK}/{name}.console", errors="replace") as f:
+            return f.read()[-3000:]
+    except OSError:
+        return "(no console)"
+
+
+def t_crash():
+    """Leave one domain in each phase, then crash this host."""
+    for name, path in PHASES.items():
+        res = daxfile("create", path, "--size", "64M")
+        err = res.err.strip() if res.rc else domain(name, [path])
+        tap.ok(err is None, f"{name}: created and attached", err)
+    res = lv.virsh("start", "--paused", "chain-started")
+    tap.ok(res.returncode == 0 and entry_of(PHASES["chain-started"]),
+           "chain-started: started (static)", res.stderr)
+    stuck = subprocess.Popen(["virsh", "-c", lv.URI, "start", "--paused",
+                              "chain-prepared"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(STALL) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    e = entry_of(PHASES["chain-prepared"])
+    tap.ok(e and e[0]["state"] == "reserved", "chain-prepared: reserved by "
+           "prepare, its start held before QEMU runs", e)
+    res = lv.virsh("start", "--paused", "chain-released")
+    tap.ok(res.returncode == 0, "chain-released: started", res.stderr)
+    chunks = 0
+    if L2IO:
+        res = lv.virsh("start", MAIN)
+        tap.ok(res.returncode == 0, f"{MAIN}: started; L2 writes its pattern "
+               "and then chunks through MAP_SYNC", res.stderr)
+        chunks = wait_chunks(MAIN, 2, 420) if res.returncode == 0 else 0
+        tap.ok(chunks >= 2, f"{MAIN}: L2 completed {chunks} chunks on both "
+               "NVDIMMs", console_tail(MAIN) if chunks < 2 else None)
+    else:
+        res = lv.virsh("start", "--paused", MAIN)
+        tap.ok(res.returncode == 0, f"{MAIN}: started again (paused)",
+               res.stderr)
+    res = lv.virsh("destroy", "chain-released")
+    tap.ok(res.returncode == 0 and not entry_of(PHASES["chain-released"]),
+           "chain-released: destroyed and released", res.stderr)
+    # No sync, no unmount: the crash comes right after the release, within
+    # any filesystem's journal commit interval.
+    print(f"# CHAIN-CRASH-NOW chunks={chunks}", flush=True)
+    tap.done()
+    sys.stdout.flush()
+    if CRASH == "sysrq":
+        with open("/proc/sysrq-trigger", "w") as f:
+            f.write("b")
+    time.sleep(600)
+    stuck.kill()
+
+
+def stage_first():
+    install()
+    took = libvirtd_start()
+    if not tap.ok(took is not None, f"libvirtd started by hand ({took or 0:.1f}"
+                  " s)", libvirtd_log_tail()):
+        return
+    t_create()
+    with open(f"{IMAGES}/cmdline") as f:
+        diag(f"L2 command line: {f.read().strip()}")
+    err = domain(MAIN, FILES.values())
+    if not tap.ok(err is None, f"{MAIN}: defined, both files attached with "
+                  "daxfile attach", err):
+        return
+    orig = {p: owner_mode(p) for p in FILES.values()}
+    if t_running(orig):
+        t_restart()
+        t_stop(orig)
+    t_crash()
+
+
+# ---------------------------------------------------------- stage after
+
+def t_after_crash():
+    got = entries()
+    listed = {e["path"]: e for e in got or []}
+    for path in ALL_FILES:
+        on = enforced(path)
+        tap.ok(not on or path in listed,
+               f"{path}: never static without a registry entry after the "
+               f"crash (enforced: {on}, entry: {path in listed})",
+               listed.get(path))
+    # What a hook phase finished before the crash is on disk: the domains
+    # that had started keep their entries and (the immutable flag; the
+    # kernel's state lives in the in-core inode only) their files static:
+    # the engage was fsynced before `started` returned.
+    for name, path in [(MAIN, p) for p in FILES.values()] + \
+            [("chain-started", PHASES["chain-started"])]:
+        want = MECH != "immutable-guard" or enforced(path)
+        tap.ok(want and path in listed,
+               f"{path}: its entry survived the crash"
+               + (", and the flag: engaged durably before started returned"
+                  if MECH == "immutable-guard" else ""), listed.get(path))
+    res = daxfile("repair")
+    diag(res.err)
+    tap.ok(res.rc == 0, "daxfile repair", res.err)
+    left = [e["path"] for e in entries() or [] if e["path"] in ALL_FILES]
+    static = [p for p in ALL_FILES if enforced(p)]
+    tap.ok(not left and not static, "after repair: no entry and no file "
+           "static", (left, static))
+
+
+def t_start_again():
+    for name in PHASES:
+        res = lv.virsh("start", "--paused", name)
+        ok = res.returncode == 0 and entry_of(PHASES[name])
+        lv.virsh("destroy", name)
+        tap.ok(ok and not entry_of(PHASES[name]),
+               f"{name}: starts and stops again", res.stderr)
+
+
+def t_verify():
+    orig = {p: owner_mode(p) for p in FILES.values()}
+    if L2IO:
+        res = lv.virsh("start", MAIN)
+        ok = res.returncode == 0 and lv.wait_shutoff(MAIN, timeout=420)
+        oks, bad = lv.tap_results(f"{WORK}/{MAIN}.tap")
+        for line in oks + bad:
+            diag(f"L2: {line}")
+        tap.ok(ok and not bad and len(oks) == 6,
+               f"{MAIN}: L2 verified its pattern and the {COUNT} chunks it "
+               "completed before the crash, on both NVDIMMs, and powered off",
+               (res.stderr + console_tail(MAIN)) if not ok else bad)
+    else:
+        res = lv.virsh("start", "--paused", MAIN)
+        ok = res.returncode == 0 and all(
+            ((status(p) or {}).get("static") or {}).get("enabled")
+            for p in FILES.values())
+        res2 = lv.virsh("destroy", MAIN)
+        tap.ok(ok and res2.returncode == 0, f"{MAIN}: starts (paused) with "
+               "both files static, and stops", res.stderr + res2.stderr)
+    # libvirt forgets the owner it remembered when the host crashed (its
+    # xattrs carry the boot time), so "back" means: as before this start.
+    for fs, path in FILES.items():
+        xattrs = [x for x in os.listxattr(path)
+                  if x.startswith("trusted.libvirt.security")]
+        tap.ok(not entry_of(path) and not enforced(path) and
+               owner_mode(path) == orig[path] and not xattrs,
+               f"{fs}: released after the power-off, owner and mode as "
+               "before the start, no remembered label left",
+               (entry_of(path), owner_mode(path), orig[path], xattrs))
+
+
+def stage_after():
+    install()
+    took = libvirtd_start()
+    if not tap.ok(took is not None, f"libvirtd started ({took or 0:.1f} s)",
+                  libvirtd_log_tail()):
+        return
+    doms = lv.virsh("list", "--all", "--name").stdout.split()
+    tap.ok(all(d in doms for d in [MAIN] + list(PHASES)),
+           "the domain definitions survived the crash", doms)
+    t_after_crash()
+    t_start_again()
+    t_verify()
+
+
+def main():
+    if STAGE == "first":
+        tap.subtest("first", stage_first)
+    else:
+        tap.subtest("after", stage_after)
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

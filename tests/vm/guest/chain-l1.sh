@@ -1,0 +1,37 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# chain-l1: an emulated pmem host for the chain suite (tests/chain): the
+# host's own root over 9p (--hostroot), two NVDIMMs in fsdax mode with xfs
+# (pmem0) and ext4 (pmem1) mounted -o dax, and a small virtio disk (vda)
+# for what a real host keeps across a crash: daxfile's registry and
+# libvirt's domain definitions. Then tests/chain/l1-chain.py runs libvirtd,
+# the hook and QEMU for real on top of them.
+#   CHAIN_STAGE=first  make namespaces, filesystems and the state disk
+#   CHAIN_STAGE=after  (a boot after a crash) mount what is there
+. /daxfile/lib/guest-lib.sh
+
+storage() {
+    modprobe virtio_blk 2>/dev/null
+    dx__wait_dev /dev/vda || return 1
+    mkdir -p /persist
+    if [ "$CHAIN_STAGE" = first ]; then
+        dx_fsdax 0 && dx_mkfs xfs /mnt/xfs && dx_fsdax 1 &&
+            dx_mkfs ext4 /mnt/ext4 || return 1
+        dx_x mkfs.ext4 -q -F /dev/vda >&2 || return 1
+    else
+        dx_fsdax 0 && dx_mount /mnt/xfs --type xfs && dx_fsdax 1 &&
+            dx_mount /mnt/ext4 --type ext4 || return 1
+    fi
+    dx_x mount -t ext4 /dev/vda /persist >&2 || return 1
+    mkdir -p /persist/daxfile /persist/libvirt-qemu /var/lib/daxfile \
+        /etc/libvirt/qemu &&
+        mount --bind /persist/daxfile /var/lib/daxfile &&
+        mount --bind /persist/libvirt-qemu /etc/libvirt/qemu
+}
+
+if ! storage >&2; then
+    dx_plan 1
+    dx_not_ok "set-up: fsdax namespaces, xfs and ext4 -o dax, the state disk"
+    dx_done
+fi
+exec /usr/bin/python3 "$DAXFILE_SRCDIR/tests/chain/l1-chain.py"

@@ -1,0 +1,67 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# chain-l2: the innermost guest of the chain suite (tests/chain), started by
+# libvirt inside an L1 host on real fsdax. Its two NVDIMMs are static files
+# of that host (pmem0 on xfs, pmem1 on ext4).
+#   CHAIN_PHASE=stream  fsdax namespaces, ext4 -o dax on each, write the
+#                       pattern of CHAIN_SEED (+0, +1) through MAP_SYNC, then
+#                       write 256 KiB chunks w0, w1, ... (seed CHAIN_SEED+2+k)
+#                       onto both until the host dies, printing
+#                       "ok - chunk k" after each chunk is durable on both
+#   CHAIN_PHASE=verify  (after the host crashed and came back) mount both
+#                       again, verify the pattern and chunks 0..CHAIN_COUNT-1
+# Needs: --bin daxfile-guest, two NVDIMMs.
+. /daxfile/lib/guest-lib.sh
+
+: "${CHAIN_SEED:=7}" "${CHAIN_COUNT:=0}"
+chunk=256K
+
+set_up() { # I: the namespace and filesystem of NVDIMM I
+    if [ "$CHAIN_PHASE" = stream ]; then
+        dx_fsdax "$1" && dx_mkfs ext4 "/mnt/p$1"
+    else
+        dx_fsdax "$1" && dx_mount "/mnt/p$1" --type ext4
+    fi
+}
+
+case "$CHAIN_PHASE" in
+stream)
+    for i in 0 1; do
+        dx_run "pmem$i: fsdax namespace, ext4 -o dax" set_up $i || dx_done
+        dx_run "pmem$i: pattern of seed $((CHAIN_SEED + i)) written" \
+            daxfile-guest write --dir "/mnt/p$i" --seed $((CHAIN_SEED + i)) \
+            --size 2M || dx_done
+    done
+    k=0
+    while :; do
+        for i in 0 1; do
+            mkdir -p "/mnt/p$i/w$k"
+            daxfile-guest write --dir "/mnt/p$i/w$k" \
+                --seed $((CHAIN_SEED + 2 + k)) --size $chunk >/dev/null ||
+                { dx_not_ok "chunk $k on pmem$i"; dx_done; }
+        done
+        dx_ok "chunk $k"
+        k=$((k + 1))
+    done
+    ;;
+verify)
+    for i in 0 1; do
+        dx_run "pmem$i: the ext4 of the first boot mounted -o dax" set_up $i ||
+            continue
+        dx_run "pmem$i: pattern of seed $((CHAIN_SEED + i)) intact" \
+            daxfile-guest verify --dir "/mnt/p$i" --seed $((CHAIN_SEED + i))
+        k=0 bad=
+        while [ $k -lt "$CHAIN_COUNT" ]; do
+            daxfile-guest verify --dir "/mnt/p$i/w$k" \
+                --seed $((CHAIN_SEED + 2 + k)) >&2 || bad="$bad $k"
+            k=$((k + 1))
+        done
+        dx_is "pmem$i: the $CHAIN_COUNT chunks completed before the crash intact" \
+            "${bad:-none bad}" "none bad"
+    done
+    ;;
+*)
+    dx_not_ok "CHAIN_PHASE is stream or verify" "got '$CHAIN_PHASE'"
+    ;;
+esac
+dx_done
