@@ -433,8 +433,16 @@ def renumbered_case(w, xfs, pid):
     with open(other_img, "wb") as fh:
         fh.truncate(32 * M)
     subprocess.run(["mkfs.ext4", "-q", "-F", other_img], check=True)
-    # the old device number now holds another filesystem
-    subprocess.run(["losetup", loopdev, other_img], check=True)
+    # the old device number now holds another filesystem (the loop device
+    # is freed asynchronously after the umount)
+    for _ in range(100):
+        if subprocess.run(["losetup", loopdev, other_img],
+                          capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    else:
+        tap.ok(False, f"{loopdev} taken by another image", "losetup failed")
+        return
     try:
         subprocess.run(["mount", loopdev, other_mnt], check=True)
         subprocess.run(["mount", "-o", "loop", xfs.image, xfs.mnt],
