@@ -56,6 +56,9 @@ int cmd_list(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);
+/* attach, detach, domain-xml: exec daxfile-virt (cmd-virt.c), which runs
+ * these three */
+int cmd_virt(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_detach(int argc, char **argv);
 int cmd_domain_xml(int argc, char **argv);
