@@ -671,10 +671,3 @@ daxfile_hook_run_notes(const DaxfileHookCall *call, const DaxfileConf *conf,
         return hook_release(&h, error);
     return hook_incoming(&h, ret_stdout, error);
 }
-
-gboolean
-daxfile_hook_run(const DaxfileHookCall *call, const DaxfileConf *conf,
-                 char **ret_stdout, GError **error)
-{
-    return daxfile_hook_run_notes(call, conf, ret_stdout, NULL, error);
-}

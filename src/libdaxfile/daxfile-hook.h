@@ -30,13 +30,9 @@ typedef struct {
 } DaxfileHookCall;
 
 /* Run the hook. FALSE with one-line @error makes the caller exit 1.
- * *ret_stdout is set (to XML) only when migrate/restore rewrote a path. */
-gboolean daxfile_hook_run(const DaxfileHookCall *call,
-                          const DaxfileConf *conf, char **ret_stdout,
-                          GError **error);
-
-/* The same, collecting notes for the log (a weaker mechanism than asked
- * for, a file created on this host) in @notes (strings) */
+ * *ret_stdout is set (to XML) only when migrate/restore rewrote a path.
+ * Notes for the log (a weaker mechanism than asked for, a file created on
+ * this host) go to @notes (strings) when it is not NULL. */
 gboolean daxfile_hook_run_notes(const DaxfileHookCall *call,
                                 const DaxfileConf *conf, char **ret_stdout,
                                 GPtrArray *notes, GError **error);
