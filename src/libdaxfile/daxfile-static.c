@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "daxfile-error.h"
@@ -12,6 +14,7 @@
 #include "daxfile-kernel.h"
 #include "daxfile-mount.h"
 #include "daxfile-proc.h"
+#include "daxfile-registry.h"
 #include "daxfile-static.h"
 #include "daxfile-util.h"
 
@@ -158,13 +161,88 @@ check_not_immutable(int fd, const char *name, GError **error)
     return FALSE;
 }
 
-/* Run the self-test in the file's directory; FALSE only on error. */
+/* The self-test's answer depends on the kernel and on the filesystem and
+ * its mount (DAX), not on the file, so it is remembered for this boot in
+ * the run directory, under a name made of: device, mount id, filesystem
+ * type and id, kernel release, boot id. NULL when one is unknown. */
+static char *
+selftest_cache_path(int dirfd)
+{
+    g_autofree char *run = daxfile_state_run_dir();
+    g_autofree char *key = NULL;
+    g_autofree char *sum = NULL;
+    g_autofree char *name = NULL;
+    struct statx stx;
+    struct statfs sfs;
+    struct utsname u;
+
+    if (statx(dirfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 ||
+        !(stx.stx_mask & STATX_MNT_ID) || fstatfs(dirfd, &sfs) < 0 ||
+        uname(&u) < 0 || !daxfile_boot_id())
+        return NULL;
+    key = g_strdup_printf("%u:%u %llu %lx %08x%08x %s %s", stx.stx_dev_major,
+                          stx.stx_dev_minor,
+                          (unsigned long long)stx.stx_mnt_id,
+                          (unsigned long)sfs.f_type,
+                          (unsigned int)sfs.f_fsid.__val[0],
+                          (unsigned int)sfs.f_fsid.__val[1], u.release,
+                          daxfile_boot_id());
+    sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, key, -1);
+    name = g_strdup_printf("selftest-%.32s", sum);
+    return g_build_filename(run, name, NULL);
+}
+
+/* A remembered answer, only from a regular file of ours that no one else
+ * can have written. */
+static gboolean
+selftest_cache_read(const char *file, DaxfileSelftest *result)
+{
+    g_auto(DaxfileFd) fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    char buf[512];
+    struct stat st;
+    ssize_t n;
+
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != geteuid() || (st.st_mode & 022) ||
+        (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+        return FALSE;
+    buf[n] = '\0';
+    if (STREQ(buf, "safe\n")) {
+        result->safe = TRUE;
+        return TRUE;
+    }
+    if (g_str_has_prefix(buf, "unsafe ")) {
+        result->safe = FALSE;
+        result->detail = g_strchomp(g_strdup(buf + strlen("unsafe ")));
+        return TRUE;
+    }
+    return FALSE;
+}
+
+static void
+selftest_cache_write(const char *file, const DaxfileSelftest *result)
+{
+    g_autofree char *data = result->safe
+        ? g_strdup("safe\n")
+        : g_strdup_printf("unsafe %s\n", result->detail ? result->detail : "");
+    g_autoptr(GError) error = NULL;
+
+    /* volatile and only a shortcut: a failure costs a self-test later */
+    if (!g_file_set_contents_full(file, data, -1,
+                                  G_FILE_SET_CONTENTS_CONSISTENT, 0600,
+                                  &error))
+        g_debug("cannot remember the self-test: %s", error->message);
+}
+
+/* Run the self-test in the file's directory, or recall its answer for
+ * this filesystem from earlier in this boot; FALSE only on error. */
 static gboolean
 guard_selftest(const char *path, const struct stat *st,
                DaxfileSelftest *result, GError **error)
 {
     g_autofree char *dir = g_path_get_dirname(path);
     g_auto(DaxfileFd) dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    g_autofree char *cache = NULL;
 
     if (dirfd < 0) {
         g_autofree char *d = daxfile_escape(dir);
@@ -172,7 +250,14 @@ guard_selftest(const char *path, const struct stat *st,
         daxfile_set_error_errno(error, errno, "Cannot open directory '%s'", d);
         return FALSE;
     }
-    return daxfile_guard_selftest(dirfd, st->st_dev, TRUE, result, error);
+    cache = selftest_cache_path(dirfd);
+    if (cache && selftest_cache_read(cache, result))
+        return TRUE;
+    if (!daxfile_guard_selftest(dirfd, st->st_dev, TRUE, result, error))
+        return FALSE;
+    if (cache)
+        selftest_cache_write(cache, result);
+    return TRUE;
 }
 
 static gboolean

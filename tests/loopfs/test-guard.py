@@ -30,10 +30,12 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -93,6 +95,14 @@ class World:
 
     def path(self, name):
         return os.path.join(self.root, name)
+
+    def selftest_cache(self):
+        return glob.glob(os.path.join(self.state, "run", "selftest-*"))
+
+    def forget_selftest(self):
+        """enable recalls the self-test's answer for a filesystem"""
+        for path in self.selftest_cache():
+            os.unlink(path)
 
     def dx(self, *args, env=None, **kw):
         return daxfile(*args, env=dict(self.env, **(env or {})), **kw)
@@ -264,6 +274,7 @@ def t_selftest_child(w, kills):
     c = Consumer(w, f)
     try:
         # the guard's self-test, also on a kernel that offers daxctl()
+        w.forget_selftest()
         res = w.dx("enable", f, "--mechanism", "immutable-guard",
                    env={"DAXFILE_TEST_CRASH": "selftest-running"})
         left = leftover_daxfile()
@@ -291,6 +302,53 @@ def t_selftest_child(w, kills):
                     os.kill(pid, signal.SIGKILL)
         tap.ok(not bad, f"{kills} random SIGKILLs of selftest: never a child "
                "left", bad)
+    finally:
+        c.stop()
+
+
+def forks(w, args):
+    """(exit status, processes the daxfile command forked), by strace"""
+    with tempfile.NamedTemporaryFile(mode="r") as out:
+        argv = ["strace", "-f", "-qq", "-o", out.name, "-e",
+                "trace=clone,clone3,fork,vfork", DAXFILE] + list(args)
+        rc = subprocess.run(argv, env=dict(os.environ, **w.env),
+                            capture_output=True).returncode
+        calls = [line for line in out.read().splitlines()
+                 if re.search(r"\b(clone3?|v?fork)\(", line) and
+                 "CLONE_THREAD" not in line and "resumed" not in line]
+    return rc, len(calls)
+
+
+def t_selftest_cache(w):
+    """Issue 17: the self-test's answer depends on the kernel and the
+    filesystem, not on the file; enable recalls it for the rest of the boot
+    (one fork less in the hook's started) but only from a file of its own
+    that nobody else can have written."""
+    if not shutil.which("strace"):
+        tap.skip("enable recalls the self-test", "no strace here")
+        return
+    w.forget_selftest()
+    f = w.create("cache.img")
+    c = Consumer(w, f)
+    try:
+        first = forks(w, ["enable", f])
+        w.dx("disable", f)
+        cache = w.selftest_cache()
+        modes = [os.stat(p).st_mode & 0o777 for p in cache]
+        second = forks(w, ["enable", f])
+        w.dx("disable", f)
+        tap.ok(first[0] == 0 and first[1] >= 1 and modes == [0o600] and
+               second == (0, 0),
+               "the second enable on a filesystem runs no self-test: it "
+               "recalls the first one's answer (0600, in the run directory)",
+               f"first {first}, second {second}, cache {cache} {modes}")
+        for path in cache:
+            os.chmod(path, 0o620)
+        third = forks(w, ["enable", f])
+        w.dx("disable", f)
+        tap.ok(third[0] == 0 and third[1] >= 1,
+               "a remembered answer others could have written is ignored",
+               f"third {third}")
     finally:
         c.stop()
 
@@ -884,6 +942,7 @@ def run_all(args, directory):
             MECH[0] = "kernel" if "(kernel" in res.err else "immutable-guard"
             w.dx("disable", probe)
             for func, *a in ((t_selftest_child, args.selftest_kills),
+                             (t_selftest_cache,),
                              (t_repair_unresolvable,
                                                    extra),
                              (t_writer_window,), (t_aliases,),
