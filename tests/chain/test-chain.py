@@ -112,7 +112,7 @@ def main():
     os.chmod(workdir, 0o755)
     pmems = [vm.Pmem.create(os.path.join(vm.default_tmpdir(),
                                          f"{os.path.basename(workdir)}-{i}"),
-                            "1G") for i in range(2)]
+                            "1G", temporary=True) for i in range(2)]
     disk = os.path.join(workdir, "state.img")
     with open(disk, "wb") as f:
         f.truncate(256 << 20)
