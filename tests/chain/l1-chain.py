@@ -385,7 +385,7 @@ def t_crash():
         res = lv.virsh("start", MAIN)
         tap.ok(res.returncode == 0, f"{MAIN}: started; L2 writes its pattern "
                "and then chunks through MAP_SYNC", res.stderr)
-        chunks = wait_chunks(MAIN, 2, 420) if res.returncode == 0 else 0
+        chunks = wait_chunks(MAIN, 2, 1200) if res.returncode == 0 else 0
         tap.ok(chunks >= 2, f"{MAIN}: L2 completed {chunks} chunks on both "
                "NVDIMMs", console_tail(MAIN) if chunks < 2 else None)
     else:
@@ -471,7 +471,7 @@ def t_verify():
     orig = {p: owner_mode(p) for p in FILES.values()}
     if L2IO:
         res = lv.virsh("start", MAIN)
-        ok = res.returncode == 0 and lv.wait_shutoff(MAIN, timeout=420)
+        ok = res.returncode == 0 and lv.wait_shutoff(MAIN, timeout=1200)
         oks, bad = lv.tap_results(f"{WORK}/{MAIN}.tap")
         for line in oks + bad:
             diag(f"L2: {line}")

@@ -96,7 +96,7 @@ def main():
                     help="boot L2 to write and verify through its NVDIMMs "
                     "(else QEMU only maps them: virsh start --paused)")
     ap.add_argument("--log-dir", default=None)
-    ap.add_argument("--timeout", type=int, default=1200)
+    ap.add_argument("--timeout", type=int, default=1500)
     args = ap.parse_args()
     tap = Tap()
     need_root(tap)
