@@ -311,8 +311,10 @@ def forks(w, args):
     with tempfile.NamedTemporaryFile(mode="r") as out:
         argv = ["strace", "-f", "-qq", "-o", out.name, "-e",
                 "trace=clone,clone3,fork,vfork", DAXFILE] + list(args)
-        rc = subprocess.run(argv, env=dict(os.environ, **w.env),
-                            capture_output=True).returncode
+        env = dict(os.environ, **w.env)
+        if "ASAN_OPTIONS" in env:  # LeakSanitizer cannot run under ptrace
+            env["ASAN_OPTIONS"] += ":detect_leaks=0"
+        rc = subprocess.run(argv, env=env, capture_output=True).returncode
         calls = [line for line in out.read().splitlines()
                  if re.search(r"\b(clone3?|v?fork)\(", line) and
                  "CLONE_THREAD" not in line and "resumed" not in line]
