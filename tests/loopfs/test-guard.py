@@ -228,19 +228,13 @@ def leftover_daxfile(timeout=3.0):
 
 
 def kill_tree_of(proc):
-    """SIGKILL @proc's children, then @proc (a shell running the hook)."""
+    """SIGKILL @proc (a shell running the hook, a session leader) and its
+    children at once: the whole process group. Killing the children first
+    and then the shell let a hook forked in between live on as an orphan,
+    which then recorded this test (its new parent, the subreaper) as the
+    holder of its reservation."""
     try:
-        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
-            kids = [int(p) for p in f.read().split()]
-    except OSError:
-        kids = []
-    for k in kids:
-        try:
-            os.kill(k, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    try:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
 
