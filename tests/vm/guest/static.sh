@@ -15,11 +15,11 @@ MB=1048576
 # refused by every mechanism that enforces anything
 OPS="truncate ftruncate open-trunc falloc-alloc falloc-keep falloc-punch
 falloc-collapse falloc-insert falloc-zero clone clonerange dedupe copy-range
-pwrite-extend rename unlink"
+pwrite-extend rename unlink link"
 # refused by the immutable guard (EPERM), allowed by the kernel mechanism,
-# whose S_DAXFILE blocks layout changes only: writes inside the file are
-# what a static file is for
-OPS_GUARD="open-rdwr open-wronly pwrite-inside link chmod"
+# whose S_DAXFILE blocks layout and name changes only: writes inside the
+# file are what a static file is for
+OPS_GUARD="open-rdwr open-wronly pwrite-inside chmod"
 NOPS=$(echo $OPS $OPS_GUARD | wc -w)
 dx_plan $((2 + 2 * (21 + NOPS) + 5 + 4))
 
