@@ -251,6 +251,16 @@ handle_parse(const char *text)
     return g_steal_pointer(&fh);
 }
 
+/* Whether the filesystem of mount fd @mfd has f_fsid @fsid (any, when
+ * @fsid is NULL) */
+static gboolean
+same_fsid(int mfd, const char *fsid)
+{
+    g_autofree char *id = fsid ? fsid_of(mfd) : NULL;
+
+    return !fsid || (id && STREQ(id, fsid));
+}
+
 /* Does mount @m hold the filesystem we look for? By device (pass 0) or,
  * for a device that is not mounted, by f_fsid (pass 1). */
 static int
@@ -258,7 +268,6 @@ candidate_mount(const DaxfileMount *m, int pass, guint64 dev,
                 const char *fsid)
 {
     g_auto(DaxfileFd) mfd = -1;
-    g_autofree char *id = NULL;
     gboolean same_dev = makedev(m->major, m->minor) == dev;
     struct stat st;
 
@@ -271,17 +280,9 @@ candidate_mount(const DaxfileMount *m, int pass, guint64 dev,
     if (mfd < 0 || fstat(mfd, &st) < 0 ||
         st.st_dev != makedev(m->major, m->minor))
         return -1; /* over-mounted, or gone meanwhile */
-    if (pass == 1 && (!(id = fsid_of(mfd)) || STRNEQ(id, fsid)))
+    if (pass == 1 && !same_fsid(mfd, fsid))
         return -1;
     return g_steal_fd(&mfd);
-}
-
-static gboolean
-same_fsid(int mfd, const char *fsid)
-{
-    g_autofree char *id = fsid ? fsid_of(mfd) : NULL;
-
-    return !fsid || (id && STREQ(id, fsid));
 }
 
 int

@@ -828,14 +828,21 @@ needs_inode(const DaxfileEntry *e)
     return e->mechanism == DAXFILE_MECH_KERNEL && !daxfile_entry_is_stale(e);
 }
 
+/* @fd (whose stat is @st) is the entry's inode: the same device and
+ * inode, or, where the device number changed (a reboot, another loop
+ * device), the same inode number and file handle, its generation
+ * included (an xfs f_fsid follows the device number, so it cannot help) */
 static gboolean
-same_file(const struct stat *st, const DaxfileEntry *e, const char *handle,
-          const char *fsid)
+is_entry_inode(int fd, const struct stat *st, const DaxfileEntry *e)
 {
+    g_autofree char *handle = NULL;
+
     if (st->st_dev == e->dev && st->st_ino == e->ino)
         return TRUE;
-    return st->st_ino == e->ino && handle && e->handle && fsid && e->fsid &&
-           STREQ(handle, e->handle) && STREQ(fsid, e->fsid);
+    if (st->st_ino != e->ino || !e->handle)
+        return FALSE;
+    handle = daxfile_fd_handle(fd);
+    return handle && STREQ(handle, e->handle);
 }
 
 /* The inode of the entry, by its recorded path, by the --path hint, or by
@@ -848,28 +855,13 @@ repair_resolve(const DaxfileEntry *e, int hint_fd, gboolean *ret_gone,
     struct stat st;
 
     *ret_gone = FALSE;
+    /* its recorded path, then the path the user named */
     fd = daxfile_file_open(e->path, DAXFILE_OPEN_READ, &st, NULL);
-    if (fd >= 0 && st.st_dev == e->dev && st.st_ino == e->ino)
+    if (fd >= 0 && is_entry_inode(fd, &st, e))
         return g_steal_fd(&fd);
-    if (fd >= 0 && st.st_ino == e->ino && e->handle) {
-        g_autofree char *handle = daxfile_fd_handle(fd);
-
-        /* back after a reboot on another device number: the path still
-         * leads to the inode of the same number and generation */
-        if (handle && STREQ(handle, e->handle))
-            return g_steal_fd(&fd);
-    }
-    if (hint_fd >= 0 && fstat(hint_fd, &st) == 0) {
-        g_autofree char *handle = daxfile_fd_handle(hint_fd);
-        g_autofree char *fsid = daxfile_fd_fsid(hint_fd);
-
-        /* the user named this file: its handle alone identifies it
-         * (an xfs f_fsid follows the device number, which can change) */
-        if (same_file(&st, e, handle, fsid) ||
-            (handle && e->handle && st.st_ino == e->ino &&
-             STREQ(handle, e->handle)))
-            return daxfile_fd_reopen(hint_fd, O_RDONLY, e->path, error);
-    }
+    if (hint_fd >= 0 && fstat(hint_fd, &st) == 0 &&
+        is_entry_inode(hint_fd, &st, e))
+        return daxfile_fd_reopen(hint_fd, O_RDONLY, e->path, error);
     if (!e->handle) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
                     "its path no longer leads to it and it has no file "
