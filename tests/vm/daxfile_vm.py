@@ -959,6 +959,7 @@ class BootResult:
     kernel_errors: list = dataclasses.field(default_factory=list)
     guest_errors: list = dataclasses.field(default_factory=list)
     timed_out: bool = False
+    cancelled: bool = False    # killed by boot()'s cancel event
     killed_on_marker: str = None
     init_time: float = None    # host seconds from QEMU start to /init
     ready_time: float = None   # ... to modules loaded
@@ -973,6 +974,8 @@ class BootResult:
         p = []
         if self.timed_out:
             p.append(f'timed out after {self.duration:.0f} s; QEMU was killed')
+        if self.cancelled:
+            p.append(f'cancelled after {self.duration:.0f} s; QEMU was killed')
         if self.panic:
             p.append('guest kernel panic')
         if self.kernel_errors and not self.allow_kernel_errors:
@@ -983,12 +986,13 @@ class BootResult:
             p.append(f'guest bailed out: {self.bailed_out}')
         if self.killed_on_marker:
             return p
-        if not self.end_seen and not self.timed_out:
+        if not self.end_seen and not (self.timed_out or self.cancelled):
             p.append(f'QEMU exited (status {self.qemu_rc}) before the guest '
                      f'printed its END marker')
         if self.end_seen and self.script_rc != 0:
             p.append(f'guest script exited with status {self.script_rc}')
-        if self.qemu_rc not in (0, None) and not self.timed_out:
+        if self.qemu_rc not in (0, None) and not (self.timed_out or
+                                                  self.cancelled):
             p.append(f'QEMU exited with status {self.qemu_rc}')
         if self.plan is None:
             p.append('guest printed no TAP plan')
@@ -1036,7 +1040,7 @@ class Image:
     def boot(self, script, pmems=None, env=None, append='', timeout=600,
              kill_on=None, smp=1, memory=None, on_tap=None, on_console=None,
              serial_log=None, allow_kernel_errors=False, modules=True,
-             extra_qemu=(), hostroot=False):
+             extra_qemu=(), hostroot=False, cancel=None):
         """Boot once and run the guest script (a path, or a NAME of
         tests/vm/guest/NAME.sh). pmems: list of Pmem; None = one temporary
         prefilled 1 GiB file; [] = no NVDIMM. kill_on: regex; SIGKILL QEMU
@@ -1045,7 +1049,9 @@ class Image:
         about 2 s). hostroot: the guest's userland is the host's own root,
         read-only over 9p under a tmpfs overlay (switch_root), so python3,
         the build tree and the host's tools are there; the script runs
-        with the host's /bin/sh. Returns a BootResult."""
+        with the host's /bin/sh. cancel: a threading.Event that kills QEMU
+        when set (a boot run beside another, from another thread). Returns
+        a BootResult."""
         t0 = time.monotonic()
         script = resolve_script(script)
         env = dict(env or {})
@@ -1070,7 +1076,8 @@ class Image:
                 argv += HOSTROOT_QEMU
             setup = time.monotonic() - t0
             res = _run_qemu(argv, rundir, timeout, kill_on, on_tap,
-                            on_console, serial_log, allow_kernel_errors)
+                            on_console, serial_log, allow_kernel_errors,
+                            cancel)
             res.setup_time = setup
             return res
         finally:
@@ -1140,7 +1147,7 @@ class _Stream:
 
 
 def _run_qemu(argv, rundir, timeout, kill_on, on_tap, on_console,
-              serial_log, allow_kernel_errors):
+              serial_log, allow_kernel_errors, cancel=None):
     res = BootResult(allow_kernel_errors=allow_kernel_errors)
     kill_re = re.compile(kill_on) if kill_on else None
     streams = []
@@ -1231,6 +1238,10 @@ def _run_qemu(argv, rundir, timeout, kill_on, on_tap, on_console,
             left = t0 + timeout - time.monotonic()
             if left <= 0:
                 res.timed_out = True
+                proc.kill()
+                break
+            if cancel is not None and cancel.is_set():
+                res.cancelled = True
                 proc.kill()
                 break
             for key, _ in sel.select(min(left, 0.5)):
