@@ -14,6 +14,12 @@ registry entry, that `daxfile repair` brings every file back, that every
 domain starts again, and (--l2-io) that L2 finds everything it completed
 before the crash. See tests/chain/l1-chain.py.
 
+--migrate: two such hosts at once (KERNEL, and --dst-kernel), joined by a
+UDP socket netdev on the loopback: the source starts L2 on a static file on
+its xfs and migrates it live while L2 writes; the destination's hook creates
+the file on its ext4 and makes it static before the guest can run there; the
+two files' sha256 (printed by each L1) must be equal. See l1-chain.py.
+
 Each TAP line of L1 is relayed as this test's own, prefixed with the boot.
 """
 
@@ -22,8 +28,10 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import sys
 import tempfile
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
@@ -33,30 +41,42 @@ import daxfile_vm as vm  # noqa: E402
 
 MECH = {"daxctl": "kernel"}
 CRASH_RE = re.compile(r"^# CHAIN-CRASH-NOW chunks=(\d+)")
+SHA_RE = re.compile(r"^# CHAIN-SHA256 (\S+) ([0-9a-f]{64})$")
 
 
 class Relay:
-    """L1's TAP, relayed as ours"""
+    """L1's TAP, relayed as ours (from one boot, or from two at once)"""
+
+    LOCK = threading.Lock()
 
     def __init__(self, tap, prefix):
         self.tap, self.prefix = tap, prefix
         self.chunks = None
         self.results = 0
+        self.passed = []
+        self.sha256 = {}
 
     def __call__(self, kind, val, text):
+        with self.LOCK:
+            self._relay(kind, val, text)
+
+    def _relay(self, kind, val, text):
         if kind == "test":
             self.results += 1
             name = f"{self.prefix}: {val.name}"
             if val.directive == "SKIP":
                 self.tap.skip(name, text.split("# SKIP", 1)[-1].strip())
-            else:
-                self.tap.ok(val.ok or val.directive == "TODO", name)
+            elif self.tap.ok(val.ok or val.directive == "TODO", name):
+                self.passed.append(val.name)
         elif kind == "bail":
             self.tap.ok(False, f"{self.prefix}: {text}")
         elif kind == "comment":
             m = CRASH_RE.match(text)
             if m:
                 self.chunks = int(m.group(1))
+            m = SHA_RE.match(text)
+            if m:
+                self.sha256[m.group(1)] = m.group(2)
             print(text, flush=True)
 
 
@@ -81,11 +101,82 @@ def l2_files(l2, workdir, phase, seed, count=0):
     l2.initrd(os.path.join(d, "initrd"), script,
               {"CHAIN_PHASE": phase, "CHAIN_SEED": str(seed),
                "CHAIN_COUNT": str(count)})
+    # printk.devkmsg=on: the migrate phase prints its TAP through /dev/kmsg
     with open(os.path.join(d, "cmdline"), "w") as f:
-        f.write(f"{vm.DEFAULT_APPEND} daxfile.script={script.name}\n")
+        f.write(f"{vm.DEFAULT_APPEND} daxfile.script={script.name}"
+                + (" printk.devkmsg=on" if phase == "migrate" else "") + "\n")
     for name in os.listdir(d):
         os.chmod(os.path.join(d, name), 0o644)
     return d
+
+
+def free_udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def migrate(args, tap, l2, workdir, logs, seed):
+    """Both hosts at once; the source's end cancels a destination still
+    waiting for a domain that will never come"""
+    sides = {"src": args.kernel, "dst": args.dst_kernel or args.kernel}
+    addr = {"src": "10.0.9.1", "dst": "10.0.9.2"}
+    port = {side: free_udp_port() for side in sides}
+    l2dir = l2_files(l2, workdir, "migrate", seed)
+    results, relays = {}, {}
+    cancel = threading.Event()
+    pmems = {side: vm.Pmem.create(os.path.join(
+        vm.default_tmpdir(), f"{os.path.basename(workdir)}-{side}"), "1G",
+        temporary=True) for side in sides}
+
+    def boot(side, image):
+        peer = "dst" if side == "src" else "src"
+        relays[side] = Relay(tap, side)
+        net = ["-netdev", f"socket,id=n0,udp=127.0.0.1:{port[peer]},"
+               f"localaddr=127.0.0.1:{port[side]}",
+               "-device", "virtio-net-pci,netdev=n0,"
+               f"mac=52:54:00:00:09:{addr[side].split('.')[-1].zfill(2)}"]
+        env = {"CHAIN_STAGE": f"migrate-{side}",
+               "CHAIN_MECH": MECH.get(sides[side], "immutable-guard"),
+               "CHAIN_ADDR": addr[side], "CHAIN_PEER": addr[peer],
+               "CHAIN_L2DIR": l2dir}
+        results[side] = image.boot(
+            "chain-l1", env=env, on_tap=relays[side], pmems=[pmems[side]],
+            hostroot=True, smp=2 if side == "src" else 1, memory="2G",
+            timeout=args.timeout, extra_qemu=net, cancel=cancel,
+            serial_log=os.path.join(logs, f"chain-migrate-{side}.serial.log"))
+
+    try:
+        images = {side: vm.build_image(k) for side, k in sides.items()}
+        tap.diag(f"source L1 {images['src'].kernel.describe()}, destination "
+                 f"L1 {images['dst'].kernel.describe()}, L2 "
+                 f"{l2.kernel.describe()}, seed {seed}")
+        threads = {side: threading.Thread(target=boot,
+                                          args=(side, images[side]))
+                   for side in ("dst", "src")}
+        for t in threads.values():
+            t.start()
+        threads["src"].join()
+        moved = any(n.startswith("virsh migrate --live")
+                    for n in relays["src"].passed)
+        # a destination whose guest never came has nothing left to show
+        threads["dst"].join(None if moved else 60)
+        cancel.set()
+        threads["dst"].join()
+        src = relays["src"].sha256.get("/mnt/xfs/chain.img")
+        dst = relays["dst"].sha256.get("/mnt/ext4/chain.img")
+        tap.ok(src and src == dst, "the destination's file is byte for byte "
+               "what the source's was when the guest stopped there (sha256 "
+               f"{(dst or '-')[:16]}...): the pattern, the chunks L2 "
+               "verified there, and what it was writing during the migration",
+               f"source {src}, destination {dst}")
+        for side in ("src", "dst"):
+            boot_ok(tap, results[side], f"{side}: L1 on {sides[side]} ran to "
+                    "its end")
+            tap.ok(relays[side].results > 0, f"{side}: reported results")
+    finally:
+        for p in pmems.values():
+            p.remove()
 
 
 def main():
@@ -95,6 +186,10 @@ def main():
     ap.add_argument("--l2-io", action="store_true",
                     help="boot L2 to write and verify through its NVDIMMs "
                     "(else QEMU only maps them: virsh start --paused)")
+    ap.add_argument("--migrate", action="store_true",
+                    help="two L1 hosts; L2 migrates live between them")
+    ap.add_argument("--dst-kernel", default=None,
+                    help="the migration destination's kernel (--kernel)")
     ap.add_argument("--log-dir", default=None)
     ap.add_argument("--timeout", type=int, default=1500)
     args = ap.parse_args()
@@ -102,7 +197,7 @@ def main():
     need_root(tap)
     os.environ.setdefault("DAXFILE_SRCDIR", SRCDIR)
     os.environ.setdefault("DAXFILE_BUILDDIR", build_path())
-    l1 = vm.build_image(args.kernel)
+    l1 = None if args.migrate else vm.build_image(args.kernel)
     # L2's initrd stays uncompressed: gunzip under nested TCG costs more
     # than a minute of every L2 boot.
     l2 = vm.build_image("daxctl", compress=False,
@@ -110,13 +205,19 @@ def main():
     seed = secrets.randbelow(1 << 30)
     workdir = tempfile.mkdtemp(prefix="daxfile-chain-", dir="/var/tmp")
     os.chmod(workdir, 0o755)
+    logs = args.log_dir or workdir
+    if args.migrate:
+        try:
+            migrate(args, tap, l2, workdir, logs, seed)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return tap.done()
     pmems = [vm.Pmem.create(os.path.join(vm.default_tmpdir(),
                                          f"{os.path.basename(workdir)}-{i}"),
                             "1G", temporary=True) for i in range(2)]
     disk = os.path.join(workdir, "state.img")
     with open(disk, "wb") as f:
         f.truncate(256 << 20)
-    logs = args.log_dir or workdir
     base_env = {"CHAIN_MECH": MECH.get(args.kernel, "immutable-guard"),
                 "CHAIN_CRASH": args.crash,
                 "CHAIN_L2IO": "1" if args.l2_io else "0"}

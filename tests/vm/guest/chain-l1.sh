@@ -8,7 +8,24 @@
 # the hook and QEMU for real on top of them.
 #   CHAIN_STAGE=first  make namespaces, filesystems and the state disk
 #   CHAIN_STAGE=after  (a boot after a crash) mount what is there
+#   CHAIN_STAGE=migrate-src, migrate-dst  one of two hosts of a live
+#       migration: one NVDIMM (xfs at /mnt/xfs on the source, ext4 at
+#       /mnt/ext4 on the destination), no state disk, and the network to
+#       the other host (CHAIN_ADDR on the first NIC)
 . /daxfile/lib/guest-lib.sh
+
+migrate_host() {
+    local nic
+    nic=$(ls /sys/class/net | grep -vx lo | head -n 1)
+    [ -n "$nic" ] || { echo "no network interface" >&2; return 1; }
+    dx_x ip link set lo up >&2 && dx_x ip link set "$nic" up >&2 &&
+        dx_x ip addr add "$CHAIN_ADDR/24" dev "$nic" >&2 || return 1
+    if [ "$CHAIN_STAGE" = migrate-src ]; then
+        dx_fsdax 0 && dx_mkfs xfs /mnt/xfs
+    else
+        dx_fsdax 0 && dx_mkfs ext4 /mnt/ext4
+    fi
+}
 
 storage() {
     modprobe virtio_blk 2>/dev/null
@@ -29,9 +46,20 @@ storage() {
         mount --bind /persist/libvirt-qemu /etc/libvirt/qemu
 }
 
-if ! storage >&2; then
-    dx_plan 1
-    dx_not_ok "set-up: fsdax namespaces, xfs and ext4 -o dax, the state disk"
-    dx_done
-fi
+case "$CHAIN_STAGE" in
+migrate-*)
+    if ! migrate_host >&2; then
+        dx_plan 1
+        dx_not_ok "set-up: the network, an fsdax namespace, a filesystem -o dax"
+        dx_done
+    fi
+    ;;
+*)
+    if ! storage >&2; then
+        dx_plan 1
+        dx_not_ok "set-up: fsdax namespaces, xfs and ext4 -o dax, the state disk"
+        dx_done
+    fi
+    ;;
+esac
 exec /usr/bin/python3 "$DAXFILE_SRCDIR/tests/chain/l1-chain.py"
