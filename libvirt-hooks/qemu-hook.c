@@ -18,6 +18,7 @@
 #include "daxfile-domxml.h"
 #include "daxfile-error.h"
 #include "daxfile-hook.h"
+#include "daxfile-proc.h"
 #include "daxfile-util.h"
 
 /* All of stdin, up to the XML size limit plus one byte to detect more */
@@ -56,6 +57,9 @@ main(int argc, char **argv)
     DaxfileHookCall call = {0};
     guint i;
 
+    call.parent = getppid();
+    call.parent_start = call.parent > 1 ? daxfile_proc_start_time(call.parent)
+                                        : 0;
     setlocale(LC_ALL, "");
     if (argc == 2 && STREQ(argv[1], "--version")) {
         printf("daxfile-hook %s\n", DAXFILE_VERSION);

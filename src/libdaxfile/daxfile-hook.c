@@ -450,8 +450,10 @@ hook_prepare(const Hook *h, GError **error)
     for (i = 0; ok && i < devs->len; i++) {
         DaxfileNvdimm *nv = g_array_index(devs, ManagedDev, i).nv;
 
+        daxfile_test_pause_point("prepare-reserving");
         if (!daxfile_static_reserve(g_array_index(fds, int, i), nv->path,
                                     h->owner, h->dom->uuid, nv->alignsize,
+                                    h->call->parent, h->call->parent_start,
                                     &local)) {
             unreserve(h, devs, i, fds);
             ok = dev_fail(h, nv, local, error);

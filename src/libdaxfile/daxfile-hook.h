@@ -27,6 +27,12 @@ typedef struct {
     const char *subop;
     const char *xml;    /* stdin */
     gsize xml_len;
+    /* the process that ran the hook (libvirtd) and its start time, read
+     * as the hook starts: a reservation lives as long as it does. (Read
+     * later, getppid() would name init or a subreaper once libvirtd died,
+     * and the reservation would never be found left over.) 0: none. */
+    pid_t parent;
+    guint64 parent_start;
 } DaxfileHookCall;
 
 /* Run the hook. FALSE with one-line @error makes the caller exit 1.

@@ -625,7 +625,8 @@ daxfile_static_disable(int fd, const char *path, const char *owner,
 
 gboolean
 daxfile_static_reserve(int fd, const char *path, const char *owner,
-                       const char *owner_uuid, guint64 align, GError **error)
+                       const char *owner_uuid, guint64 align, pid_t holder,
+                       guint64 holder_start, GError **error)
 {
     g_autofree char *name = daxfile_escape(path);
     g_autofree char *abspath = NULL;
@@ -656,9 +657,8 @@ daxfile_static_reserve(int fd, const char *path, const char *owner,
     abspath = fd_abspath(fd, path);
     e = entry_new(abspath, fd, &st, &params, &fake, DAXFILE_MECH_NONE,
                   DAXFILE_STATE_RESERVED);
-    /* the start in progress: libvirtd runs the hook */
-    e->holder_pid = getppid();
-    e->holder_start = daxfile_proc_start_time((pid_t)e->holder_pid);
+    e->holder_pid = holder_start ? holder : 0;
+    e->holder_start = holder_start;
     daxfile_registry_put(reg, e);
     g_free(fake.fingerprint);
     return daxfile_registry_save(reg, error);

@@ -72,9 +72,13 @@ gboolean daxfile_static_disable(int fd, const char *path, const char *owner,
                                 GError **error);
 
 /* Claim the file for @owner before its consumer starts (libvirt prepare):
- * a second owner is refused with the first one named. */
+ * a second owner is refused with the first one named. The reservation
+ * holds while process @holder (started at @holder_start, as
+ * daxfile_proc_start_time() reads it; 0 for none) lives or a process maps
+ * the file; after that it is left over, for `daxfile repair`. */
 gboolean daxfile_static_reserve(int fd, const char *path, const char *owner,
                                 const char *owner_uuid, guint64 align,
+                                pid_t holder, guint64 holder_start,
                                 GError **error);
 
 /* The "static" object of `status --json` for the file behind @fd:

@@ -14,6 +14,7 @@ on the daxctl() kernel).
   find, a writer opening the file while enable engages, other spellings of
   a managed path, two nvdimms on one file, reservations of starts that
   never finished, run --file F --file F, the registry's temporary file;
+  and since: a prepare whose libvirtd died while it ran;
 - a randomized kill test: SIGKILL at random points of enable, disable,
   run, selftest and each hook phase; after each kill (and after repair):
   no process left holding a daxfile lock, immutable <=> a registry entry
@@ -633,6 +634,52 @@ def t_reservations(w):
     w.hook("release", "end", xml)
 
 
+def t_reparented(w):
+    """libvirtd died while its prepare hook ran: the hook, now a child
+    of init or of a subreaper, recorded that as the holder of its
+    reservation, which then never looked left over."""
+    f = w.create("reparented.img")
+    argv = ["sh", "-c", '"$0" "$@"; exit $?'] + WRAPPER + \
+        [HOOK, "vm1", "prepare", "begin", "-"]
+    shell = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL,
+                             env=dict(os.environ, **w.env, DAXFILE_TEST_PAUSE=
+                                      "prepare-reserving"))
+    shell.stdin.write(domain_xml([f]).encode())
+    shell.stdin.close()
+    hook = stopped_child_of(shell.pid, timeout=60)
+    shell.kill()   # libvirtd (a shell here) dies; the hook is ours now
+    shell.wait()
+    if hook:
+        os.kill(hook, signal.SIGCONT)
+        os.waitpid(hook, 0)
+    e = w.entry(f)
+    rep = w.dx("repair")
+    tap.ok(hook and e and e["state"] == "reserved" and
+           e.get("holder_pid") in (None, shell.pid) and
+           "never finished" in rep.err and w.registry() == [],
+           "libvirtd gone while prepare ran: the reservation names it (not "
+           "the hook's new parent) and repair releases it",
+           f"hook {hook}, shell {shell.pid}, us {os.getpid()}: {e}\n{rep}")
+
+
+def stopped_child_of(ppid, timeout):
+    """the pid of a stopped (SIGSTOP: a pause point) child of @ppid"""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for name in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{name}/stat") as st:
+                    fields = st.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] == "T" and int(fields[1]) == ppid:
+                return int(name)
+        time.sleep(0.05)
+    return None
+
+
 def t_small(w):
     """#10: run --file F --file F, the registry's temporary file, list."""
     f = w.create("run.img")
@@ -945,6 +992,7 @@ def run_all(args, directory):
                                                    extra),
                              (t_writer_window,), (t_aliases,),
                              (t_two_nvdimms,), (t_reservations,),
+                             (t_reparented,),
                              (t_small,), (t_kills, args.kills),
                              (t_races, args.rounds)):
                 tap.subtest(func.__name__, func, w, *a)
