@@ -660,9 +660,14 @@ INCOMING = ("paused (starting up)", "paused (migrating)")
 
 def watch_incoming(path, timeout):
     """Poll the domain on its way in; [(state, static?)] until it has
-    arrived"""
+    arrived. Until libvirt has its status file, looking costs nothing: a
+    virsh every 0.2 s through L2's boot on the other host took a share of
+    the two host cores that this L1 shares with it."""
     seen = []
     deadline = time.monotonic() + timeout
+    while (not os.path.exists(f"/run/libvirt/qemu/{MAIN}.xml") and
+           time.monotonic() < deadline):
+        time.sleep(0.2)
     while time.monotonic() < deadline:
         res = lv.virsh("domstate", "--reason", MAIN)
         state = res.stdout.strip() if res.returncode == 0 else None
