@@ -18,7 +18,8 @@ before the crash. See tests/chain/l1-chain.py.
 UDP socket netdev on the loopback: the source starts L2 on a static file on
 its xfs and migrates it live while L2 writes; the destination's hook creates
 the file on its ext4 and makes it static before the guest can run there; the
-two files' sha256 (printed by each L1) must be equal. See l1-chain.py.
+two files' sha256 (printed by each L1) must be equal, and the destination
+must verify at least the chunks the source saw L2 complete. See l1-chain.py.
 
 Each TAP line of L1 is relayed as this test's own, prefixed with the boot.
 """
@@ -42,6 +43,8 @@ import daxfile_vm as vm  # noqa: E402
 MECH = {"daxctl": "kernel"}
 CRASH_RE = re.compile(r"^# CHAIN-CRASH-NOW chunks=(\d+)")
 SHA_RE = re.compile(r"^# CHAIN-SHA256 (\S+) ([0-9a-f]{64})$")
+# chunks L2 completed on the source, chunks verified on the destination
+COUNT_RE = re.compile(r"^# CHAIN-(COMPLETED|VERIFIED) (\d+)$")
 
 
 class Relay:
@@ -55,6 +58,7 @@ class Relay:
         self.results = 0
         self.passed = []
         self.sha256 = {}
+        self.counts = {}
 
     def __call__(self, kind, val, text):
         with self.LOCK:
@@ -77,6 +81,9 @@ class Relay:
             m = SHA_RE.match(text)
             if m:
                 self.sha256[m.group(1)] = m.group(2)
+            m = COUNT_RE.match(text)
+            if m:
+                self.counts[m.group(1)] = int(m.group(2))
             print(text, flush=True)
 
 
@@ -139,7 +146,7 @@ def migrate(args, tap, l2, workdir, logs, seed):
         env = {"CHAIN_STAGE": f"migrate-{side}",
                "CHAIN_MECH": MECH.get(sides[side], "immutable-guard"),
                "CHAIN_ADDR": addr[side], "CHAIN_PEER": addr[peer],
-               "CHAIN_L2DIR": l2dir}
+               "CHAIN_L2DIR": l2dir, "CHAIN_SEED": str(seed)}
         results[side] = image.boot(
             "chain-l1", env=env, on_tap=relays[side], pmems=[pmems[side]],
             hostroot=True, smp=2 if side == "src" else 1, memory="2G",
@@ -170,6 +177,11 @@ def migrate(args, tap, l2, workdir, logs, seed):
                f"{(dst or '-')[:16]}...): the pattern, the chunks L2 "
                "verified there, and what it was writing during the migration",
                f"source {src}, destination {dst}")
+        done = relays["src"].counts.get("COMPLETED")
+        verified = relays["dst"].counts.get("VERIFIED")
+        tap.ok(done is not None and verified is not None and verified >= done,
+               f"every chunk L2 completed on the source ({done}) verifies on "
+               f"the destination ({verified} there)")
         for side in ("src", "dst"):
             boot_ok(tap, results[side], f"{side}: L1 on {sides[side]} ran to "
                     "its end")

@@ -3,13 +3,17 @@
 # chain-l2: the innermost guest of the chain suite (tests/chain), started by
 # libvirt inside an L1 host on real fsdax. Its two NVDIMMs are static files
 # of that host (pmem0 on xfs, pmem1 on ext4).
-#   CHAIN_PHASE=stream  fsdax namespaces, ext4 -o dax on each, write the
-#                       pattern of CHAIN_SEED (+0, +1) through MAP_SYNC, then
+#   CHAIN_PHASE=stream  on pmem1: fsdax namespace, ext4 -o dax, write the
+#                       pattern of CHAIN_SEED+1 through MAP_SYNC, then
 #                       write 256 KiB chunks w0, w1, ... (seed CHAIN_SEED+2+k)
-#                       onto both until the host dies, printing
-#                       "ok - chunk k" after each chunk is durable on both
-#   CHAIN_PHASE=verify  (after the host crashed and came back) mount both
+#                       until the host dies, printing "ok - chunk k" after
+#                       each chunk is durable
+#   CHAIN_PHASE=verify  (after the host crashed and came back) mount it
 #                       again, verify the pattern and chunks 0..CHAIN_COUNT-1
+#                       Only pmem1 (the host's ext4): the host's xfs has a
+#                       guest writing through it in the migrate phase, and
+#                       a second NVDIMM's namespace, mkfs, pattern, chunks
+#                       and verifies cost about a minute under nested TCG.
 #   CHAIN_PHASE=migrate (one NVDIMM; the host migrates this guest live) as
 #                       stream on pmem0, but after each chunk k read back the
 #                       pattern and chunks 0..k (their sums taken right after
@@ -32,28 +36,26 @@ set_up() { # I: the namespace and filesystem of NVDIMM I
     fi
 }
 
+io=1
 case "$CHAIN_PHASE" in
 stream)
-    for i in 0 1; do
-        dx_run "pmem$i: fsdax namespace, ext4 -o dax" set_up $i || dx_done
-        dx_run "pmem$i: pattern of seed $((CHAIN_SEED + i)) written" \
-            daxfile-guest write --dir "/mnt/p$i" --seed $((CHAIN_SEED + i)) \
-            --size 2M || dx_done
-    done
+    i=$io
+    dx_run "pmem$i: fsdax namespace, ext4 -o dax" set_up $i || dx_done
+    dx_run "pmem$i: pattern of seed $((CHAIN_SEED + i)) written" \
+        daxfile-guest write --dir "/mnt/p$i" --seed $((CHAIN_SEED + i)) \
+        --size 2M || dx_done
     k=0
     while :; do
-        for i in 0 1; do
-            mkdir -p "/mnt/p$i/w$k"
-            daxfile-guest write --dir "/mnt/p$i/w$k" \
-                --seed $((CHAIN_SEED + 2 + k)) --size $chunk >/dev/null ||
-                { dx_not_ok "chunk $k on pmem$i"; dx_done; }
-        done
+        mkdir -p "/mnt/p$i/w$k"
+        daxfile-guest write --dir "/mnt/p$i/w$k" \
+            --seed $((CHAIN_SEED + 2 + k)) --size $chunk >/dev/null ||
+            { dx_not_ok "chunk $k on pmem$i"; dx_done; }
         dx_ok "chunk $k"
         k=$((k + 1))
     done
     ;;
 verify)
-    for i in 0 1; do
+    for i in $io; do
         dx_run "pmem$i: the ext4 of the first boot mounted -o dax" set_up $i ||
             continue
         dx_run "pmem$i: pattern of seed $((CHAIN_SEED + i)) intact" \
