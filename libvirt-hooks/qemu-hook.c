@@ -57,9 +57,11 @@ main(int argc, char **argv)
     DaxfileHookCall call = {0};
     guint i;
 
+    /* libvirtd, read before anything else: a reservation made at prepare
+     * names it as the holder, and it may die while we run */
     call.parent = getppid();
-    call.parent_start = call.parent > 1 ? daxfile_proc_start_time(call.parent)
-                                        : 0;
+    if (argc >= 4 && STREQ(argv[2], "prepare") && call.parent > 1)
+        call.parent_start = daxfile_proc_start_time(call.parent);
     setlocale(LC_ALL, "");
     if (argc == 2 && STREQ(argv[1], "--version")) {
         printf("daxfile-hook %s\n", DAXFILE_VERSION);
@@ -89,7 +91,7 @@ main(int argc, char **argv)
         conf = daxfile_conf_load(NULL, &error);
     }
     if (conf)
-        daxfile_hook_run_notes(&call, conf, &out, notes, &error);
+        daxfile_hook_run(&call, conf, &out, notes, &error);
     for (i = 0; i < notes->len; i++)
         fprintf(stderr, "daxfile: note: %s\n",
                 (const char *)g_ptr_array_index(notes, i));

@@ -642,8 +642,8 @@ is_op(const DaxfileHookCall *call, const char *op, const char *subop)
 }
 
 gboolean
-daxfile_hook_run_notes(const DaxfileHookCall *call, const DaxfileConf *conf,
-                       char **ret_stdout, GPtrArray *notes, GError **error)
+daxfile_hook_run(const DaxfileHookCall *call, const DaxfileConf *conf,
+                 char **ret_stdout, GPtrArray *notes, GError **error)
 {
     g_autoptr(DaxfileDomain) dom = NULL;
     g_autofree char *owner = NULL;

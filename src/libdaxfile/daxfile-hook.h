@@ -30,7 +30,8 @@ typedef struct {
     /* the process that ran the hook (libvirtd) and its start time, read
      * as the hook starts: a reservation lives as long as it does. (Read
      * later, getppid() would name init or a subreaper once libvirtd died,
-     * and the reservation would never be found left over.) 0: none. */
+     * and the reservation would never be found left over.) 0: none;
+     * parent_start is read for prepare only, the one phase that needs it. */
     pid_t parent;
     guint64 parent_start;
 } DaxfileHookCall;
@@ -39,9 +40,9 @@ typedef struct {
  * *ret_stdout is set (to XML) only when migrate/restore rewrote a path.
  * Notes for the log (a weaker mechanism than asked for, a file created on
  * this host) go to @notes (strings) when it is not NULL. */
-gboolean daxfile_hook_run_notes(const DaxfileHookCall *call,
-                                const DaxfileConf *conf, char **ret_stdout,
-                                GPtrArray *notes, GError **error);
+gboolean daxfile_hook_run(const DaxfileHookCall *call,
+                          const DaxfileConf *conf, char **ret_stdout,
+                          GPtrArray *notes, GError **error);
 
 /* The checks of prepare for one device, exposed for tests and attach:
  * the device's own settings, before the file is opened. */

@@ -116,12 +116,17 @@ class World:
                                 errors="surrogateescape",
                                 start_new_session=True)
 
+    @staticmethod
+    def hook_argv(op, subop, name="vm1", orphan=False):
+        """The hook as libvirtd runs it. orphan: under a shell (the
+        libvirtd stand-in) that will be gone before the hook"""
+        argv = WRAPPER + [HOOK, name, op, subop, "-"]
+        return ["sh", "-c", '"$0" "$@"; exit $?'] + argv if orphan else argv
+
     def hook(self, op, subop, xml, name="vm1", env=None, orphan=False):
         """Run the hook like libvirtd does. orphan: its parent (the
         libvirtd stand-in, a shell) is gone once it returns."""
-        argv = WRAPPER + [HOOK, name, op, subop, "-"]
-        if orphan:
-            argv = ["sh", "-c", '"$0" "$@"; exit $?'] + argv
+        argv = self.hook_argv(op, subop, name, orphan)
         proc = subprocess.run(argv, input=xml.encode(), capture_output=True,
                               env=dict(os.environ, **self.env,
                                        **(env or {})))
@@ -186,11 +191,11 @@ def _finished_pid():
     return p.pid
 
 
-def children():
-    """(pid, comm, state) of this process's children, orphans included
-    (the test is a child subreaper)."""
+def children(ppid=None):
+    """(pid, comm, state) of @ppid's children (default: this process's,
+    orphans included: the test is a child subreaper)."""
     out = []
-    for task in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+    for task in glob.glob(f"/proc/{ppid or os.getpid()}/task/*/children"):
         try:
             with open(task) as f:
                 pids = [int(p) for p in f.read().split()]
@@ -639,8 +644,7 @@ def t_reparented(w):
     of init or of a subreaper, recorded that as the holder of its
     reservation, which then never looked left over."""
     f = w.create("reparented.img")
-    argv = ["sh", "-c", '"$0" "$@"; exit $?'] + WRAPPER + \
-        [HOOK, "vm1", "prepare", "begin", "-"]
+    argv = w.hook_argv("prepare", "begin", orphan=True)
     shell = subprocess.Popen(argv, stdin=subprocess.PIPE,
                              stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL,
@@ -668,14 +672,9 @@ def stopped_child_of(ppid, timeout):
     """the pid of a stopped (SIGSTOP: a pause point) child of @ppid"""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        for name in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{name}/stat") as st:
-                    fields = st.read().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if fields[0] == "T" and int(fields[1]) == ppid:
-                return int(name)
+        for pid, _, state in children(ppid):
+            if state == "T":
+                return pid
         time.sleep(0.05)
     return None
 
