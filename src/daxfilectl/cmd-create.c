@@ -58,18 +58,26 @@ print_summary(const DaxfileReport *report, const DaxfileCreateInfo *info,
     g_autofree char *size = daxfile_size_format(report->size);
     g_autofree char *align = daxfile_size_format(report->align);
     g_autofree char *retried = NULL;
+    g_autofree char *collapsed = NULL;
 
     if (info->attempts > 1)
         retried = g_strdup_printf("; allocated %u times, the filesystem "
                                   "placed the earlier ones misaligned",
                                   info->attempts);
+    if (info->collapses > 0) {
+        g_autofree char *bytes = daxfile_size_format(info->collapsed);
+
+        collapsed = g_strdup_printf("; %u misaligned or split range%s (%s) "
+                                    "collapsed out of it", info->collapses,
+                                    info->collapses == 1 ? "" : "s", bytes);
+    }
     fprintf(stderr,
             "created '%s': %s in %u extent%s, every extent written and "
-            "%s aligned (%s, %.2f s%s)\n",
+            "%s aligned (%s, %.2f s%s%s)\n",
             report->path, size, daxfile_extent_map_count(report->map),
             daxfile_extent_map_count(report->map) == 1 ? "" : "s", align,
             daxfile_fill_method_to_string(info->method), elapsed_us / 1e6,
-            retried ? retried : "");
+            collapsed ? collapsed : "", retried ? retried : "");
     if (!report->static_ready) {
         g_autofree char *fix = daxfile_report_fix(report,
                                                   DAXFILE_REASON_NOT_DAX);

@@ -15,6 +15,7 @@
 
 #include "daxfile-create.h"
 #include "daxfile-error.h"
+#include "daxfile-extent.h"
 #include "daxfile-fiemap.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
@@ -314,6 +315,67 @@ misplaced_pages(int fd, const char *name, const DaxfileFsInfo *fs,
     return pages;
 }
 
+/* Collapse away what keeps pages from being fit, instead of allocating the
+ * whole file again: the misaligned head of an extent, or the part of a
+ * page before its run breaks (daxfile_extent_next_collapse()).
+ * FALLOC_FL_COLLAPSE_RANGE keeps every block where it is and shifts what
+ * follows down; the space it drops is allocated again at the end. While
+ * this runs the file is a page longer than asked, so that no collapse
+ * reaches its end (which the call refuses); then it is cut back. Stops
+ * where the filesystem cannot go on (no COLLAPSE_RANGE, no space): what is
+ * still misplaced is then allocate_placed()'s. */
+static gboolean
+collapse_misplaced(int fd, const char *name, const DaxfileFsInfo *fs,
+                   const DaxfileCreateParams *params, DaxfileCreateInfo *info,
+                   GError **error)
+{
+    guint64 want = params->size + params->align;
+    guint64 chunk = MAX(params->align, params->size / 16 / params->align *
+                                       params->align);
+    guint steps = 64 + 8 * (guint)MIN(params->size / params->align, 1 << 20);
+    gboolean grown = FALSE;
+
+    while (steps--) {
+        g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(fd, name, NULL);
+        guint64 off, len;
+
+        if (!map)
+            break;
+        map->phys_offset = fs->part_offset;
+        if (!daxfile_extent_next_collapse(map, params->align, params->size,
+                                          &off, &len))
+            break;
+        if (map->size < want) {
+            /* whole pages, and several: an allocator that aligns to the
+             * stripe (ext4 with stripe_width, xfs with su) does so only
+             * for requests that are multiples of it, and the blocks just
+             * collapsed away are free again right where a small request
+             * would land */
+            guint64 grow = (want - map->size + chunk - 1) / chunk * chunk;
+
+            if (fallocate(fd, 0, (off_t)map->size, (off_t)grow) < 0)
+                break;
+            grown = TRUE;
+            continue;
+        }
+        if (fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, (off_t)off,
+                      (off_t)len) < 0) {
+            g_debug("'%s': cannot collapse [%" G_GUINT64_FORMAT ", +%"
+                    G_GUINT64_FORMAT "): %s", name, off, len,
+                    g_strerror(errno));
+            break;
+        }
+        info->collapses++;
+        info->collapsed += len;
+    }
+    if (grown && ftruncate(fd, (off_t)params->size) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot cut '%s' back to its "
+                                "size", name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* Keep the misplaced pages' blocks allocated (so that the next allocation
  * cannot land there again) and give the rest back. */
 static void
@@ -362,7 +424,7 @@ static gboolean
 allocate_placed(TmpFile *tmp, GArray *held, const char *name,
                 const char *base, const char *dirname,
                 const DaxfileCreateParams *params, DaxfileFsInfo **ret_fs,
-                guint *ret_attempts, GError **error)
+                DaxfileCreateInfo *info, GError **error)
 {
     guint attempt;
 
@@ -380,7 +442,10 @@ allocate_placed(TmpFile *tmp, GArray *held, const char *name,
             return FALSE;
         daxfile_test_crash_point("create-allocated");
         daxfile_test_pause_point("create-allocated");
-        *ret_attempts = attempt;
+        info->attempts = attempt;
+        if ((*ret_fs)->geometry_aligned == DAXFILE_TRI_YES &&
+            !collapse_misplaced(tmp->fd, name, *ret_fs, params, info, error))
+            return FALSE;
         if (attempt == DAXFILE_CREATE_ATTEMPTS ||
             (*ret_fs)->geometry_aligned != DAXFILE_TRI_YES ||
             !(pages = misplaced_pages(tmp->fd, name, *ret_fs, params->align,
@@ -455,9 +520,47 @@ create_precheck(int dirfd, const char *name, const char *base,
     return TRUE;
 }
 
+/* What to say when a filesystem made for aligned extents could not place
+ * the file: how much aligned space it has, the file's own fit pages
+ * included (the file still holds them), against what was asked; NULL
+ * where that is not the problem or cannot be known. */
+static char *
+placement_fix(int fd, const DaxfileFsInfo *fs,
+              const DaxfileCreateParams *params, const DaxfileReport *report,
+              DaxfileReason reason)
+{
+    g_autoptr(GArray) problems = NULL;
+    g_autofree char *usable = NULL;
+    g_autofree char *all = NULL;
+    g_autofree char *asked = NULL;
+    g_autofree char *align = NULL;
+    guint64 free_bytes, aligned, misplaced = 0;
+    guint i;
+
+    if ((reason != DAXFILE_REASON_MISALIGNED &&
+         reason != DAXFILE_REASON_DISCONTIGUOUS) ||
+        fs->geometry_aligned != DAXFILE_TRI_YES ||
+        !daxfile_fs_free_space(fd, params->align, fs->part_offset,
+                               &free_bytes, &aligned))
+        return NULL;
+    problems = daxfile_extent_problems(report->map, params->align);
+    for (i = 0; i < problems->len; i++)
+        misplaced += g_array_index(problems, DaxfileRange, i).length;
+    usable = daxfile_size_format(aligned + params->size - MIN(misplaced,
+                                                              params->size));
+    all = daxfile_size_format(free_bytes + params->size);
+    asked = daxfile_size_format(params->size);
+    align = daxfile_size_format(params->align);
+    return g_strdup_printf("the filesystem has only %s in aligned %s pages "
+                           "for the %s asked (%s free in all): free space, "
+                           "defragment it (e4defrag, xfs_fsr), or use a "
+                           "smaller --align", usable, align, asked, all);
+}
+
 static DaxfileReport *
 create_verify(int fd, const char *path, const char *name,
-              const DaxfileCreateParams *params, GError **error)
+              const DaxfileFsInfo *fs, const DaxfileCreateParams *params,
+              GError **error)
 {
     g_autoptr(DaxfileReport) report = NULL;
     g_autofree char *why = NULL;
@@ -477,7 +580,9 @@ create_verify(int fd, const char *path, const char *name,
         return g_steal_pointer(&report);
     first = daxfile_report_first_problem(report, TRUE);
     why = daxfile_report_describe_problem(report, first);
-    fix = daxfile_report_fix(report, first->reason);
+    fix = placement_fix(fd, fs, params, report, first->reason);
+    if (!fix)
+        fix = daxfile_report_fix(report, first->reason);
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
                 "'%s' was allocated but cannot back %s pages: %s; %s "
                 "(nothing was created)", name, align, why, fix);
@@ -497,7 +602,7 @@ daxfile_create_at(int dirfd, const char *path,
     g_autoptr(GArray) held = g_array_new(FALSE, FALSE, sizeof(TmpFile));
     g_autoptr(DaxfileFsInfo) fs = NULL;
     g_autoptr(DaxfileReport) report = NULL;
-    DaxfileCreateInfo info = {DAXFILE_FILL_PWRITE, 0};
+    DaxfileCreateInfo info = {DAXFILE_FILL_PWRITE, 0, 0, 0};
 
     g_array_set_clear_func(held, (GDestroyNotify)tmpfile_clear);
     if (!create_validate(name, base, params, error))
@@ -505,11 +610,11 @@ daxfile_create_at(int dirfd, const char *path,
     daxfile_create_cleanup_stale(dirfd, base);
     if (!create_precheck(dirfd, name, base, params, error) ||
         !allocate_placed(&tmp, held, name, base, dirname, params, &fs,
-                         &info.attempts, error) ||
+                         &info, error) ||
         !fill(tmp.fd, name, fs, params, &info.method, error))
         return NULL;
     daxfile_test_crash_point("create-filled");
-    report = create_verify(tmp.fd, path, name, params, error);
+    report = create_verify(tmp.fd, path, name, fs, params, error);
     if (!report || !tmpfile_link(&tmp, base, name, error))
         return NULL;
     if (fsync(dirfd) < 0) {

@@ -17,13 +17,17 @@ typedef enum {
 } DaxfileFillMethod;
 
 /* How many allocations create made: the filesystem may place the first
- * misaligned (a fragmented ext4 does); create keeps the misaligned blocks
- * while it asks again, at most DAXFILE_CREATE_ATTEMPTS times. */
+ * misaligned (a fragmented ext4 does). create first collapses the
+ * misplaced ranges out of the file (keeping every other block where it
+ * is); what it cannot fix so, it keeps allocated while it asks again, at
+ * most DAXFILE_CREATE_ATTEMPTS times. */
 #define DAXFILE_CREATE_ATTEMPTS 3
 
 typedef struct {
     DaxfileFillMethod method;
-    guint attempts; /* allocations made, 1 when the first one was fit */
+    guint attempts;   /* allocations made, 1 when the first one was fit */
+    guint collapses;  /* misplaced ranges collapsed out of the file */
+    guint64 collapsed; /* their bytes (blocks the file no longer holds) */
 } DaxfileCreateInfo;
 
 typedef struct {
@@ -39,8 +43,10 @@ const char *daxfile_fill_method_to_string(DaxfileFillMethod method);
 /* Create @path: refuse an existing path; build the file unnamed (O_TMPFILE,
  * or a hidden temporary name where unsupported) in the same directory; set
  * the xfs extent-size hint; allocate; when the filesystem could give
- * aligned extents but placed some pages misaligned or split, hold those
- * blocks and allocate again (up to DAXFILE_CREATE_ATTEMPTS); write every
+ * aligned extents but placed some pages misaligned or split, collapse
+ * those ranges out of the file and allocate what they cost at its end;
+ * what is still misplaced, hold and allocate again (up to
+ * DAXFILE_CREATE_ATTEMPTS); write every
  * block (zeroes) so no extent stays unwritten; fsync; verify with the
  * extent walk; only then link it under @path and fsync the directory. On
  * any failure nothing is left behind, held blocks included. Returns the

@@ -327,3 +327,59 @@ daxfile_extent_map_fingerprint(const DaxfileExtentMap *map)
     }
     return g_strdup(g_checksum_get_string(sum));
 }
+
+#define UNPLACED_FLAGS (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC | \
+                        FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_NOT_ALIGNED)
+
+gboolean
+daxfile_extent_next_collapse(const DaxfileExtentMap *map, guint64 align,
+                             guint64 limit, guint64 *ret_offset,
+                             guint64 *ret_length)
+{
+    const GArray *ext = map->extents;
+    guint i = 0;
+    guint64 page;
+
+    for (page = 0; page < limit; page += align) {
+        const DaxfileExtent *e;
+        guint64 phys, end, len;
+        guint j;
+
+        while (i < ext->len &&
+               g_array_index(ext, DaxfileExtent, i).logical +
+               g_array_index(ext, DaxfileExtent, i).length <= page)
+            i++;
+        if (i == ext->len)
+            return FALSE;
+        e = &g_array_index(ext, DaxfileExtent, i);
+        if (e->logical > page || (e->flags & UNPLACED_FLAGS))
+            return FALSE;
+        phys = map->phys_offset + e->physical + (page - e->logical);
+        end = e->logical + e->length;
+        if (phys % align) {
+            len = MIN(align - phys % align, end - page);
+            if (len % map->block_size)
+                return FALSE;
+            *ret_offset = page;
+            *ret_length = len;
+            return TRUE;
+        }
+        for (j = i; end < page + align; j++) {
+            const DaxfileExtent *cur = &g_array_index(ext, DaxfileExtent, j);
+            const DaxfileExtent *next;
+
+            if (j + 1 == ext->len)
+                return FALSE;
+            next = &g_array_index(ext, DaxfileExtent, j + 1);
+            if (next->logical != end || (next->flags & UNPLACED_FLAGS))
+                return FALSE;
+            if (next->physical != cur->physical + cur->length) {
+                *ret_offset = page;
+                *ret_length = end - page;
+                return TRUE;
+            }
+            end = next->logical + next->length;
+        }
+    }
+    return FALSE;
+}

@@ -91,4 +91,21 @@ gboolean daxfile_extent_walk(const DaxfileExtentMap *map, guint64 align,
  * array of DaxfileRange, merging adjacent ranges with the same reason. */
 GArray *daxfile_extent_problems(const DaxfileExtentMap *map, guint64 align);
 
+/* Where dropping bytes fixes the placement, without moving a block:
+ * FALLOC_FL_COLLAPSE_RANGE removes a range of the file and shifts what
+ * follows down, each block keeping its place on the device. For the first
+ * page below @limit that is not one aligned, contiguous run, the range to
+ * collapse: the head of its extent up to the next aligned block
+ * (misaligned), or the part of the page before the run breaks (split).
+ * Either way the page then starts where it should, and every page before
+ * it stays as it was. FALSE when every page below @limit is fit, or when
+ * what is wrong cannot be fixed so (a hole, unknown or inline blocks, a
+ * page that runs past the last extent, a shift that is not whole blocks).
+ * Extents are taken as they will be once written (flags ignored but for
+ * those that say the location is not real). */
+gboolean daxfile_extent_next_collapse(const DaxfileExtentMap *map,
+                                      guint64 align, guint64 limit,
+                                      guint64 *ret_offset,
+                                      guint64 *ret_length);
+
 G_END_DECLS

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fsmap.h>
 #include <linux/magic.h>
 #include <linux/stat.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -256,4 +258,50 @@ daxfile_fs_probe(int fd, guint64 align, GError **error)
     fs_probe_map_sync(fd, info);
     fs_probe_mount(info, align);
     return g_steal_pointer(&info);
+}
+
+#define FSMAP_BATCH 256
+
+gboolean
+daxfile_fs_free_space(int fd, guint64 align, guint64 phys_offset,
+                      guint64 *ret_free, guint64 *ret_aligned)
+{
+    g_autofree struct fsmap_head *head =
+        g_malloc0(fsmap_sizeof(FSMAP_BATCH));
+    guint64 total = 0, aligned = 0;
+
+    head->fmh_count = FSMAP_BATCH;
+    head->fmh_keys[1].fmr_device = G_MAXUINT32;
+    head->fmh_keys[1].fmr_flags = G_MAXUINT32;
+    head->fmh_keys[1].fmr_physical = G_MAXUINT64;
+    head->fmh_keys[1].fmr_owner = G_MAXUINT64;
+    head->fmh_keys[1].fmr_offset = G_MAXUINT64;
+    for (;;) {
+        const struct fsmap *last = NULL;
+        guint i;
+
+        if (ioctl(fd, FS_IOC_GETFSMAP, head) < 0) {
+            g_debug("no free-space map: %s", g_strerror(errno));
+            return FALSE;
+        }
+        for (i = 0; i < head->fmh_entries; i++) {
+            const struct fsmap *r = &head->fmh_recs[i];
+            guint64 start = phys_offset + r->fmr_physical;
+            guint64 end = start + r->fmr_length;
+            guint64 first = (start + align - 1) / align * align;
+
+            last = r;
+            if (r->fmr_owner != FMR_OWN_FREE)
+                continue;
+            total += r->fmr_length;
+            if (end >= first + align)
+                aligned += (end - first) / align * align;
+        }
+        if (!last || (last->fmr_flags & FMR_OF_LAST))
+            break;
+        head->fmh_keys[0] = *last;  /* go on after it */
+    }
+    *ret_free = total;
+    *ret_aligned = aligned;
+    return TRUE;
 }

@@ -40,6 +40,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileFsInfo, daxfile_fs_info_free)
  * filesystem that lacks something: that is reported in the fields. */
 DaxfileFsInfo *daxfile_fs_probe(int fd, guint64 align, GError **error);
 
+/* The free space of @fd's filesystem from its own free-space map
+ * (FS_IOC_GETFSMAP, ext4 and xfs; needs CAP_SYS_ADMIN): *ret_free bytes in
+ * all, *ret_aligned of them in whole @align pages aligned on the device
+ * (@phys_offset: the filesystem's start on it). FALSE when the map cannot
+ * be read (no error: callers only add this to what they say). */
+gboolean daxfile_fs_free_space(int fd, guint64 align, guint64 phys_offset,
+                               guint64 *ret_free, guint64 *ret_aligned);
+
 /* Pure helpers, exposed for unit tests. */
 typedef struct {
     char *mount_point;

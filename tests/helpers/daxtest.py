@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import pwd
+import random
 import re
 import shutil
 import signal
@@ -194,6 +195,30 @@ def fiemap_flags(path):
         flags = last if len(parts) > 4 and not last.isdigit() else ""
         extents.append((logical * 4096, physical * 4096, length * 4096, flags))
     return extents
+
+
+def age_filesystem(root, seed, keep_free):
+    """Age the filesystem mounted on @root as long use does: fill it (in
+    @root/junk) with files of 4 KiB to 3.5 MiB until @keep_free bytes are
+    left, then delete a random half of them. Its free space is then in runs
+    of every length at every offset. Also bench/bench_aged.py's."""
+    rng = random.Random(seed)
+    junk = os.path.join(root, "junk")
+    os.mkdir(junk)
+    files = []
+    while True:
+        st = os.statvfs(root)
+        if st.f_bavail * st.f_frsize < keep_free:
+            break
+        size = rng.choice([rng.randint(1, 64), rng.randint(256, 900)]) * 4096
+        path = os.path.join(junk, str(len(files)))
+        with open(path, "wb") as f:
+            f.write(b"\xa5" * size)
+        files.append(path)
+    rng.shuffle(files)
+    for path in files[:len(files) // 2]:
+        os.unlink(path)
+    os.sync()
 
 
 class LoopFs:

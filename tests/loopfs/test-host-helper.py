@@ -7,14 +7,15 @@ reader of the same FIEMAP data.
 """
 
 import os
+import re
 import stat
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from daxtest import (DAXFILE, WRAPPER, LoopFs, Tap, daxfile,  # noqa: E402
-                     fiemap_flags, need_root, one_line_error, resume,
+from daxtest import (DAXFILE, WRAPPER, LoopFs, Tap, age_filesystem,  # noqa
+                     daxfile, fiemap_flags, need_root, one_line_error, resume,
                      tempdir, tree_snapshot, wait_state)
 
 M = 1 << 20
@@ -270,15 +271,58 @@ def test_bad_inputs(fs):
            "--follow-symlinks checks the target instead", res)
 
 
+def test_aged(fs):
+    """#17: on an aged filesystem create collapses misaligned and split
+    ranges out of the file instead of giving up, and refuses only when the
+    aligned free space is truly short, saying how much there is"""
+    age_filesystem(fs.path(), 17, 150 * M)
+    made, collapsed, refusal = [], 0, None
+    for i in range(8):
+        path = fs.path(f"vm{i}.img")
+        res = daxfile("create", path, "--size", "128M")
+        if res.rc != 0:
+            refusal = (path, res)
+            break
+        made.append(path)
+        collapsed += "collapsed out of it" in res.err
+    unfit = []
+    for path in made:
+        res, rep = check_json(path, "--allow-non-dax")
+        bad = [e for e in fiemap_flags(path)
+               if "unwritten" in e[3] or e[1] % (2 * M) or e[2] % (2 * M)]
+        if res.rc != 0 or rep["problems"] or bad:
+            unfit.append((path, res, bad))
+    tap.ok(made and not unfit, f"{fs.kind}: aged: {len(made)} files of "
+           "128 MiB created, each written and 2 MiB aligned (check and "
+           "filefrag agree)", unfit)
+    if fs.kind == "ext4":
+        # ext4 hands out stripe-sized runs at misaligned offsets here
+        tap.ok(collapsed > 0, f"{fs.kind}: aged: {collapsed} of them had "
+               "misplaced ranges collapsed out of them")
+    # refused for want of space at all, or of aligned space: then saying
+    # how much there is, which must be less than asked
+    m = refusal and re.search(r"has only (\d+) MiB in aligned 2 MiB pages "
+                              r"for the 128 MiB asked|(Not enough space)",
+                              refusal[1].err)
+    tap.ok(refusal and m and (m.group(2) or int(m.group(1)) < 128) and
+           one_line_error(refusal[1]) and not os.path.exists(refusal[0]) and
+           not [n for n in os.listdir(fs.path()) if n.startswith(".")],
+           f"{fs.kind}: aged: the create that cannot fit is refused, saying "
+           "how much (aligned) space there is, and leaves nothing behind",
+           refusal and refusal[1])
+
+
 def main():
     need_root(tap)
-    tap.plan(63)
+    tap.plan(63 + 2 * 2 + 1)
     for kind in ("ext4", "xfs"):
         with LoopFs(kind) as fs:
             tap.subtest(f"{kind} sparse", test_sparse, fs)
             tap.subtest(f"{kind} fallocated", test_fallocated, fs)
             tap.subtest(f"{kind} create", test_create, fs, 1 * G)
             tap.subtest(f"{kind} allocate again", test_allocate_again, fs)
+        with LoopFs(kind, size_mib=1024) as fs:
+            tap.subtest(f"{kind} aged", test_aged, fs)
     for kind in ("ext4-default", "xfs-default"):
         with LoopFs(kind, size_mib=512) as fs:
             tap.subtest(f"{kind} geometry", test_default_geometry, fs)

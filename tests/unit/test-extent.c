@@ -373,6 +373,162 @@ test_reason_tokens(void)
     }
 }
 
+/* What FALLOC_FL_COLLAPSE_RANGE does to the map: [off, off + len) gone,
+ * what follows shifted down, every block where it was. */
+static DaxfileExtentMap *
+collapse(const DaxfileExtentMap *map, guint64 off, guint64 len)
+{
+    DaxfileExtentMap *out = daxfile_extent_map_new(map->size - len,
+                                                   map->block_size);
+    guint i;
+
+    out->phys_offset = map->phys_offset;
+    for (i = 0; i < map->extents->len; i++) {
+        const DaxfileExtent *e = &g_array_index(map->extents, DaxfileExtent,
+                                                i);
+        guint64 end = e->logical + e->length;
+        guint64 from = MAX(e->logical, off + len);
+
+        if (e->logical < off)
+            daxfile_extent_map_add(out, e->logical, e->physical,
+                                   MIN(end, off) - e->logical, e->flags);
+        if (end > from)
+            daxfile_extent_map_add(out, from - len,
+                                   e->physical + (from - e->logical),
+                                   end - from, e->flags);
+    }
+    return out;
+}
+
+/* Collapse as told until nothing is left to do; the bytes dropped, and
+ * every page below @limit fit after. */
+static guint64
+collapse_all(DaxfileExtentMap **map, guint64 align, guint64 limit)
+{
+    g_autoptr(DaxfileExtentMap) fit = NULL;
+    g_autoptr(GArray) problems = NULL;
+    guint64 off, len, dropped = 0;
+    guint i;
+
+    for (i = 0; daxfile_extent_next_collapse(*map, align, limit, &off, &len);
+         i++) {
+        DaxfileExtentMap *next;
+
+        g_assert_cmpuint(i, <, 1000);
+        g_assert_cmpuint(len, >, 0);
+        g_assert_cmpuint(len, <, align);
+        g_assert_cmpuint(off % align, ==, 0);
+        g_assert_cmpuint(off + len, <, (*map)->size);
+        next = collapse(*map, off, len);
+        daxfile_extent_map_free(*map);
+        *map = next;
+        dropped += len;
+    }
+    /* the pages below @limit, as they will be once written */
+    fit = collapse(*map, limit, (*map)->size - limit);
+    for (i = 0; i < fit->extents->len; i++)
+        g_array_index(fit->extents, DaxfileExtent, i).flags &=
+            ~(guint32)FIEMAP_EXTENT_UNWRITTEN;
+    problems = daxfile_extent_problems(fit, align);
+    g_assert_cmpuint(problems->len, ==, 0);
+    return dropped;
+}
+
+static void
+test_collapse_fit(void)
+{
+    g_autoptr(DaxfileExtentMap) map = map_one(10 * M, 4 * M, 0);
+    guint64 off = 1, len = 1;
+
+    g_assert_false(daxfile_extent_next_collapse(map, 2 * M, 8 * M, &off,
+                                                &len));
+    g_assert_cmpuint(off, ==, 1);
+}
+
+static void
+test_collapse_misaligned(void)
+{
+    /* 96 KiB past a boundary: drop the head up to the next one */
+    DaxfileExtentMap *map = map_one(10 * M, 2 * M + 96 * K,
+                                    FIEMAP_EXTENT_UNWRITTEN);
+    guint64 off, len;
+
+    g_assert_true(daxfile_extent_next_collapse(map, 2 * M, 8 * M, &off,
+                                               &len));
+    g_assert_cmpuint(off, ==, 0);
+    g_assert_cmpuint(len, ==, 2 * M - 96 * K);
+    g_assert_cmpuint(collapse_all(&map, 2 * M, 8 * M), ==, 2 * M - 96 * K);
+    daxfile_extent_map_free(map);
+}
+
+static void
+test_collapse_split(void)
+{
+    /* page 1 starts aligned but breaks after 1 MiB: drop that MiB */
+    DaxfileExtentMap *map = daxfile_extent_map_new(12 * M, 4096);
+    guint64 off, len;
+
+    daxfile_extent_map_add(map, 0, 2 * M, 3 * M, 0);
+    daxfile_extent_map_add(map, 3 * M, 20 * M, 9 * M, FIEMAP_EXTENT_LAST);
+    g_assert_true(daxfile_extent_next_collapse(map, 2 * M, 8 * M, &off,
+                                               &len));
+    g_assert_cmpuint(off, ==, 2 * M);
+    g_assert_cmpuint(len, ==, 1 * M);
+    g_assert_cmpuint(collapse_all(&map, 2 * M, 8 * M), ==, 1 * M);
+    daxfile_extent_map_free(map);
+}
+
+static void
+test_collapse_aged(void)
+{
+    /* an aged filesystem: runs of every length at every offset, some
+     * shorter than a page, each misaligned by its own amount */
+    DaxfileExtentMap *map = daxfile_extent_map_new(96 * M, 4096);
+    guint64 logical = 0, physical = 64 * M;
+    GRand *rand = g_rand_new_with_seed(5);
+    guint n = 0;
+
+    while (logical < 96 * M) {
+        guint64 len = MIN((guint64)g_rand_int_range(rand, 1, 2048) * 4 * K,
+                          96 * M - logical);
+
+        physical += (guint64)g_rand_int_range(rand, 1, 1024) * 4 * K;
+        daxfile_extent_map_add(map, logical, physical, len, 0);
+        logical += len;
+        physical += len;
+        n++;
+    }
+    g_rand_free(rand);
+    /* each run costs at most a page's worth at its head and at its tail */
+    g_assert_cmpuint(collapse_all(&map, 2 * M, 32 * M), <, n * 4 * M);
+    daxfile_extent_map_free(map);
+}
+
+static void
+test_collapse_unfixable(void)
+{
+    g_autoptr(DaxfileExtentMap) hole = daxfile_extent_map_new(8 * M, 4096);
+    g_autoptr(DaxfileExtentMap) inl = map_one(8 * M, 3 * M,
+                                              FIEMAP_EXTENT_DATA_INLINE);
+    g_autoptr(DaxfileExtentMap) part = map_one(8 * M, 3 * M, 0);
+    g_autoptr(DaxfileExtentMap) tail = daxfile_extent_map_new(8 * M, 4096);
+    guint64 off, len;
+
+    daxfile_extent_map_add(hole, 2 * M, 4 * M, 6 * M, FIEMAP_EXTENT_LAST);
+    g_assert_false(daxfile_extent_next_collapse(hole, 2 * M, 8 * M, &off,
+                                                &len));
+    g_assert_false(daxfile_extent_next_collapse(inl, 2 * M, 8 * M, &off,
+                                                &len));
+    /* a partition 512 bytes in: no whole-block shift aligns it */
+    part->phys_offset = 512;
+    g_assert_false(daxfile_extent_next_collapse(part, 2 * M, 8 * M, &off,
+                                                &len));
+    /* the last page runs past the last extent */
+    daxfile_extent_map_add(tail, 0, 4 * M, 7 * M, FIEMAP_EXTENT_LAST);
+    g_assert_false(daxfile_extent_next_collapse(tail, 2 * M, 8 * M, &off,
+                                                &len));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -394,5 +550,10 @@ main(int argc, char **argv)
     g_test_add_func("/extent/callback-stops", test_callback_stops);
     g_test_add_func("/extent/fingerprint", test_fingerprint);
     g_test_add_func("/extent/reason-tokens", test_reason_tokens);
+    g_test_add_func("/extent/collapse/fit", test_collapse_fit);
+    g_test_add_func("/extent/collapse/misaligned", test_collapse_misaligned);
+    g_test_add_func("/extent/collapse/split", test_collapse_split);
+    g_test_add_func("/extent/collapse/aged", test_collapse_aged);
+    g_test_add_func("/extent/collapse/unfixable", test_collapse_unfixable);
     return g_test_run();
 }
