@@ -330,8 +330,9 @@ collapse_misplaced(int fd, const char *name, const DaxfileFsInfo *fs,
                    GError **error)
 {
     guint64 want = params->size + params->align;
-    guint64 chunk = MAX(params->align, params->size / 16 / params->align *
-                                       params->align);
+    guint64 unit = fs->stripe && fs->stripe % params->align == 0
+                   ? fs->stripe : params->align;
+    guint64 chunk = MAX(unit, params->size / 16 / unit * unit);
     guint steps = 64 + 8 * (guint)MIN(params->size / params->align, 1 << 20);
     gboolean grown = FALSE;
 
@@ -346,11 +347,11 @@ collapse_misplaced(int fd, const char *name, const DaxfileFsInfo *fs,
                                           &off, &len))
             break;
         if (map->size < want) {
-            /* whole pages, and several: an allocator that aligns to the
-             * stripe (ext4 with stripe_width, xfs with su) does so only
-             * for requests that are multiples of it, and the blocks just
-             * collapsed away are free again right where a small request
-             * would land */
+            /* whole stripes (or pages), and several: an allocator that
+             * aligns to the stripe (ext4 with stripe_width, xfs with su)
+             * does so only for requests that are multiples of it, and the
+             * blocks just collapsed away are free again right where a
+             * small request would land */
             guint64 grow = (want - map->size + chunk - 1) / chunk * chunk;
 
             if (fallocate(fd, 0, (off_t)map->size, (off_t)grow) < 0)

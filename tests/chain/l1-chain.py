@@ -660,32 +660,44 @@ def verify_copy(path):
     the guest stopped). (chunks verified, None) or (n, what failed)."""
     copy, mnt = "/run/chain-verify.img", "/run/chain-verify"
     shutil.copyfile(path, copy)
-    with open(copy, "rb") as f:
-        f.seek(4096)  # struct nd_pfn_sb, drivers/nvdimm/pfn.h
-        sb = f.read(80)
-    if sb[:16] != b"NVDIMM_PFN_INFO\0":
-        return 0, f"{path}: no fsdax info block at 4 KiB"
-    off = int.from_bytes(sb[56:64], "little") + \
-        int.from_bytes(sb[76:80], "little")  # dataoff + start_pad
-    os.makedirs(mnt, exist_ok=True)
-    res = sh(["mount", "-t", "ext4", "-o", f"loop,offset={off}", copy, mnt])
-    if res.returncode != 0:
-        return 0, f"mount at offset {off}: {res.stderr.strip()}"
-    guest = build_path("guest-tools", "daxfile-guest")
     try:
-        res = sh([guest, "verify", "--dir", mnt, "--seed", str(SEED)])
+        with open(copy, "rb") as f:
+            f.seek(4096)  # struct nd_pfn_sb, drivers/nvdimm/pfn.h
+            sb = f.read(80)
+        if sb[:16] != b"NVDIMM_PFN_INFO\0":
+            return 0, f"{path}: no fsdax info block at 4 KiB"
+        off = int.from_bytes(sb[56:64], "little") + \
+            int.from_bytes(sb[76:80], "little")  # dataoff + start_pad
+        os.makedirs(mnt, exist_ok=True)
+        res = sh(["mount", "-t", "ext4", "-o", f"loop,offset={off}", copy,
+                  mnt])
         if res.returncode != 0:
-            return 0, res.stderr.strip()
-        n = 0
-        while os.path.exists(f"{mnt}/w{n}/daxfile-guest.dat"):
-            if sh([guest, "verify", "--dir", f"{mnt}/w{n}", "--seed",
-                   str(SEED + 2 + n)]).returncode != 0:
-                break
-            n += 1
-        return n, None
+            return 0, f"mount at offset {off}: {res.stderr.strip()}"
+        try:
+            return verify_chunks(mnt), None
+        except OSError as e:
+            return 0, str(e)
+        finally:
+            sh(["umount", mnt])
     finally:
-        sh(["umount", mnt])
         os.unlink(copy)
+
+
+def verify_chunks(mnt):
+    """daxfile-guest verify of L2's pattern and its chunks w0, w1, ... in
+    the filesystem on @mnt: how many chunks hold theirs (the pattern's
+    failure raises)"""
+    guest = build_path("guest-tools", "daxfile-guest")
+    res = sh([guest, "verify", "--dir", mnt, "--seed", str(SEED)])
+    if res.returncode != 0:
+        raise OSError(res.stderr.strip())
+    n = 0
+    while os.path.exists(f"{mnt}/w{n}/daxfile-guest.dat"):
+        if sh([guest, "verify", "--dir", f"{mnt}/w{n}", "--seed",
+               str(SEED + 2 + n)]).returncode != 0:
+            break
+        n += 1
+    return n
 
 
 def print_sha256(path):
