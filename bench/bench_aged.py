@@ -20,7 +20,7 @@ from benchlib import (GIB, MIB, SRC, LoopFs, goal, log, run as run_cmd,
                       table, tmpfs_or_disk)
 
 sys.path.insert(0, os.path.join(SRC, "tests", "helpers"))
-from daxtest import age_filesystem  # noqa: E402
+from daxtest import age_filesystem, fiemap_flags  # noqa: E402
 
 NAME = "aged"
 FILE = 128 * MIB
@@ -72,15 +72,8 @@ def census(path):
 
 def aligned_extents(path):
     """every extent of @path starts and ends on an ALIGN boundary"""
-    out = run_cmd(["filefrag", "-e", "-b1", path]).stdout
-    for line in out.splitlines():
-        parts = line.split(":")
-        if len(parts) < 4 or not parts[0].strip().isdigit():
-            continue
-        start, end = (int(x.strip(". ")) for x in parts[2].split(".."))
-        if start % ALIGN or (end + 1) % ALIGN:
-            return False
-    return True
+    return all(e[1] % ALIGN == 0 and e[2] % ALIGN == 0
+               for e in fiemap_flags(path))
 
 
 def fill(ctx, fs, how):

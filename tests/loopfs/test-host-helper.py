@@ -55,6 +55,12 @@ def test_fallocated(fs):
     tap.ok(unwritten, f"{fs.kind}: filefrag agrees the extents are unwritten")
 
 
+def unfit_extents(extents):
+    """the extents (fiemap_flags) that are unwritten or not 2 MiB aligned"""
+    return [e for e in extents
+            if "unwritten" in e[3] or e[1] % (2 * M) or e[2] % (2 * M)]
+
+
 def test_create(fs, size):
     path = fs.path("vm.img")
     res = daxfile("create", path, "--size", f"{size // M}M")
@@ -66,8 +72,7 @@ def test_create(fs, size):
     tap.ok(res.rc == 0 and rep["static_ready"] and rep["problems"] == [],
            f"{fs.kind}: check finds no problem in the created file", res)
     extents = fiemap_flags(path)
-    bad = [e for e in extents
-           if "unwritten" in e[3] or e[1] % (2 * M) or e[2] % (2 * M)]
+    bad = unfit_extents(extents)
     tap.ok(extents and not bad,
            f"{fs.kind}: filefrag: {len(extents)} extents, all written and "
            "2 MiB aligned", bad)
@@ -288,8 +293,7 @@ def test_aged(fs):
     unfit = []
     for path in made:
         res, rep = check_json(path, "--allow-non-dax")
-        bad = [e for e in fiemap_flags(path)
-               if "unwritten" in e[3] or e[1] % (2 * M) or e[2] % (2 * M)]
+        bad = unfit_extents(fiemap_flags(path))
         if res.rc != 0 or rep["problems"] or bad:
             unfit.append((path, res, bad))
     tap.ok(made and not unfit, f"{fs.kind}: aged: {len(made)} files of "

@@ -707,11 +707,11 @@ def _prune(dirpath, pattern, keep):
             pass
 
 
-def build_base(kernel, compress=True, inputs=None):
-    """The cached base archive: busybox, modules, tools and their libraries.
-    Keyed by a hash of every input (file stats, kernel, the recipe's code).
-    inputs: what _base_inputs(kernel) returned, if the caller has it."""
-    files, modules, hostroot = inputs or _base_inputs(kernel)
+def build_base(kernel, inputs, compress=True):
+    """The cached base archive: busybox, modules, tools and their libraries
+    (@inputs: what _base_inputs(kernel) returned). Keyed by a hash of every
+    input (file stats, kernel, the recipe's code)."""
+    files, modules, hostroot = inputs
     key = _hash({
         'recipe': inspect.getsource(_populate_base),
         # A built-in kernel's base does not depend on the kernel at all.
@@ -1113,7 +1113,7 @@ def build_image(kernel='6.1', bins=(), kernel_image=None, compress=True,
     # binary changes, and gzip of a libvirt-linked closure (65 MiB) costs
     # about 4 s on the host while the guest unpacks it no faster.
     inputs = _base_inputs(k)
-    return Image(k, build_base(k, compress, inputs),
+    return Image(k, build_base(k, inputs, compress),
                  build_bins(list(bins), False, inputs[0]), boot_kernel)
 
 
