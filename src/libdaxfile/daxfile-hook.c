@@ -405,62 +405,90 @@ check_refs(const Hook *h, GArray *devs, GArray *fds, GError **error)
 }
 
 static void
-unreserve(const Hook *h, GArray *devs, guint n, GArray *fds)
+fd_close(int *fd)
 {
+    close(*fd);
+}
+
+static GArray *
+fds_new(void)
+{
+    GArray *fds = g_array_new(FALSE, FALSE, sizeof(int));
+
+    g_array_set_clear_func(fds, (GDestroyNotify)fd_close);
+    return fds;
+}
+
+/* The static-mode set of @devs over @fds (parallel to @devs) */
+static GArray *
+dev_items(const Hook *h, GArray *devs, GArray *fds)
+{
+    GArray *items = g_array_sized_new(FALSE, TRUE, sizeof(DaxfileStaticItem),
+                                      fds->len);
     guint i;
 
-    for (i = 0; i < n; i++) {
-        DaxfileNvdimm *nv = g_array_index(devs, ManagedDev, i).nv;
-        g_auto(DaxfileDisableResult) res = {0};
+    g_array_set_clear_func(items, (GDestroyNotify)daxfile_static_item_clear);
+    for (i = 0; i < fds->len; i++) {
+        const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
+        DaxfileStaticItem it = {
+            .fd = g_array_index(fds, int, i),
+            .path = d->nv->path,
+            .params = {.align = d->nv->alignsize,
+                       .allow_non_dax = d->root->allow_non_dax,
+                       .owner = h->owner,
+                       .owner_uuid = h->dom->uuid,
+                       .wait = TRUE},
+        };
 
-        daxfile_static_disable(g_array_index(fds, int, i), nv->path, h->owner,
-                               TRUE, &res, NULL);
+        g_array_append_val(items, it);
     }
+    return items;
 }
 
-static void
-close_fds(GArray *fds)
+/* A set operation failed: on device @failed of @devs, or on the registry */
+static gboolean
+set_fail(const Hook *h, GArray *devs, guint failed, GError *local,
+         GError **error)
 {
-    guint i;
-
-    for (i = 0; i < fds->len; i++)
-        close(g_array_index(fds, int, i));
+    if (failed < devs->len)
+        return dev_fail(h, g_array_index(devs, ManagedDev, failed).nv, local,
+                        error);
+    g_propagate_error(error, local);
+    return FALSE;
 }
 
+/* prepare begin: validate every device and reserve them all in one
+ * registry write */
 static gboolean
 hook_prepare(const Hook *h, GError **error)
 {
     g_autoptr(GArray) devs = managed_devices(h, FALSE, error);
-    g_autoptr(GArray) fds = g_array_new(FALSE, FALSE, sizeof(int));
+    g_autoptr(GArray) fds = fds_new();
+    g_autoptr(GArray) items = NULL;
     GError *local = NULL;
-    gboolean ok;
+    guint failed = 0;
     guint i;
 
-    ok = devs && check_no_alias(h, devs, error);
-    for (i = 0; ok && i < devs->len; i++) {
+    if (!devs || !check_no_alias(h, devs, error))
+        return FALSE;
+    for (i = 0; i < devs->len; i++) {
         const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
         int fd = dev_validate(h, d->nv, d->root, &local);
 
         if (fd < 0)
-            ok = dev_fail(h, d->nv, local, error);
-        else
-            g_array_append_val(fds, fd);
+            return dev_fail(h, d->nv, local, error);
+        g_array_append_val(fds, fd);
     }
-    ok = ok && check_refs(h, devs, fds, error);
-    for (i = 0; ok && i < devs->len; i++) {
-        DaxfileNvdimm *nv = g_array_index(devs, ManagedDev, i).nv;
-
-        daxfile_test_pause_point("prepare-reserving");
-        if (!daxfile_static_reserve(g_array_index(fds, int, i), nv->path,
-                                    h->owner, h->dom->uuid, nv->alignsize,
-                                    h->call->parent, h->call->parent_start,
-                                    &local)) {
-            unreserve(h, devs, i, fds);
-            ok = dev_fail(h, nv, local, error);
-        }
-    }
-    close_fds(fds);
-    return ok;
+    if (!check_refs(h, devs, fds, error))
+        return FALSE;
+    if (devs->len == 0)
+        return TRUE;
+    items = dev_items(h, devs, fds);
+    if (!daxfile_static_reserve_set((DaxfileStaticItem *)items->data,
+                                    items->len, h->call->parent,
+                                    h->call->parent_start, &failed, &local))
+        return set_fail(h, devs, failed, local, error);
+    return TRUE;
 }
 
 static void
@@ -472,95 +500,96 @@ note(const Hook *h, const DaxfileNvdimm *nv, const char *text)
         g_ptr_array_add(h->notes, g_strdup_printf("%s: %s", label, text));
 }
 
-static gboolean
-engage_device(const Hook *h, const ManagedDev *d, GError **error)
-{
-    const DaxfileNvdimm *nv = d->nv;
-    const DaxfileRoot *root = d->root;
-    DaxfileEnableParams params = {
-        .align = nv->alignsize,
-        .allow_non_dax = root->allow_non_dax,
-        .owner = h->owner,
-        .owner_uuid = h->dom->uuid,
-        .wait = TRUE,
-    };
-    g_auto(DaxfileEnableResult) result = {0};
-    g_auto(DaxfileFd) fd = -1;
-    GError *local = NULL;
-    struct stat st;
-
-    fd = dev_open(h, nv, root, &st, &local);
-    if (fd < 0 ||
-        !daxfile_static_enable(fd, nv->path, &params, &result, &local))
-        return dev_fail(h, nv, local, error);
-    if (result.warning)
-        note(h, nv, result.warning);
-    return TRUE;
-}
-
-/* started begin and reconnect begin: QEMU has the files mapped */
+/* started begin and reconnect begin: QEMU has the files mapped; engage
+ * them all, one registry write */
 static gboolean
 hook_engage(const Hook *h, GError **error)
 {
     g_autoptr(GArray) devs = managed_devices(h, FALSE, error);
+    g_autoptr(GArray) fds = fds_new();
+    g_autoptr(GArray) items = NULL;
+    GError *local = NULL;
+    guint failed = 0;
     guint i;
 
     if (!devs)
         return FALSE;
+    if (devs->len == 0)
+        return TRUE;
     for (i = 0; i < devs->len; i++) {
-        if (!engage_device(h, &g_array_index(devs, ManagedDev, i), error))
-            return FALSE;
+        const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
+        struct stat st;
+        int fd = dev_open(h, d->nv, d->root, &st, &local);
+
+        if (fd < 0)
+            return dev_fail(h, d->nv, local, error);
+        g_array_append_val(fds, fd);
+    }
+    items = dev_items(h, devs, fds);
+    if (!daxfile_static_enable_set((DaxfileStaticItem *)items->data,
+                                   items->len, &failed, &local))
+        return set_fail(h, devs, failed, local, error);
+    for (i = 0; i < items->len; i++) {
+        const DaxfileStaticItem *it = &g_array_index(items,
+                                                     DaxfileStaticItem, i);
+
+        if (it->result.warning)
+            note(h, g_array_index(devs, ManagedDev, i).nv,
+                 it->result.warning);
     }
     return TRUE;
 }
 
-/* Release one device; entries of other owners and files that are not
- * static are none of this domain's business. */
-static gboolean
-release_device(const Hook *h, const ManagedDev *d, GError **error)
-{
-    const DaxfileNvdimm *nv = d->nv;
-    const DaxfileRoot *root = d->root;
-    g_auto(DaxfileDisableResult) result = {0};
-    g_autoptr(GError) local = NULL;
-    g_auto(DaxfileFd) fd = -1;
-    g_autofree char *name = daxfile_escape(nv->path);
-
-    fd = daxfile_file_open_beneath(root->path, nv->path, DAXFILE_OPEN_READ,
-                                   NULL, NULL);
-    if (fd < 0)
-        return TRUE; /* gone: 'daxfile repair' drops its entry */
-    if (!daxfile_static_disable(fd, nv->path, h->owner, TRUE, &result,
-                                &local)) {
-        if (g_error_matches(local, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND) ||
-            g_error_matches(local, DAXFILE_ERROR, DAXFILE_ERROR_BUSY))
-            return TRUE;
-        return dev_fail(h, nv, g_steal_pointer(&local), error);
-    }
-    if (result.layout_unchanged)
-        return TRUE;
-    local = g_error_new(DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                        "'%s' was released but %s", name, result.change);
-    return dev_fail(h, nv, g_steal_pointer(&local), error);
-}
-
+/* stopped end and release end: release every device this domain holds,
+ * one registry write; entries of other owners and files that are not
+ * static are none of this domain's business, and a file that is gone is
+ * left to 'daxfile repair'. */
 static gboolean
 hook_release(const Hook *h, GError **error)
 {
     g_autoptr(GArray) devs = managed_devices(h, FALSE, NULL);
-    gboolean ok = TRUE;
+    g_autoptr(GArray) opened = g_array_new(FALSE, FALSE, sizeof(ManagedDev));
+    g_autoptr(GArray) fds = fds_new();
+    g_autoptr(GArray) items = NULL;
+    GError *local = NULL;
+    guint failed = 0;
+    gboolean ok;
     guint i;
 
     /* A device named by another spelling was refused at prepare and never
-     * engaged: there is nothing to release for it. Release everything
-     * else, even when one device fails. */
+     * engaged: there is nothing to release for it. */
     if (!devs)
         devs = plain_devices(h);
     for (i = 0; i < devs->len; i++) {
-        GError **err = ok ? error : NULL;
+        const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
+        int fd = daxfile_file_open_beneath(d->root->path, d->nv->path,
+                                           DAXFILE_OPEN_READ, NULL, NULL);
 
-        if (!release_device(h, &g_array_index(devs, ManagedDev, i), err))
-            ok = FALSE;
+        if (fd < 0)
+            continue;
+        g_array_append_val(fds, fd);
+        g_array_append_val(opened, *d);
+    }
+    if (fds->len == 0)
+        return TRUE;
+    items = dev_items(h, opened, fds);
+    ok = daxfile_static_release_set((DaxfileStaticItem *)items->data,
+                                    items->len, &failed, &local);
+    if (!ok)
+        set_fail(h, opened, failed, local, error);
+    for (i = 0; i < items->len; i++) {
+        const DaxfileStaticItem *it = &g_array_index(items,
+                                                     DaxfileStaticItem, i);
+        g_autofree char *name = NULL;
+
+        if (it->not_ours || !it->released.owner ||
+            it->released.layout_unchanged || !ok)
+            continue;
+        name = daxfile_escape(it->path);
+        ok = dev_fail(h, g_array_index(opened, ManagedDev, i).nv,
+                      g_error_new(DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+                                  "'%s' was released but %s", name,
+                                  it->released.change), error);
     }
     return ok;
 }

@@ -504,6 +504,31 @@ still_engaged(int fd, const struct stat *st, const DaxfileEnableParams *params,
     return TRUE;
 }
 
+/* What enable verifies before anything changes (the layout; not a
+ * swapfile; not immutable already), and the mechanism it will use. */
+static DaxfileReport *
+enable_checks(int fd, const char *path, const struct stat *st,
+              const DaxfileEnableParams *params, const char *name,
+              DaxfileEnableResult *result, GError **error)
+{
+    g_autoptr(DaxfileReport) report = NULL;
+
+    report = daxfile_report_build(fd, path, params->align,
+                                  params->allow_non_dax, error);
+    if (!report || !daxfile_report_require_ready(report, error))
+        return NULL;
+    if (daxfile_is_swapfile(st->st_dev, st->st_ino)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                    "'%s' is an active swapfile; swapoff it first", name);
+        return NULL;
+    }
+    if (!check_not_immutable(fd, name, error) ||
+        !choose_mechanism(fd, path, st, params, report, name, result, error))
+        return NULL;
+    daxfile_test_pause_point("enable-checked");
+    return g_steal_pointer(&report);
+}
+
 gboolean
 daxfile_static_enable(int fd, const char *path,
                       const DaxfileEnableParams *params,
@@ -527,21 +552,9 @@ daxfile_static_enable(int fd, const char *path,
         return FALSE;
     if (cur && cur->state == DAXFILE_STATE_ENGAGED)
         return still_engaged(fd, &st, params, cur, name, ret_result, error);
-    report = daxfile_report_build(fd, path, params->align,
-                                  params->allow_non_dax, error);
-    if (!report || !daxfile_report_require_ready(report, error))
+    report = enable_checks(fd, path, &st, params, name, ret_result, error);
+    if (!report)
         return FALSE;
-    if (daxfile_is_swapfile(st.st_dev, st.st_ino)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                    "'%s' is an active swapfile; swapoff it first", name);
-        return FALSE;
-    }
-    if (!check_not_immutable(fd, name, error))
-        return FALSE;
-    if (!choose_mechanism(fd, path, &st, params, report, name, ret_result,
-                          error))
-        return FALSE;
-    daxfile_test_pause_point("enable-checked");
     return commit_enable(fd, path, &st, params, report,
                          ret_result->mechanism, name, error);
 }
@@ -582,6 +595,28 @@ not_static_error(int fd, const char *name, GError **error)
     return FALSE;
 }
 
+static gboolean
+release_allowed(const DaxfileEntry *e, const char *name, GError **error)
+{
+    return e->mechanism == DAXFILE_MECH_VERIFIED_ONLY ||
+           e->mechanism == DAXFILE_MECH_NONE || check_cap(name, error);
+}
+
+/* Undo the entry's mechanism on its inode (durably) and say what changed
+ * while it was static. */
+static gboolean
+release_inode(int fd, const DaxfileEntry *e, const char *name,
+              DaxfileDisableResult *result, GError **error)
+{
+    if ((e->mechanism != DAXFILE_MECH_IMMUTABLE || e->flag_set) &&
+        !engage(e->mechanism, fd, name, FALSE, 0, error))
+        return FALSE;
+    result->mechanism = e->mechanism;
+    result->owner = g_strdup(e->owner);
+    compare_layout(fd, e, name, result);
+    return TRUE;
+}
+
 gboolean
 daxfile_static_disable(int fd, const char *path, const char *owner,
                        gboolean wait, DaxfileDisableResult *ret_result,
@@ -602,66 +637,315 @@ daxfile_static_disable(int fd, const char *path, const char *owner,
     e = daxfile_registry_lookup(reg, st.st_dev, st.st_ino);
     if (!e)
         return not_static_error(fd, name, error);
-    if (owner_conflict(e, owner, name, error))
-        return FALSE;
-    if (e->mechanism != DAXFILE_MECH_VERIFIED_ONLY &&
-        e->mechanism != DAXFILE_MECH_NONE && !check_cap(name, error))
+    if (owner_conflict(e, owner, name, error) || !release_allowed(e, name, error))
         return FALSE;
     e->state = DAXFILE_STATE_RELEASING;
     daxfile_registry_touch(reg);
     if (!daxfile_registry_save(reg, error))
         return FALSE;
     daxfile_test_crash_point("disable-logged");
-    if ((e->mechanism != DAXFILE_MECH_IMMUTABLE || e->flag_set) &&
-        !engage(e->mechanism, fd, name, FALSE, 0, error))
+    if (!release_inode(fd, e, name, ret_result, error))
         return FALSE;
     daxfile_test_crash_point("disable-released");
-    ret_result->mechanism = e->mechanism;
-    ret_result->owner = g_strdup(e->owner);
-    compare_layout(fd, e, name, ret_result);
     daxfile_registry_remove(reg, st.st_dev, st.st_ino);
     return daxfile_registry_save(reg, error);
 }
 
-gboolean
-daxfile_static_reserve(int fd, const char *path, const char *owner,
-                       const char *owner_uuid, guint64 align, pid_t holder,
-                       guint64 holder_start, GError **error)
+void
+daxfile_static_item_clear(DaxfileStaticItem *item)
 {
-    g_autofree char *name = daxfile_escape(path);
+    daxfile_enable_result_clear(&item->result);
+    daxfile_disable_result_clear(&item->released);
+}
+
+/* One file of a set, while the set is being changed */
+typedef struct {
+    guint idx;               /* in the caller's items */
+    DaxfileStaticItem *item;
+    struct stat st;
+    char *name;
+    int lock;                /* its inode lock */
+    DaxfileEntry *old;       /* enable: a copy of its entry before */
+    DaxfileReport *report;   /* enable: what was verified */
+    gboolean skip;           /* enable: it was static already */
+    gboolean engaged;        /* enable: its mechanism was engaged here */
+} Member;
+
+static void
+member_clear(Member *m)
+{
+    if (m->lock >= 0)
+        close(m->lock);
+    g_free(m->name);
+    daxfile_entry_free(m->old);
+    g_clear_pointer(&m->report, daxfile_report_free);
+}
+
+static gint
+member_cmp(gconstpointer a, gconstpointer b)
+{
+    const Member *x = a;
+    const Member *y = b;
+
+    if (x->st.st_dev != y->st.st_dev)
+        return x->st.st_dev < y->st.st_dev ? -1 : 1;
+    if (x->st.st_ino != y->st.st_ino)
+        return x->st.st_ino < y->st.st_ino ? -1 : 1;
+    return 0;
+}
+
+static gboolean
+member_fail(const Member *m, guint *ret_failed)
+{
+    *ret_failed = m->idx;
+    return FALSE;
+}
+
+/* The set in (device, inode) order, every inode locked: two sets that
+ * share files lock them in the same order and cannot deadlock. */
+static GArray *
+set_lock(DaxfileStaticItem *items, guint n, guint *ret_failed,
+         GError **error)
+{
+    g_autoptr(GArray) set = g_array_sized_new(FALSE, TRUE, sizeof(Member),
+                                              n);
+    guint i;
+
+    g_array_set_clear_func(set, (GDestroyNotify)member_clear);
+    for (i = 0; i < n; i++) {
+        Member m = {.idx = i, .item = &items[i], .lock = -1,
+                    .name = daxfile_escape(items[i].path)};
+
+        g_array_append_val(set, m);
+        if (!fd_identity(items[i].fd, m.name,
+                         &g_array_index(set, Member, i).st, error)) {
+            *ret_failed = i;
+            return NULL;
+        }
+    }
+    g_array_sort(set, member_cmp);
+    for (i = 0; i < set->len; i++) {
+        Member *m = &g_array_index(set, Member, i);
+
+        if (i > 0 && member_cmp(m - 1, m) == 0) {
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                        "'%s' and '%s' are the same file", (m - 1)->name,
+                        m->name);
+            member_fail(m, ret_failed);
+            return NULL;
+        }
+        m->lock = daxfile_registry_lock_inode(m->st.st_dev, m->st.st_ino,
+                                              m->name, m->item->params.wait,
+                                              error);
+        if (m->lock < 0) {
+            member_fail(m, ret_failed);
+            return NULL;
+        }
+    }
+    return g_steal_pointer(&set);
+}
+
+static DaxfileEntry *
+reservation_new(const Member *m, pid_t holder, guint64 holder_start,
+                GError **error)
+{
+    const DaxfileStaticItem *it = m->item;
+    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(it->fd, m->name,
+                                                          error);
     g_autofree char *abspath = NULL;
-    g_autoptr(DaxfileRegistry) reg = NULL;
-    g_autoptr(DaxfileExtentMap) map = NULL;
-    g_auto(DaxfileFd) lock = -1;
-    DaxfileEnableParams params = {.align = align, .owner = owner,
-                                  .owner_uuid = owner_uuid};
     DaxfileReport fake = {0};
     DaxfileEntry *e;
-    struct stat st;
 
-    if (!fd_identity(fd, name, &st, error))
-        return FALSE;
-    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, TRUE,
-                                       error);
-    if (lock < 0 || !(reg = daxfile_registry_open(error)))
-        return FALSE;
-    e = daxfile_registry_lookup(reg, st.st_dev, st.st_ino);
-    if (owner_conflict(e, owner, name, error) || interrupted(e, name, error))
-        return FALSE;
-    if (e)
-        return TRUE; /* already reserved or static for this owner */
-    map = daxfile_fiemap_read(fd, name, error);
     if (!map)
-        return FALSE;
+        return NULL;
     fake.fingerprint = daxfile_extent_map_fingerprint(map);
-    abspath = fd_abspath(fd, path);
-    e = entry_new(abspath, fd, &st, &params, &fake, DAXFILE_MECH_NONE,
-                  DAXFILE_STATE_RESERVED);
+    abspath = fd_abspath(it->fd, it->path);
+    e = entry_new(abspath, it->fd, &m->st, &it->params, &fake,
+                  DAXFILE_MECH_NONE, DAXFILE_STATE_RESERVED);
     e->holder_pid = holder_start ? holder : 0;
     e->holder_start = holder_start;
-    daxfile_registry_put(reg, e);
     g_free(fake.fingerprint);
+    return e;
+}
+
+gboolean
+daxfile_static_reserve_set(DaxfileStaticItem *items, guint n, pid_t holder,
+                           guint64 holder_start, guint *ret_failed,
+                           GError **error)
+{
+    g_autoptr(GArray) set = NULL;
+    g_autoptr(DaxfileRegistry) reg = NULL;
+    guint i;
+
+    *ret_failed = G_MAXUINT;
+    set = set_lock(items, n, ret_failed, error);
+    daxfile_test_pause_point("prepare-reserving");
+    if (!set || !(reg = daxfile_registry_open(error)))
+        return FALSE;
+    for (i = 0; i < set->len; i++) {
+        const Member *m = &g_array_index(set, Member, i);
+        const char *owner = m->item->params.owner;
+        DaxfileEntry *e = daxfile_registry_lookup(reg, m->st.st_dev,
+                                                  m->st.st_ino);
+
+        if (owner_conflict(e, owner, m->name, error) ||
+            interrupted(e, m->name, error))
+            return member_fail(m, ret_failed);
+        if (e)
+            continue; /* already reserved or static for this owner */
+        e = reservation_new(m, holder, holder_start, error);
+        if (!e)
+            return member_fail(m, ret_failed);
+        daxfile_registry_put(reg, e);
+    }
     return daxfile_registry_save(reg, error);
+}
+
+/* Check one file and put its entry, in its target state, in @reg */
+static gboolean
+enable_member(DaxfileRegistry *reg, Member *m, GError **error)
+{
+    DaxfileStaticItem *it = m->item;
+    DaxfileEntry *cur = daxfile_registry_lookup(reg, m->st.st_dev,
+                                                m->st.st_ino);
+    g_autofree char *abspath = NULL;
+
+    if (owner_conflict(cur, it->params.owner, m->name, error) ||
+        interrupted(cur, m->name, error))
+        return FALSE;
+    if (cur && cur->state == DAXFILE_STATE_ENGAGED) {
+        m->skip = TRUE;
+        return still_engaged(it->fd, &m->st, &it->params, cur, m->name,
+                             &it->result, error);
+    }
+    m->old = cur ? daxfile_entry_copy(cur) : NULL;
+    m->report = enable_checks(it->fd, it->path, &m->st, &it->params, m->name,
+                              &it->result, error);
+    if (!m->report)
+        return FALSE;
+    abspath = fd_abspath(it->fd, it->path);
+    daxfile_registry_put(reg, entry_new(abspath, it->fd, &m->st, &it->params,
+                                        m->report, it->result.mechanism,
+                                        DAXFILE_STATE_ENGAGED));
+    return TRUE;
+}
+
+/* Disengage what this set engaged and put the entries back */
+static void
+enable_rollback(DaxfileRegistry *reg, GArray *set)
+{
+    guint i;
+
+    for (i = 0; i < set->len; i++) {
+        Member *m = &g_array_index(set, Member, i);
+
+        if (m->engaged)
+            engage(m->item->result.mechanism, m->item->fd, m->name, FALSE, 0,
+                   NULL);
+        if (m->skip)
+            continue;
+        if (m->old)
+            daxfile_registry_put(reg, g_steal_pointer(&m->old));
+        else
+            daxfile_registry_remove(reg, m->st.st_dev, m->st.st_ino);
+    }
+    daxfile_registry_save(reg, NULL);
+}
+
+/* Engage (when @verify is FALSE) or verify every member that is not
+ * static already; on failure roll the whole set back. */
+static gboolean
+enable_step(DaxfileRegistry *reg, GArray *set, gboolean verify,
+            guint *ret_failed, GError **error)
+{
+    guint i;
+
+    for (i = 0; i < set->len; i++) {
+        Member *m = &g_array_index(set, Member, i);
+        DaxfileStaticItem *it = m->item;
+        DaxfileMechanism mech = it->result.mechanism;
+        gboolean ok;
+
+        if (m->skip)
+            continue;
+        if (verify)
+            ok = verify_engaged(it->fd, &m->st, &it->params, m->report, mech,
+                                m->name, error);
+        else
+            ok = m->engaged = engage(mech, it->fd, m->name, TRUE,
+                                     it->params.align, error);
+        if (!ok) {
+            enable_rollback(reg, set);
+            return member_fail(m, ret_failed);
+        }
+    }
+    return TRUE;
+}
+
+gboolean
+daxfile_static_enable_set(DaxfileStaticItem *items, guint n,
+                          guint *ret_failed, GError **error)
+{
+    g_autoptr(GArray) set = NULL;
+    g_autoptr(DaxfileRegistry) reg = NULL;
+    guint i;
+
+    *ret_failed = G_MAXUINT;
+    set = set_lock(items, n, ret_failed, error);
+    if (!set || !(reg = daxfile_registry_open(error)))
+        return FALSE;
+    for (i = 0; i < set->len; i++) {
+        Member *m = &g_array_index(set, Member, i);
+
+        if (!enable_member(reg, m, error))
+            return member_fail(m, ret_failed);
+    }
+    /* the registry first: after a crash it names every file that may be
+     * static, and repair finds them */
+    if (!daxfile_registry_save(reg, error))
+        return FALSE;
+    daxfile_test_crash_point("enable-logged");
+    if (!enable_step(reg, set, FALSE, ret_failed, error))
+        return FALSE;
+    daxfile_test_crash_point("enable-engaged");
+    return enable_step(reg, set, TRUE, ret_failed, error);
+}
+
+gboolean
+daxfile_static_release_set(DaxfileStaticItem *items, guint n,
+                           guint *ret_failed, GError **error)
+{
+    g_autoptr(GArray) set = NULL;
+    g_autoptr(DaxfileRegistry) reg = NULL;
+    gboolean ok = TRUE;
+    guint i;
+
+    *ret_failed = G_MAXUINT;
+    set = set_lock(items, n, ret_failed, error);
+    if (!set || !(reg = daxfile_registry_open(error)))
+        return FALSE;
+    for (i = 0; i < set->len; i++) {
+        Member *m = &g_array_index(set, Member, i);
+        DaxfileStaticItem *it = m->item;
+        DaxfileEntry *e = daxfile_registry_lookup(reg, m->st.st_dev,
+                                                  m->st.st_ino);
+        GError **err = ok ? error : NULL;
+
+        it->not_ours = !e || owner_conflict(e, it->params.owner, m->name,
+                                            NULL);
+        if (it->not_ours)
+            continue;
+        if (!release_allowed(e, m->name, err) ||
+            !release_inode(it->fd, e, m->name, &it->released, err)) {
+            ok = ok ? member_fail(m, ret_failed) : FALSE;
+            continue;
+        }
+        daxfile_registry_remove(reg, m->st.st_dev, m->st.st_ino);
+    }
+    /* the inodes first, durably: until the registry is written it still
+     * names them */
+    daxfile_test_crash_point("disable-released");
+    return daxfile_registry_save(reg, ok ? error : NULL) && ok;
 }
 
 /* Is the mechanism still in force? -1 when it has nothing to check. */
@@ -961,6 +1245,24 @@ repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, const char *why,
     return TRUE;
 }
 
+/* An entry in force by the registry whose mechanism is not on its inode:
+ * a hook killed between its registry write and the flag, or chattr -i by
+ * hand. NULL otherwise. */
+static const char *
+lost_reason(const DaxfileEntry *e, int hint_fd)
+{
+    g_auto(DaxfileFd) fd = -1;
+    gboolean gone = FALSE;
+
+    if (e->state != DAXFILE_STATE_ENGAGED || !needs_inode(e))
+        return NULL;
+    fd = repair_resolve(e, hint_fd, &gone, NULL);
+    if (fd < 0 || mechanism_intact(fd, e) != 0)
+        return NULL;
+    return "its mechanism is not in force (a start was interrupted before "
+           "it engaged, or the flag was cleared by hand)";
+}
+
 gboolean
 daxfile_static_repair(const char *hint_path, DaxfileRepairResult *ret_result,
                       GError **error)
@@ -985,6 +1287,9 @@ daxfile_static_repair(const char *hint_path, DaxfileRepairResult *ret_result,
         DaxfileEntry *e = g_ptr_array_index(entries, i);
         const char *why = repair_reason(e);
         g_autoptr(GError) local = NULL;
+
+        if (!why)
+            why = lost_reason(e, hint_fd);
 
         if (!why) {
             i++;

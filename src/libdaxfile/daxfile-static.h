@@ -81,6 +81,41 @@ gboolean daxfile_static_reserve(int fd, const char *path, const char *owner,
                                 pid_t holder, guint64 holder_start,
                                 GError **error);
 
+/* Sets: several files changed together in one registry transaction (the
+ * libvirt hook's phases, one per domain). The inode locks are taken in
+ * (device, inode) order, the registry is opened once and written once.
+ * On failure *ret_failed is the index of the item the error is about and
+ * the registry is as before. Unlike enable/disable of one file, a set
+ * writes its target state first and then changes the inodes (enable) or
+ * changes the inodes first and then writes (release), so that after a
+ * crash at any point the registry names every file daxfile may have made
+ * static; no intent state is logged: a start whose hook died is stopped
+ * by libvirt, which runs the release. */
+typedef struct {
+    int fd;                      /* opened with daxfile_file_open*() */
+    const char *path;
+    DaxfileEnableParams params;  /* owner, align, ...; the same owner for
+                                  * every item of a set */
+    DaxfileEnableResult result;  /* enable */
+    DaxfileDisableResult released; /* release: filled when it was static */
+    gboolean not_ours;           /* release: no entry of this owner */
+} DaxfileStaticItem;
+
+void daxfile_static_item_clear(DaxfileStaticItem *item);
+
+/* daxfile_static_reserve() for every item */
+gboolean daxfile_static_reserve_set(DaxfileStaticItem *items, guint n,
+                                    pid_t holder, guint64 holder_start,
+                                    guint *ret_failed, GError **error);
+/* daxfile_static_enable() for every item: all of them or none */
+gboolean daxfile_static_enable_set(DaxfileStaticItem *items, guint n,
+                                   guint *ret_failed, GError **error);
+/* Release every item the owner holds (reserved or static); items without
+ * an entry of theirs are marked not_ours. A release that fails leaves
+ * that item's entry and goes on with the others. */
+gboolean daxfile_static_release_set(DaxfileStaticItem *items, guint n,
+                                    guint *ret_failed, GError **error);
+
 /* The "static" object of `status --json` for the file behind @fd:
  * enabled, state, mechanism, owner, owner_uuid, since, layout_unchanged,
  * guard_intact, stale. */

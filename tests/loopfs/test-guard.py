@@ -357,6 +357,54 @@ def t_selftest_cache(w):
         c.stop()
 
 
+def registry_writes(w, op, subop, xml):
+    """(exit status, renames onto registry.json) of one hook call, by
+    strace: every registry write ends in one"""
+    with tempfile.NamedTemporaryFile(mode="r") as out:
+        argv = ["strace", "-f", "-qq", "-o", out.name, "-e",
+                "trace=rename,renameat,renameat2", HOOK, "vm1", op, subop,
+                "-"]
+        env = dict(os.environ, **w.env)
+        if "ASAN_OPTIONS" in env:  # LeakSanitizer cannot run under ptrace
+            env["ASAN_OPTIONS"] += ":detect_leaks=0"
+        rc = subprocess.run(argv, input=xml.encode(), env=env,
+                            capture_output=True).returncode
+        writes = [line for line in out.read().splitlines()
+                  if re.search(r'/registry\.json"(, 0)?\) += 0$', line)]
+    return rc, len(writes)
+
+
+def t_one_write_per_phase(w):
+    """Issue 17: the hook reserves, engages and releases all of a domain's
+    nvdimms in one registry write per phase, not one or two per device."""
+    if not shutil.which("strace"):
+        tap.skip("one registry write per phase", "no strace here")
+        return
+    files = [w.create(f"set{i}.img") for i in range(4)]
+    xml = domain_xml(files)
+    cons = [Consumer(w, f) for f in files]
+    try:
+        prep = registry_writes(w, "prepare", "begin", xml)
+        reserved = [(w.entry(f) or {}).get("state") for f in files]
+        start = registry_writes(w, "started", "begin", xml)
+        engaged = [(w.entry(f) or {}).get("state") for f in files]
+        static = [enforced(f) for f in files]
+    finally:
+        for c in cons:
+            c.stop()
+    rel = registry_writes(w, "release", "end", xml)
+    tap.ok(prep == (0, 1) and start == (0, 1) and rel == (0, 1) and
+           reserved == ["reserved"] * 4 and engaged == ["engaged"] * 4 and
+           all(static) and w.registry() == [] and
+           not any(enforced(f) for f in files),
+           "four nvdimms: prepare, started and release each write the "
+           "registry once, and all four are reserved, static, released",
+           f"(rc, writes) prepare {prep} started {start} release {rel}; "
+           f"{reserved} {engaged} {static}")
+    for f in files:
+        os.unlink(f)
+
+
 def t_repair_unresolvable(w, extra_fs):
     """#2: repair dropped entries whose path no longer opened, leaving the
     file immutable with no record."""
@@ -990,7 +1038,8 @@ def run_all(args, directory):
                              (t_repair_unresolvable,
                                                    extra),
                              (t_writer_window,), (t_aliases,),
-                             (t_two_nvdimms,), (t_reservations,),
+                             (t_two_nvdimms,), (t_one_write_per_phase,),
+                             (t_reservations,),
                              (t_reparented,),
                              (t_small,), (t_kills, args.kills),
                              (t_races, args.rounds)):

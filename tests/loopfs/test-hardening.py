@@ -6,9 +6,10 @@
   under the final name, nothing left behind (O_TMPFILE), and with the named
   temporary file of filesystems without O_TMPFILE, the next create removes
   the leftover.
-- SIGKILL inside the hook at prepare (registry write), started (intent
-  logged, mechanism engaged) and release: `daxfile list` shows what was
-  left, `daxfile repair` clears it.
+- SIGKILL inside the hook at prepare (registry write), started (registry
+  written, mechanism engaged) and release (flag cleared): the registry
+  names every file that may be static; the release hook or `daxfile
+  repair` clears it.
 - enable and disable racing on one file.
 - A symlink swapped in while `enable` holds the file open: daxfile keeps
   working on the inode it opened.
@@ -29,8 +30,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs, Tap,  # noqa: E402
-                     build_path, daxfile, need_root, one_line_error, tempdir,
-                     wait_state)
+                     build_path, daxfile, is_immutable, need_root,
+                     one_line_error, tempdir, wait_state)
 
 tap = Tap()
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
@@ -129,6 +130,11 @@ def hook(dx, op, subop, xml, crash=None):
 
 
 def test_hook_kills(fs, dx):
+    """The hook changes all of a domain's files in one registry write per
+    phase: at started the registry is written before any flag is set, at
+    release the flags are cleared (durably) before it is written, so a
+    kill at any point leaves the registry naming every file that may be
+    static."""
     f = fs.path("hooked.img")
     dx("create", f, "--size", "64M")
     xml = hook_xml(f)
@@ -140,27 +146,33 @@ def test_hook_kills(fs, dx):
            [e["state"] for e in entries(dx)] == ["reserved"],
            "prepare works again afterwards")
     res = hook(dx, "started", "begin", xml, crash="enable-logged")
-    lst = dx("list")
-    tap.ok(res.returncode == -9 and "engaging" in lst.out and
-           "domain:vm1" in lst.out,
-           "SIGKILL in started after the intent was logged: list shows it",
-           lst)
-    res = dx("repair")
-    tap.ok(res.rc == 0 and "interrupted" in res.err and entries(dx) == [],
-           "repair clears it", res)
+    ent = entries(dx)
+    tap.ok(res.returncode == -9 and [e["state"] for e in ent] ==
+           ["engaged"] and ent[0]["owner"] == "domain:vm1" and
+           not is_immutable(f),
+           "SIGKILL in started after the registry write, before the flag: "
+           "the registry already names the file", ent)
+    res = hook(dx, "release", "end", xml)
+    tap.ok(res.returncode == 0 and entries(dx) == [] and not is_immutable(f),
+           "the release libvirt runs after a failed start clears it", res)
     hook(dx, "prepare", "begin", xml)
     res = hook(dx, "started", "begin", xml, crash="enable-engaged")
-    tap.ok(res.returncode == -9 and
-           [e["state"] for e in entries(dx)] == ["engaging"],
-           "SIGKILL in started after engaging: the entry says engaging",
-           entries(dx))
-    dx("repair")
+    ent = entries(dx)
+    tap.ok(res.returncode == -9 and [e["state"] for e in ent] ==
+           ["engaged"] and is_immutable(f) == ENGAGED,
+           "SIGKILL in started after engaging: the entry says engaged", ent)
+    res = dx("repair")
+    tap.ok(res.rc == 0 and "no process maps it" in res.err and
+           entries(dx) == [] and not is_immutable(f),
+           "repair releases it (no process maps it)", res)
     hook(dx, "prepare", "begin", xml)
     hook(dx, "started", "begin", xml)
-    res = hook(dx, "release", "end", xml, crash="disable-logged")
-    tap.ok(res.returncode == -9 and
-           [e["state"] for e in entries(dx)] == ["releasing"],
-           "SIGKILL in release: the entry says releasing", entries(dx))
+    res = hook(dx, "release", "end", xml, crash="disable-released")
+    ent = entries(dx)
+    tap.ok(res.returncode == -9 and [e["state"] for e in ent] ==
+           ["engaged"] and not is_immutable(f),
+           "SIGKILL in release after the flag was cleared: the entry is "
+           "still there", ent)
     res = dx("repair")
     tap.ok(res.rc == 0 and entries(dx) == [], "repair finishes the release",
            res)
@@ -258,7 +270,7 @@ def test_odd_names(fs, dx):
 
 def main():
     need_root(tap)
-    tap.plan(20)
+    tap.plan(21)
     with tempdir() as state:
         with (EngagedFs() if ENGAGED else LoopFs("ext4")) as fs:
             extra = getattr(fs, "env", None)
