@@ -18,9 +18,12 @@
  *         raw-pwrite     pwrite zeroes, O_DIRECT, 1 MiB at a time, fsync
  *         falloc-dd      fallocate, then dd bs=1M conv=notrunc,fsync
  *         falloc-pwrite  fallocate, then pwrite zeroes 1 MiB at a time, fsync
+ *         falloc-pwrite-64m  the same, 64 MiB at a time
  *         falloc-populate  fallocate, then mmap(MAP_SHARED) and
  *                        MADV_POPULATE_WRITE 64 MiB at a time, fsync (the
  *                        method daxfile create uses on DAX filesystems)
+ *         falloc-populate-sync  the same through a MAP_SYNC mapping, 2 MiB
+ *                        at a time
  *         create         daxfile create PATH --size SIZE
  *   bench-dax populate PATH --size BYTES [--sync]
  *       What QEMU's prealloc=on does to a memory-backend-file (QEMU 7.2:
@@ -307,16 +310,16 @@ run_argv(char *const argv[])
 }
 
 static int
-write_zeroes(int fd, const char *path, uint64_t size)
+write_zeroes(int fd, const char *path, uint64_t size, size_t chunk)
 {
     void *buf = NULL;
     uint64_t off = 0;
 
-    if (posix_memalign(&buf, 4096, FILL_CHUNK) != 0)
+    if (posix_memalign(&buf, 4096, chunk) != 0)
         return fail("cannot allocate a buffer for", path);
-    memset(buf, 0, FILL_CHUNK);
+    memset(buf, 0, chunk);
     while (off < size) {
-        size_t n = size - off < FILL_CHUNK ? size - off : FILL_CHUNK;
+        size_t n = size - off < chunk ? size - off : chunk;
         ssize_t w = pwrite(fd, buf, n, (off_t)off);
 
         if (w < 0 && errno == EINTR)
@@ -334,7 +337,7 @@ write_zeroes(int fd, const char *path, uint64_t size)
 }
 
 static int
-fill_pwrite(const char *path, uint64_t size, bool raw)
+fill_pwrite(const char *path, uint64_t size, bool raw, size_t chunk)
 {
     int flags = raw ? O_WRONLY | O_DIRECT : O_WRONLY | O_CREAT | O_EXCL;
     int fd = open(path, flags | O_CLOEXEC, 0600);
@@ -346,15 +349,16 @@ fill_pwrite(const char *path, uint64_t size, bool raw)
         close(fd);
         return fail("cannot fallocate", path);
     }
-    ret = write_zeroes(fd, path, size);
+    ret = write_zeroes(fd, path, size, chunk);
     close(fd);
     return ret;
 }
 
 static int
-fill_populate(const char *path, uint64_t size)
+fill_populate(const char *path, uint64_t size, bool sync)
 {
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    size_t chunk = sync ? 2 * MIB : POPULATE_CHUNK;
     uint64_t off;
     char *map;
 
@@ -362,11 +366,12 @@ fill_populate(const char *path, uint64_t size)
         return fail("cannot create", path);
     if (fallocate(fd, 0, 0, (off_t)size) < 0)
         return fail("cannot fallocate", path);
-    map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    map = mmap(NULL, size, PROT_READ | PROT_WRITE,
+               sync ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED, fd, 0);
     if (map == MAP_FAILED)
         return fail("cannot map", path);
-    for (off = 0; off < size; off += POPULATE_CHUNK) {
-        size_t n = size - off < POPULATE_CHUNK ? size - off : POPULATE_CHUNK;
+    for (off = 0; off < size; off += chunk) {
+        size_t n = size - off < chunk ? size - off : chunk;
 
         if (madvise(map + off, n, MADV_POPULATE_WRITE) < 0)
             return fail("MADV_POPULATE_WRITE failed on", path);
@@ -443,11 +448,15 @@ cmd_fill(int argc, char **argv)
     else if (streq(method, "falloc-dd"))
         rc = fill_dd(path, size, false);
     else if (streq(method, "raw-pwrite"))
-        rc = fill_pwrite(path, size, true);
+        rc = fill_pwrite(path, size, true, FILL_CHUNK);
     else if (streq(method, "falloc-pwrite"))
-        rc = fill_pwrite(path, size, false);
+        rc = fill_pwrite(path, size, false, FILL_CHUNK);
+    else if (streq(method, "falloc-pwrite-64m"))
+        rc = fill_pwrite(path, size, false, 64 * MIB);
     else if (streq(method, "falloc-populate"))
-        rc = fill_populate(path, size);
+        rc = fill_populate(path, size, false);
+    else if (streq(method, "falloc-populate-sync"))
+        rc = fill_populate(path, size, true);
     else if (streq(method, "create"))
         rc = fill_create(path, size, daxfile, allow_non_dax);
     else
@@ -595,7 +604,7 @@ cmd_frag(int argc, char **argv)
         }
     }
     /* written extents: convert A's in place (the extents stay apart) */
-    if (write && write_zeroes(fds[0], argv[2], chunk * count) != 0)
+    if (write && write_zeroes(fds[0], argv[2], chunk * count, FILL_CHUNK) != 0)
         return 1;
     for (k = 0; k < 2; k++) {
         if (fsync(fds[k]) < 0)

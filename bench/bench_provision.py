@@ -75,7 +75,8 @@ def judge(where, methods, goals):
 def rows_for(where, fs, methods, ratios):
     rows = []
     for m in ("raw-dd", "raw-pwrite", "create", "falloc-populate",
-              "falloc-dd", "falloc-pwrite"):
+              "falloc-populate-sync", "falloc-dd", "falloc-pwrite",
+              "falloc-pwrite-64m"):
         v = methods.get(m)
         if not v:
             continue
