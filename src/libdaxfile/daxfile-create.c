@@ -335,30 +335,43 @@ collapse_misplaced(int fd, const char *name, const DaxfileFsInfo *fs,
     guint64 chunk = MAX(unit, params->size / 16 / unit * unit);
     guint steps = 64 + 8 * (guint)MIN(params->size / params->align, 1 << 20);
     gboolean grown = FALSE;
+    guint grows = 0;
 
     while (steps--) {
         g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(fd, name, NULL);
-        guint64 off, len;
+        guint64 off = 0, len = 0;
+        gboolean found;
 
         if (!map)
             break;
         map->phys_offset = fs->part_offset;
-        if (!daxfile_extent_next_collapse(map, params->align, params->size,
-                                          &off, &len))
+        found = daxfile_extent_next_collapse(map, params->align, params->size,
+                                             &off, &len);
+        /* done, unless collapses left the file shorter than asked: its
+         * tail would be a hole that the fill allocates anywhere */
+        if (!found && map->size >= params->size)
             break;
         if (map->size < want) {
-            /* whole stripes (or pages), and several: an allocator that
-             * aligns to the stripe (ext4 with stripe_width, xfs with su)
-             * does so only for requests that are multiples of it, and the
-             * blocks just collapsed away are free again right where a
-             * small request would land */
-            guint64 grow = (want - map->size + chunk - 1) / chunk * chunk;
+            /* whole stripes (or pages): an allocator that aligns to the
+             * stripe (ext4 with stripe_width, xfs with su) does so only
+             * for requests that are multiples of it. First several, then
+             * (where that kept bringing in misplaced runs: on an aged
+             * filesystem, the blocks just collapsed away, free again at
+             * the allocator's goal) one at a time: ext4 takes a request
+             * of exactly one stripe at its goal only when aligned there,
+             * and otherwise from an aligned buddy. Measured on an aged
+             * ext4 on fsdax: several at a time forever churned through
+             * the same misaligned blocks until the steps ran out. */
+            guint64 step = grows++ < 2 ? chunk : unit;
+            guint64 grow = (want - map->size + step - 1) / step * step;
 
             if (fallocate(fd, 0, (off_t)map->size, (off_t)grow) < 0)
                 break;
             grown = TRUE;
             continue;
         }
+        if (!found)
+            break;
         if (fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, (off_t)off,
                       (off_t)len) < 0) {
             g_debug("'%s': cannot collapse [%" G_GUINT64_FORMAT ", +%"
