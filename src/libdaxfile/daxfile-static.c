@@ -637,7 +637,8 @@ daxfile_static_disable(int fd, const char *path, const char *owner,
     e = daxfile_registry_lookup(reg, st.st_dev, st.st_ino);
     if (!e)
         return not_static_error(fd, name, error);
-    if (owner_conflict(e, owner, name, error) || !release_allowed(e, name, error))
+    if (owner_conflict(e, owner, name, error) ||
+        !release_allowed(e, name, error))
         return FALSE;
     e->state = DAXFILE_STATE_RELEASING;
     daxfile_registry_touch(reg);

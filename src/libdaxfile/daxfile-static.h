@@ -71,21 +71,12 @@ gboolean daxfile_static_disable(int fd, const char *path, const char *owner,
                                 DaxfileDisableResult *ret_result,
                                 GError **error);
 
-/* Claim the file for @owner before its consumer starts (libvirt prepare):
- * a second owner is refused with the first one named. The reservation
- * holds while process @holder (started at @holder_start, as
- * daxfile_proc_start_time() reads it; 0 for none) lives or a process maps
- * the file; after that it is left over, for `daxfile repair`. */
-gboolean daxfile_static_reserve(int fd, const char *path, const char *owner,
-                                const char *owner_uuid, guint64 align,
-                                pid_t holder, guint64 holder_start,
-                                GError **error);
-
 /* Sets: several files changed together in one registry transaction (the
  * libvirt hook's phases, one per domain). The inode locks are taken in
  * (device, inode) order, the registry is opened once and written once.
- * On failure *ret_failed is the index of the item the error is about and
- * the registry is as before. Unlike enable/disable of one file, a set
+ * On failure *ret_failed is the index of the item the error is about
+ * (G_MAXUINT when it is about the registry); a reserve or enable that
+ * fails leaves the registry and the files as before. Unlike enable/disable of one file, a set
  * writes its target state first and then changes the inodes (enable) or
  * changes the inodes first and then writes (release), so that after a
  * crash at any point the registry names every file daxfile may have made
@@ -103,7 +94,11 @@ typedef struct {
 
 void daxfile_static_item_clear(DaxfileStaticItem *item);
 
-/* daxfile_static_reserve() for every item */
+/* Claim every item for its owner before the consumer starts (libvirt
+ * prepare): a second owner is refused with the first one named. The
+ * reservations hold while process @holder (started at @holder_start, as
+ * daxfile_proc_start_time() reads it; 0 for none) lives or a process maps
+ * the file; after that they are left over, for `daxfile repair`. */
 gboolean daxfile_static_reserve_set(DaxfileStaticItem *items, guint n,
                                     pid_t holder, guint64 holder_start,
                                     guint *ret_failed, GError **error);
