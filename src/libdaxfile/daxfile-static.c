@@ -666,10 +666,11 @@ typedef struct {
     struct stat st;
     char *name;
     int lock;                /* its inode lock */
-    DaxfileEntry *old;       /* enable: a copy of its entry before */
-    DaxfileReport *report;   /* enable: what was verified */
-    gboolean skip;           /* enable: it was static already */
-    gboolean engaged;        /* enable: its mechanism was engaged here */
+    DaxfileEntry *old;       /* a copy of its entry before */
+    DaxfileReport *report;   /* what was verified, when it was */
+    gboolean skip;           /* its entry was there already */
+    gboolean engage;         /* to be made static here */
+    gboolean engaged;        /* its mechanism was engaged here */
 } Member;
 
 static void
@@ -769,71 +770,70 @@ reservation_new(const Member *m, pid_t holder, guint64 holder_start,
     return e;
 }
 
-gboolean
-daxfile_static_reserve_set(DaxfileStaticItem *items, guint n, pid_t holder,
-                           guint64 holder_start, guint *ret_failed,
-                           GError **error)
-{
-    g_autoptr(GArray) set = NULL;
-    g_autoptr(DaxfileRegistry) reg = NULL;
-    guint i;
-
-    *ret_failed = G_MAXUINT;
-    set = set_lock(items, n, ret_failed, error);
-    daxfile_test_pause_point("prepare-reserving");
-    if (!set || !(reg = daxfile_registry_open(error)))
-        return FALSE;
-    for (i = 0; i < set->len; i++) {
-        const Member *m = &g_array_index(set, Member, i);
-        const char *owner = m->item->params.owner;
-        DaxfileEntry *e = daxfile_registry_lookup(reg, m->st.st_dev,
-                                                  m->st.st_ino);
-
-        if (owner_conflict(e, owner, m->name, error) ||
-            interrupted(e, m->name, error))
-            return member_fail(m, ret_failed);
-        if (e)
-            continue; /* already reserved or static for this owner */
-        e = reservation_new(m, holder, holder_start, error);
-        if (!e)
-            return member_fail(m, ret_failed);
-        daxfile_registry_put(reg, e);
-    }
-    return daxfile_registry_save(reg, error);
-}
-
-/* Check one file and put its entry, in its target state, in @reg */
+/* Check one file and put its entry, in its target state, in @reg. At
+ * prepare (@reserve) that is a reservation, or, where the kernel
+ * mechanism is at hand, static mode at once: daxctl() lets the consumer
+ * open the file for writing, so the file is static before QEMU maps it
+ * (the immutable guard would refuse QEMU's own open: it waits for
+ * started). Such an entry names its holder until started says the start
+ * is done. */
 static gboolean
-enable_member(DaxfileRegistry *reg, Member *m, GError **error)
+set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
+           guint64 holder_start, GError **error)
 {
     DaxfileStaticItem *it = m->item;
     DaxfileEntry *cur = daxfile_registry_lookup(reg, m->st.st_dev,
                                                 m->st.st_ino);
     g_autofree char *abspath = NULL;
+    DaxfileEntry *e;
+    long nr = 0;
 
     if (owner_conflict(cur, it->params.owner, m->name, error) ||
         interrupted(cur, m->name, error))
         return FALSE;
-    if (cur && cur->state == DAXFILE_STATE_ENGAGED) {
+    if (cur && (reserve || cur->state == DAXFILE_STATE_ENGAGED)) {
         m->skip = TRUE;
+        if (reserve)
+            return TRUE; /* already reserved or static for this owner */
+        if (cur->holder_start) {
+            cur->holder_pid = 0; /* its start is done */
+            cur->holder_start = 0;
+            daxfile_registry_touch(reg);
+        }
         return still_engaged(it->fd, &m->st, &it->params, cur, m->name,
                              &it->result, error);
     }
     m->old = cur ? daxfile_entry_copy(cur) : NULL;
-    m->report = enable_checks(it->fd, it->path, &m->st, &it->params, m->name,
-                              &it->result, error);
-    if (!m->report)
-        return FALSE;
+    if (!reserve || daxfile_kernel_syscall_nr(&nr)) {
+        m->report = enable_checks(it->fd, it->path, &m->st, &it->params,
+                                  m->name, &it->result, error);
+        if (!m->report)
+            return FALSE;
+    }
+    if (reserve && it->result.mechanism != DAXFILE_MECH_KERNEL) {
+        daxfile_enable_result_clear(&it->result);
+        it->result.mechanism = DAXFILE_MECH_NONE;
+        e = reservation_new(m, holder, holder_start, error);
+        if (!e)
+            return FALSE;
+        daxfile_registry_put(reg, e);
+        return TRUE;
+    }
     abspath = fd_abspath(it->fd, it->path);
-    daxfile_registry_put(reg, entry_new(abspath, it->fd, &m->st, &it->params,
-                                        m->report, it->result.mechanism,
-                                        DAXFILE_STATE_ENGAGED));
+    e = entry_new(abspath, it->fd, &m->st, &it->params, m->report,
+                  it->result.mechanism, DAXFILE_STATE_ENGAGED);
+    if (reserve) {
+        e->holder_pid = holder_start ? holder : 0;
+        e->holder_start = holder_start;
+    }
+    daxfile_registry_put(reg, e);
+    m->engage = TRUE;
     return TRUE;
 }
 
 /* Disengage what this set engaged and put the entries back */
 static void
-enable_rollback(DaxfileRegistry *reg, GArray *set)
+set_rollback(DaxfileRegistry *reg, GArray *set)
 {
     guint i;
 
@@ -853,11 +853,11 @@ enable_rollback(DaxfileRegistry *reg, GArray *set)
     daxfile_registry_save(reg, NULL);
 }
 
-/* Engage (when @verify is FALSE) or verify every member that is not
- * static already; on failure roll the whole set back. */
+/* Engage (when @verify is FALSE) or verify every member to be made static
+ * here; on failure roll the whole set back. */
 static gboolean
-enable_step(DaxfileRegistry *reg, GArray *set, gboolean verify,
-            guint *ret_failed, GError **error)
+set_step(DaxfileRegistry *reg, GArray *set, gboolean verify,
+         guint *ret_failed, GError **error)
 {
     guint i;
 
@@ -867,7 +867,7 @@ enable_step(DaxfileRegistry *reg, GArray *set, gboolean verify,
         DaxfileMechanism mech = it->result.mechanism;
         gboolean ok;
 
-        if (m->skip)
+        if (!m->engage)
             continue;
         if (verify)
             ok = verify_engaged(it->fd, &m->st, &it->params, m->report, mech,
@@ -876,16 +876,17 @@ enable_step(DaxfileRegistry *reg, GArray *set, gboolean verify,
             ok = m->engaged = engage(mech, it->fd, m->name, TRUE,
                                      it->params.align, error);
         if (!ok) {
-            enable_rollback(reg, set);
+            set_rollback(reg, set);
             return member_fail(m, ret_failed);
         }
     }
     return TRUE;
 }
 
-gboolean
-daxfile_static_enable_set(DaxfileStaticItem *items, guint n,
-                          guint *ret_failed, GError **error)
+static gboolean
+set_commit(DaxfileStaticItem *items, guint n, gboolean reserve,
+           pid_t holder, guint64 holder_start, guint *ret_failed,
+           GError **error)
 {
     g_autoptr(GArray) set = NULL;
     g_autoptr(DaxfileRegistry) reg = NULL;
@@ -893,12 +894,14 @@ daxfile_static_enable_set(DaxfileStaticItem *items, guint n,
 
     *ret_failed = G_MAXUINT;
     set = set_lock(items, n, ret_failed, error);
+    if (reserve)
+        daxfile_test_pause_point("prepare-reserving");
     if (!set || !(reg = daxfile_registry_open(error)))
         return FALSE;
     for (i = 0; i < set->len; i++) {
         Member *m = &g_array_index(set, Member, i);
 
-        if (!enable_member(reg, m, error))
+        if (!set_member(reg, m, reserve, holder, holder_start, error))
             return member_fail(m, ret_failed);
     }
     /* the registry first: after a crash it names every file that may be
@@ -906,10 +909,26 @@ daxfile_static_enable_set(DaxfileStaticItem *items, guint n,
     if (!daxfile_registry_save(reg, error))
         return FALSE;
     daxfile_test_crash_point("enable-logged");
-    if (!enable_step(reg, set, FALSE, ret_failed, error))
+    if (!set_step(reg, set, FALSE, ret_failed, error))
         return FALSE;
     daxfile_test_crash_point("enable-engaged");
-    return enable_step(reg, set, TRUE, ret_failed, error);
+    return set_step(reg, set, TRUE, ret_failed, error);
+}
+
+gboolean
+daxfile_static_reserve_set(DaxfileStaticItem *items, guint n, pid_t holder,
+                           guint64 holder_start, guint *ret_failed,
+                           GError **error)
+{
+    return set_commit(items, n, TRUE, holder, holder_start, ret_failed,
+                      error);
+}
+
+gboolean
+daxfile_static_enable_set(DaxfileStaticItem *items, guint n,
+                          guint *ret_failed, GError **error)
+{
+    return set_commit(items, n, FALSE, 0, 0, ret_failed, error);
 }
 
 gboolean
@@ -1092,8 +1111,8 @@ repair_reason(const DaxfileEntry *e)
     if (e->state == DAXFILE_STATE_ENGAGING ||
         e->state == DAXFILE_STATE_RELEASING)
         return "an enable or disable was interrupted";
-    if (e->state == DAXFILE_STATE_RESERVED)
-        return reservation_reason(e);
+    if (e->state == DAXFILE_STATE_RESERVED || e->holder_start)
+        return reservation_reason(e); /* (made static at prepare) */
     if (e->pid > 0 && !daxfile_proc_alive((pid_t)e->pid))
         return "its consumer process is gone";
     if (!owned_by_consumer(e))

@@ -95,10 +95,13 @@ typedef struct {
 void daxfile_static_item_clear(DaxfileStaticItem *item);
 
 /* Claim every item for its owner before the consumer starts (libvirt
- * prepare): a second owner is refused with the first one named. The
- * reservations hold while process @holder (started at @holder_start, as
+ * prepare): a second owner is refused with the first one named. Where the
+ * kernel mechanism is at hand the file is made static right away (the
+ * consumer can still open it for writing); otherwise it is reserved, and
+ * enable_set makes it static once the consumer has mapped it. Until then
+ * the entry holds while process @holder (started at @holder_start, as
  * daxfile_proc_start_time() reads it; 0 for none) lives or a process maps
- * the file; after that they are left over, for `daxfile repair`. */
+ * the file; after that it is left over, for `daxfile repair`. */
 gboolean daxfile_static_reserve_set(DaxfileStaticItem *items, guint n,
                                     pid_t holder, guint64 holder_start,
                                     guint *ret_failed, GError **error);

@@ -51,7 +51,7 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
 sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
-from daxtest import Tap, build_path, daxfile, enforced  # noqa: E402
+from daxtest import DAXFILE, Tap, build_path, daxfile, enforced  # noqa: E402
 import libvirt_env as lv  # noqa: E402
 
 lv.QUIET = True
@@ -111,6 +111,29 @@ def stall_hook(hooks):
     os.chmod(path, 0o755)
 
 
+PROBE = "/run/chain-probe"
+
+
+def started_probe(hooks):
+    """A second hook (after daxfile's, in name order) that records on the
+    migration's destination what the file is when libvirt runs 'start'
+    (before it executes QEMU) and 'started' (QEMU has mapped the file;
+    libvirt runs it at the end of its Prepare step, before the source is
+    told to send anything): its static state, and at 'started' whether it
+    still holds only the zeros create wrote."""
+    path = os.path.join(hooks, "zz-chain-probe")
+    size = 128 * M
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\nif [ \"$3\" = begin ]; then\n"
+                "    case \"$2\" in start|started) "
+                f"{DAXFILE} status --json {MIG_DST} >{PROBE}.$2.json 2>&1 "
+                ";; esac\nfi\n"
+                "if [ \"$2\" = started ] && [ \"$3\" = begin ]; then\n"
+                f"    if cmp -s -n {size} {MIG_DST} /dev/zero; then echo "
+                f"zeros; else echo data; fi >{PROBE}.data\nfi\nexit 0\n")
+    os.chmod(path, 0o755)
+
+
 def install():
     """The configuration a user writes, the hook, a stock qemu.conf with
     what this L1 lacks switched off, the L2 boot files."""
@@ -124,6 +147,8 @@ def install():
                  os.path.join(hooks, "daxfile"))
     if STAGE == "first":
         stall_hook(hooks)
+    if STAGE == "migrate-dst":
+        started_probe(hooks)
     conf = ['stdio_handler = "file"']
     if not os.path.exists("/proc/cgroups"):
         conf.append("cgroup_controllers = [ ]")
@@ -449,8 +474,16 @@ def t_crash():
     while not os.path.exists(STALL) and time.monotonic() < deadline:
         time.sleep(0.2)
     e = entry_of(PHASES["chain-prepared"])
-    tap.ok(e and e[0]["state"] == "reserved", "chain-prepared: reserved by "
-           "prepare, its start held before QEMU runs", e)
+    path = PHASES["chain-prepared"]
+    if MECH == "kernel":
+        # daxctl() lets QEMU open the file: static before QEMU exists
+        tap.ok(e and e[0]["state"] == "engaged" and enforced(path),
+               "chain-prepared: static (kernel) at prepare, its start held "
+               "before QEMU runs", e)
+    else:
+        tap.ok(e and e[0]["state"] == "reserved" and not enforced(path),
+               "chain-prepared: reserved by prepare, its start held before "
+               "QEMU runs", e)
     res = lv.virsh("start", "--paused", "chain-released")
     tap.ok(res.returncode == 0, "chain-released: started", res.stderr)
     chunks = 0
@@ -735,6 +768,24 @@ def watch_incoming(path, timeout):
     return seen
 
 
+def probed():
+    """{phase: the file's static object} at 'start' and 'started', and
+    'zeros' or 'data' at 'started', as started_probe() saw them"""
+    seen = {}
+    for phase in ("start", "started"):
+        try:
+            with open(f"{PROBE}.{phase}.json") as f:
+                seen[phase] = json.loads(f.read())[0].get("static") or {}
+        except (OSError, ValueError, IndexError) as e:
+            seen[phase] = {"error": str(e)}
+    try:
+        with open(f"{PROBE}.data") as f:
+            data = f.read().strip()
+    except OSError as e:
+        data = str(e)
+    return seen, data
+
+
 def stage_migrate_dst():
     if not migrate_host_up():
         return
@@ -761,6 +812,20 @@ def stage_migrate_dst():
            seen[-1][1], "ext4: static while the migration came in, before "
            f"the guest could run here ({len(paused)} looks while it came "
            f"in, static in {sum(paused)})", seen)
+    seen, data = probed()
+    static = {p: bool(v.get("enabled")) and v.get("mechanism") == MECH
+              for p, v in seen.items()}
+    if MECH == "kernel":
+        tap.ok(static["start"], "ext4: static before QEMU opened and "
+               "mapped it (libvirt's 'start', before it runs QEMU: the "
+               "kernel mechanism engages at prepare)", seen)
+    else:
+        tap.ok(seen["start"].get("state") == "reserved", "ext4: reserved "
+               "before QEMU opened it (the guard would refuse QEMU's own "
+               "open; it engages at 'started')", seen)
+    tap.ok(static["started"] and data == "zeros", "ext4: static when "
+           "libvirt ran 'started', before the source sent any RAM: the "
+           "file then held only the zeros create wrote", (seen, data))
     st = static_of(path)
     tap.ok(st.get("enabled") and st.get("mechanism") == MECH and
            st.get("owner") == f"domain:{MAIN}",
