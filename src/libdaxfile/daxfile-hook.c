@@ -457,8 +457,8 @@ set_fail(const Hook *h, GArray *devs, guint failed, GError *local,
     return FALSE;
 }
 
-/* prepare begin: validate every device and reserve them all in one
- * registry write */
+/* prepare begin: validate every device, and reserve them all (or, with
+ * the kernel mechanism, make them static) in one registry write */
 static gboolean
 hook_prepare(const Hook *h, GError **error)
 {
