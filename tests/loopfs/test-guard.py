@@ -312,18 +312,25 @@ def t_selftest_child(w, kills):
         c.stop()
 
 
-def forks(w, args):
-    """(exit status, processes the daxfile command forked), by strace"""
+def traced(w, calls, argv, stdin=b""):
+    """(exit status, lines of strace's log) of @argv run with the world's
+    environment, tracing the system calls @calls"""
     with tempfile.NamedTemporaryFile(mode="r") as out:
-        argv = ["strace", "-f", "-qq", "-o", out.name, "-e",
-                "trace=clone,clone3,fork,vfork", DAXFILE] + list(args)
         env = dict(os.environ, **w.env)
         if "ASAN_OPTIONS" in env:  # LeakSanitizer cannot run under ptrace
             env["ASAN_OPTIONS"] += ":detect_leaks=0"
-        rc = subprocess.run(argv, env=env, capture_output=True).returncode
-        calls = [line for line in out.read().splitlines()
-                 if re.search(r"\b(clone3?|v?fork)\(", line) and
-                 "CLONE_THREAD" not in line and "resumed" not in line]
+        rc = subprocess.run(["strace", "-f", "-qq", "-o", out.name, "-e",
+                             f"trace={calls}"] + argv, input=stdin, env=env,
+                            capture_output=True).returncode
+        return rc, out.read().splitlines()
+
+
+def forks(w, args):
+    """(exit status, processes the daxfile command forked), by strace"""
+    rc, lines = traced(w, "clone,clone3,fork,vfork", [DAXFILE] + list(args))
+    calls = [line for line in lines
+             if re.search(r"\b(clone3?|v?fork)\(", line) and
+             "CLONE_THREAD" not in line and "resumed" not in line]
     return rc, len(calls)
 
 
@@ -366,17 +373,10 @@ def t_selftest_cache(w):
 def registry_writes(w, op, subop, xml):
     """(exit status, renames onto registry.json) of one hook call, by
     strace: every registry write ends in one"""
-    with tempfile.NamedTemporaryFile(mode="r") as out:
-        argv = ["strace", "-f", "-qq", "-o", out.name, "-e",
-                "trace=rename,renameat,renameat2", HOOK, "vm1", op, subop,
-                "-"]
-        env = dict(os.environ, **w.env)
-        if "ASAN_OPTIONS" in env:  # LeakSanitizer cannot run under ptrace
-            env["ASAN_OPTIONS"] += ":detect_leaks=0"
-        rc = subprocess.run(argv, input=xml.encode(), env=env,
-                            capture_output=True).returncode
-        writes = [line for line in out.read().splitlines()
-                  if re.search(r'/registry\.json"(, 0)?\) += 0$', line)]
+    rc, lines = traced(w, "rename,renameat,renameat2",
+                       [HOOK, "vm1", op, subop, "-"], xml.encode())
+    writes = [line for line in lines
+              if re.search(r'/registry\.json"(, 0)?\) += 0$', line)]
     return rc, len(writes)
 
 

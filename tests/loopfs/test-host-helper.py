@@ -317,7 +317,7 @@ def test_aged(fs):
 
 
 class MountedFs:
-    """An existing mount (real fsdax in the VM): --aged KIND=DIR"""
+    """An existing mount (real fsdax in the VM): --aged=KIND=DIR"""
 
     def __init__(self, spec):
         self.kind, _, self.mnt = spec.partition("=")

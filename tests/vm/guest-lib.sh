@@ -232,6 +232,18 @@ dx_fsdax() {
     }
 }
 
+dx_dax_pair() {
+    # dx_dax_pair: xfs on NVDIMM 0 at /mnt/xfs and ext4 on NVDIMM 1 at
+    # /mnt/ext4, both mounted -o dax, for a script that then hands over to
+    # a test program; if that fails, one failed result and the end.
+    if ! { dx_fsdax 0 && dx_mkfs xfs /mnt/xfs && dx_fsdax 1 &&
+           dx_mkfs ext4 /mnt/ext4; } >&2; then
+        dx_plan 1
+        dx_not_ok "set-up: fsdax namespaces, xfs and ext4 mounted -o dax"
+        dx_done
+    fi
+}
+
 dx_devdax() {
     # dx_devdax [--label] [--force] [INDEX]: devdax mode; sets DX_DAX.
     dx__namespace devdax "$@" || return 1

@@ -7,15 +7,7 @@
 # Needs: --hostroot (python3 and the build tree), two NVDIMMs.
 . /daxfile/lib/guest-lib.sh
 
-setup() {
-    dx_fsdax 0 && dx_mkfs xfs /mnt/xfs && dx_fsdax 1 && dx_mkfs ext4 /mnt/ext4
-}
-
-if ! setup >&2; then
-    dx_plan 1
-    dx_not_ok "set-up: fsdax namespaces, xfs and ext4 mounted -o dax"
-    dx_done
-fi
+dx_dax_pair
 exec /usr/bin/python3 "$DAXFILE_SRCDIR/tests/loopfs/test-guard.py" \
     --dir xfs=/mnt/xfs --dir ext4=/mnt/ext4 \
     --kills "${GUARD_KILLS:-16}" --rounds "${GUARD_ROUNDS:-6}" \
