@@ -149,19 +149,13 @@ def install():
         stall_hook(hooks)
     if STAGE == "migrate-dst":
         started_probe(hooks)
-    conf = ['stdio_handler = "file"']
-    if not os.path.exists("/proc/cgroups"):
-        conf.append("cgroup_controllers = [ ]")
-    if not os.path.exists("/proc/self/ns/mnt"):
-        conf.append("namespaces = [ ]")
-    with open("/etc/libvirt/qemu.conf", "a") as f:
-        f.write("\n# chain suite\n" + "\n".join(conf) + "\n")
+    lv.nested_host_conf()
+    with open(lv.QEMU_CONF, "a") as f:
+        f.write('\n# chain suite\nstdio_handler = "file"\n')
     os.makedirs(WORK, exist_ok=True)
     os.makedirs(IMAGES, exist_ok=True)
     for name in os.listdir(L2DIR):
         shutil.copy(os.path.join(L2DIR, name), IMAGES)
-    if os.path.isdir("/sys/fs/cgroup") and os.path.exists("/proc/cgroups"):
-        sh(["mount", "-t", "cgroup2", "cgroup2", "/sys/fs/cgroup"])
 
 
 def libvirtd_start(listen=False):

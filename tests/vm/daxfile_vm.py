@@ -123,8 +123,12 @@ def _sigterm(signum, frame):
     raise Terminated()
 
 
+QUIET = False   # no progress notes (the quickstart prints its own)
+
+
 def _log(msg):
-    print(f'daxfile-vm: {msg}', file=sys.stderr, flush=True)
+    if not QUIET:
+        print(f'daxfile-vm: {msg}', file=sys.stderr, flush=True)
 
 
 def _run(argv, **kw):
@@ -613,11 +617,14 @@ def _busybox_applets():
     return ['/' + a for a in out if a and a != 'linuxrc']
 
 
-def _base_inputs(kernel):
-    """Everything the base archive is made of, with stat keys for caching."""
+def _base_inputs(kernel, tools=None):
+    """Everything the base archive is made of, with stat keys for caching.
+    tools: only these of GUEST_TOOLS (guest paths); None: all of them."""
     busybox = shutil.which('busybox') or '/bin/busybox'
     files = {'/usr/bin/busybox': os.path.realpath(busybox)}
     for gpath, hpath, required in GUEST_TOOLS:
+        if tools is not None and gpath not in tools:
+            continue
         if os.path.exists(hpath):
             files[gpath] = os.path.realpath(hpath)
         elif required:
@@ -707,7 +714,7 @@ def _prune(dirpath, pattern, keep):
             pass
 
 
-def build_base(kernel, inputs, compress=True):
+def build_base(kernel, inputs, compress=True, slim=False):
     """The cached base archive: busybox, modules, tools and their libraries
     (@inputs: what _base_inputs(kernel) returned). Keyed by a hash of every
     input (file stats, kernel, the recipe's code)."""
@@ -722,7 +729,8 @@ def build_base(kernel, inputs, compress=True):
     })[:20]
     bdir = CACHE_DIR / 'base'
     bdir.mkdir(parents=True, exist_ok=True)
-    name = f'{kernel.flavour}-{key}.cpio' + ('.gz' if compress else '')
+    prefix = f'slim-{kernel.flavour}' if slim else kernel.flavour
+    name = f'{prefix}-{key}.cpio' + ('.gz' if compress else '')
     path = bdir / name
     if path.exists():
         os.utime(path)
@@ -737,7 +745,7 @@ def build_base(kernel, inputs, compress=True):
         _log(f'built base initramfs {path.name} '
              f'({path.stat().st_size / MIB:.1f} MiB, {len(modules)} modules) '
              f'in {time.monotonic() - t0:.1f} s')
-    _prune(bdir, f'{kernel.flavour}-*.cpio*', 4)
+    _prune(bdir, f'{prefix}-*.cpio*', 4)
     return path
 
 
@@ -1101,10 +1109,13 @@ def resolve_script(script):
 
 
 def build_image(kernel='6.1', bins=(), kernel_image=None, compress=True,
-                pvh=None):
+                pvh=None, tools=None):
     """Resolve/fetch the kernel and build (or reuse) the cached archives.
     pvh: boot the uncompressed vmlinux through PVH when the kernel allows
-    it (default; DAXFILE_VM_BOOT=bzimage or pvh=False boots the bzImage)."""
+    it (default; DAXFILE_VM_BOOT=bzimage or pvh=False boots the bzImage).
+    tools: a slim image with only these GUEST_TOOLS (guest paths), for a
+    guest nested under TCG, where every MiB of initramfs costs about a
+    second of its boot."""
     k = kernel if isinstance(kernel, Kernel) else get_kernel(kernel, kernel_image)
     if pvh is None:
         pvh = os.environ.get('DAXFILE_VM_BOOT', 'pvh') != 'bzimage'
@@ -1112,8 +1123,8 @@ def build_image(kernel='6.1', bins=(), kernel_image=None, compress=True,
     # The bins archive stays uncompressed: it is rebuilt whenever a project
     # binary changes, and gzip of a libvirt-linked closure (65 MiB) costs
     # about 4 s on the host while the guest unpacks it no faster.
-    inputs = _base_inputs(k)
-    return Image(k, build_base(k, inputs, compress),
+    inputs = _base_inputs(k, tools)
+    return Image(k, build_base(k, inputs, compress, tools is not None),
                  build_bins(list(bins), False, inputs[0]), boot_kernel)
 
 
