@@ -3,12 +3,14 @@
 # quickstart: what ./quickstart runs inside its libvirt guest.
 #   DXQ_PHASE=write   fsdax namespace, ext4 -o dax, daxfile-guest check,
 #                     write a checksummed pattern (seed DXQ_SEED)
-#   DXQ_PHASE=verify  (a second boot) mount it again, check, verify
+#   DXQ_PHASE=verify  (a second boot) mount it again, verify (the check
+#                     of the first boot is not repeated: under nested TCG,
+#                     on the emulated pmem host, it costs 13 s)
 # Needs: --bin daxfile-guest, one NVDIMM.
 . /daxfile/lib/guest-lib.sh
 
 : "${DXQ_SEED:=42}" "${DXQ_SIZE:=64M}"
-dx_plan 4
+case "$DXQ_PHASE" in write) dx_plan 4 ;; *) dx_plan 3 ;; esac
 dx_run "the nvdimm is an fsdax namespace" dx_fsdax
 case "$DXQ_PHASE" in
 write)
@@ -19,7 +21,6 @@ write)
     ;;
 verify)
     dx_run "ext4 from the first boot mounted -o dax" dx_mount /mnt/pmem --type ext4
-    dx_run "daxfile-guest check" daxfile-guest check
     dx_run "daxfile-guest verify --seed $DXQ_SEED" \
         daxfile-guest verify --dir /mnt/pmem --seed "$DXQ_SEED"
     ;;
