@@ -256,7 +256,9 @@ class OnThisHost(Steps):
         kernel, initrd, cmdline = self.files("write")
         xml = lv.domain_xml(self.name, kernel, initrd, cmdline, self.console,
                             self.tapfile, memory_mib=self.args.guest_memory,
-                            vcpus=self.args.guest_vcpus)
+                            vcpus=self.args.guest_vcpus,
+                            loader=lv.nested_loader() if self.args.inside
+                            else None)
         res = lv.define(xml, self.logs, self.name)
         if res.returncode != 0:
             raise StepFailed(f"virsh define: {res.stderr.strip()}")
@@ -317,21 +319,25 @@ class OnThisHost(Steps):
 
     def boot(self, phase):
         """until the guest has run its checks and powered off"""
+        t0 = time.monotonic()
         if phase != "write":
             self.fresh_logs(phase)
             self.files(phase)
             res = lv.virsh("start", self.name)
             if res.returncode != 0:
                 raise StepFailed(f"virsh start: {res.stderr.strip()}")
+        started = time.monotonic()
         if not lv.wait_shutoff(self.name, timeout=self.args.timeout):
             lv.virsh("destroy", self.name)
             raise StepFailed(f"the guest did not finish in "
                              f"{self.args.timeout} s (console: "
                              f"{self.console})")
+        self.quiet_for = time.time() - os.stat(self.console).st_mtime
         oks, bad = lv.tap_results(self.tapfile)
         for path in (self.console, self.tapfile):
             os.replace(path, f"{path}.{phase}")
         self.last_console = f"{self.console}.{phase}"
+        self.timeline(phase, started - t0, time.monotonic() - started)
         want = 4 if phase == "write" else 3
         if bad or len(oks) != want:
             raise StepFailed("in the guest: " + (bad[0] if bad else
@@ -346,6 +352,23 @@ class OnThisHost(Steps):
         if st.get("enabled"):
             raise StepFailed(f"{self.file} is still static after the guest "
                              f"powered off: {st}")
+
+    def timeline(self, phase, start, run):
+        """where the boot's time went, for the logs: virsh start, the
+        guest's own clock at /init, its modules and its script's end, and
+        until libvirt had it shut off"""
+        marks = []
+        with open(self.last_console, errors="replace") as f:
+            for line in f:
+                if line.startswith("DAXFILE-VM: ") and "uptime=" in line:
+                    what, _, rest = line[12:].partition(" uptime=")
+                    marks.append(f"{what.split()[0]} {rest.split()[0]} s")
+        text = (f"{phase} boot: virsh start {start:.1f} s, running "
+                f"{run:.1f} s; guest clock: {', '.join(marks)}; shut off "
+                f"{self.quiet_for:.1f} s after its last console line")
+        self.log(text)
+        if self.tap:
+            self.tap.diag(text)
 
     def fresh_logs(self, phase):
         for path in (self.console, self.tapfile):
@@ -458,9 +481,7 @@ class EmulatedHost(Steps):
                          script, guest_env(phase, self.args))
             with open(os.path.join(self.guest_files, f"cmdline-{phase}"),
                       "w") as f:
-                # Measured nested (initcall_debug): each console line costs
-                # milliseconds (quiet), 256 legacy ptys 4 s (pty.legacy_count)
-                f.write(f"{vm.DEFAULT_APPEND} quiet pty.legacy_count=0 "
+                f.write(f"{vm.DEFAULT_APPEND} {lv.NESTED_APPEND} "
                         f"daxfile.script={script.name}\n")
         for name in os.listdir(self.guest_files):
             os.chmod(os.path.join(self.guest_files, name), 0o644)

@@ -224,7 +224,7 @@ def domain(name, files):
     xml = lv.domain_xml(name, f"{IMAGES}/vmlinux", f"{IMAGES}/initrd",
                         open(f"{IMAGES}/cmdline").read().strip(),
                         f"{WORK}/{name}.console", f"{WORK}/{name}.tap",
-                        memory_mib=256)
+                        memory_mib=256, loader=lv.nested_loader())
     res = lv.define(xml, WORK, name)
     if res.returncode != 0:
         return res.stderr.strip()

@@ -37,8 +37,10 @@ import threading
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
 sys.path.insert(0, os.path.join(HERE, "..", "vm"))
+sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
 from daxtest import SRCDIR, Tap, build_path, need_root  # noqa: E402
 import daxfile_vm as vm  # noqa: E402
+import libvirt_env as lv  # noqa: E402
 
 MECH = {"daxctl": "kernel"}
 CRASH_RE = re.compile(r"^# CHAIN-CRASH-NOW chunks=(\d+)")
@@ -109,9 +111,11 @@ def l2_files(l2, workdir, phase, seed, count=0):
               {"CHAIN_PHASE": phase, "CHAIN_SEED": str(seed),
                "CHAIN_COUNT": str(count)})
     # printk.devkmsg=on: the migrate phase prints its TAP through /dev/kmsg
+    # to the console, which therefore stays loud
     with open(os.path.join(d, "cmdline"), "w") as f:
-        f.write(f"{vm.DEFAULT_APPEND} daxfile.script={script.name}"
-                + (" printk.devkmsg=on" if phase == "migrate" else "") + "\n")
+        f.write(f"{vm.DEFAULT_APPEND} daxfile.script={script.name} "
+                + ("printk.devkmsg=on" if phase == "migrate" else
+                   lv.NESTED_APPEND) + "\n")
     for name in os.listdir(d):
         os.chmod(os.path.join(d, name), 0o644)
     return d

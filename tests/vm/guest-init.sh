@@ -136,7 +136,8 @@ else
     # busybox stty sets the modes with TCSADRAIN: this waits until the UART
     # has sent whatever a leftover background process may still hold open.
     stty -F /dev/ttyS1 raw -echo 2>/dev/null
-    say "END rc=$rc script=$script"
+    read -r up _ </proc/uptime
+    say "END rc=$rc script=$script uptime=$up"
 fi
 
 sync
