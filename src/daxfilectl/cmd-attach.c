@@ -4,6 +4,7 @@
  * daxfile detach DOMAIN PATH: remove it from the definition
  * daxfile domain-xml PATH ...: print the device XML, no libvirt involved
  */
+#include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -24,6 +25,7 @@ static char *arg_uri;
 static gboolean arg_create;
 static gboolean arg_readonly;
 static gboolean arg_allow_non_dax;
+static gboolean arg_no_check;
 
 #define SPEC_OPTIONS                                                         \
     {"size", 's', 0, G_OPTION_ARG_STRING, &arg_size,                         \
@@ -53,6 +55,11 @@ static const GOptionEntry attach_options[] = {
 
 static const GOptionEntry xml_options[] = {
     SPEC_OPTIONS,
+    {"allow-non-dax", 0, 0, G_OPTION_ARG_NONE, &arg_allow_non_dax,
+     "Accept a file without DAX (development)", NULL},
+    {"no-check", 0, 0, G_OPTION_ARG_NONE, &arg_no_check,
+     "Do not check the file (it may not exist yet: give --size), only the "
+     "options; attach and the hook check it later", NULL},
     {NULL},
 };
 
@@ -208,27 +215,43 @@ cmd_domain_xml(int argc, char **argv)
     DaxfileNvdimmSpec spec = {0};
     g_autoptr(GError) error = NULL;
     g_autofree char *path = NULL;
+    g_autofree char *name = NULL;
     g_autofree char *xml = NULL;
     struct stat st;
     int ret = CLI_EXIT_OK;
 
     if (!cli_parse("domain-xml", "PATH",
                    "Print the <memory model='nvdimm'> device XML for PATH "
-                   "(for virsh attach-device or a domain definition).",
+                   "(for virsh attach-device or a domain definition), "
+                   "after the checks attach makes.",
                    xml_options, &argc, &argv, &ret))
         return ret;
     if (argc != 2)
         return cli_usage_error("domain-xml", "expected exactly one PATH");
     path = g_canonicalize_filename(argv[1], NULL);
+    name = daxfile_escape(path);
     if (!spec_from_options("domain-xml", path, &spec, &ret))
         return ret;
-    if (!spec.size && stat(path, &st) == 0)
-        spec.size = (guint64)st.st_size;
-    if (!spec.size)
-        return cli_usage_error("domain-xml", "'%s' does not exist; give "
-                               "--size", argv[1]);
-    if (!spec_check_settings(&spec, &error))
-        return cli_report_error(error);
+    if (arg_no_check) {
+        if (!spec.size && stat(path, &st) == 0)
+            spec.size = (guint64)st.st_size;
+        if (!spec.size)
+            return cli_usage_error("domain-xml", "'%s' does not exist; "
+                                   "give --size", name);
+        if (!spec_check_settings(&spec, &error))
+            return cli_report_error(error);
+        fprintf(stderr, "%s domain-xml: '%s' not checked (--no-check); "
+                "attach and the hook will check it\n", cli_program(), name);
+    } else {
+        /* only for the hint: the open below fails on its own */
+        if (lstat(path, &st) < 0 && errno == ENOENT)
+            return cli_usage_error("domain-xml", "'%s' does not exist; "
+                                   "make it with 'daxfile create', or give "
+                                   "--no-check and --size for the XML of a "
+                                   "file not made yet", name);
+        if (!spec_check_file(&spec, !arg_readonly, &error))
+            return cli_report_error(error);
+    }
     xml = daxfile_nvdimm_device_xml(&spec, &error);
     if (!xml)
         return cli_report_error(error);

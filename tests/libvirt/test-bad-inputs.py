@@ -134,8 +134,23 @@ def cli_cases(j):
          "missing '-- COMMAND'"),
         ("selftest on a file", ["selftest", j("good.img")], "Not a directory"),
         ("domain-xml with a tiny label", ["domain-xml", j("good.img"),
+                                          "--allow-non-dax",
                                           "--label-size", "64K"],
          "below QEMU's minimum"),
+        # what attach refuses, domain-xml does not print
+        ("domain-xml with a size not the file's", [
+            "domain-xml", j("good.img"), "--allow-non-dax", "--size", "32M"],
+         "the device size must equal the file's size"),
+        ("domain-xml with align 1G on a 64M file", [
+            "domain-xml", j("good.img"), "--allow-non-dax", "--align", "1G"],
+         "not a multiple of the alignment"),
+        ("domain-xml without DAX", ["domain-xml", j("good.img")],
+         "DAX is not in effect"),
+        ("domain-xml of a missing file", ["domain-xml", j("nope.img"),
+                                          "--size", "8M"],
+         "give --no-check and --size"),
+        ("domain-xml --no-check of a missing file without --size", [
+            "domain-xml", "--no-check", j("nope.img")], "give --size"),
         ("an unknown command", ["frobnicate"], "unknown command"),
         ("an unknown option", ["check", "--frob", j("good.img")],
          "Unknown option"),
@@ -231,6 +246,22 @@ def check(tap, name, res, want, named, same):
            f"rc={res.rc} unchanged={same}\nstderr: {res.err}")
 
 
+def domain_xml_checked(tap, j):
+    """The other side of the domain-xml cases above: the file passes what
+    attach checks, and the XML is printed; --no-check says it did not
+    look at the file"""
+    res = daxfile("domain-xml", "--allow-non-dax", j("good.img"))
+    plain = daxfile("domain-xml", "--no-check", "--size", "8M",
+                    j("later.img"))
+    tap.ok(res.rc == 0 and f"<path>{j('good.img')}</path>" in res.out and
+           '<size unit="KiB">65536</size>' in res.out and not res.err and
+           plain.rc == 0 and "not checked (--no-check)" in plain.err and
+           '<size unit="KiB">8192</size>' in plain.out,
+           "domain-xml prints the XML of a file that passes attach's checks; "
+           "with --no-check, of a file not made yet, and says it did not "
+           "check", (res.out, res.err, plain.out, plain.err))
+
+
 def run_hook(xml, op="prepare"):
     proc = subprocess.run(WRAPPER + [HOOK, DOM, op, "begin", "-"],
                           input=xml.encode("utf-8", "surrogateescape"),
@@ -263,7 +294,7 @@ def main():
     with lv.Libvirtd() as daemon, lv.LoopDir() as loop:
         j = setup_files(loop.path)
         cli, hook, attach = cli_cases(j), hook_cases(j), attach_cases(j)
-        tap.plan(len(cli) + len(hook) + len(attach) + 2)
+        tap.plan(len(cli) + len(hook) + len(attach) + 3)
         hookinst = lv.Hook(HOOK, f"bad-{os.getpid()}", [loop.path])
         try:
             hookinst.install(daemon)
@@ -290,6 +321,7 @@ def main():
                 check(tap, name, res, want, argv[1:3] + ["daxfile attach:"],
                       snapshot(loop) == before)
             attach_twice(tap, loop, j)
+            domain_xml_checked(tap, j)
             daxfile("disable", j("held.img"))
             mine = [e for e in daxfile("list", "--json").json()
                     if e["path"].startswith(loop.path)]

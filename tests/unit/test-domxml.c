@@ -63,7 +63,7 @@ test_parse(void)
     g_assert_true(b->readonly);
     g_assert_cmpuint(b->alignsize, ==, 0);
     g_assert_cmpuint(b->size, ==, 512 * M);
-    g_assert_cmpint(b->node, ==, -1);
+    g_assert_cmpint(b->node, ==, 0);
     g_assert_cmpint(daxfile_domain_find_nvdimm(dom, "/mnt/pmem/a.img"), ==, 0);
     g_assert_cmpint(daxfile_domain_find_nvdimm(dom, "/nope"), ==, -1);
 }
@@ -206,6 +206,23 @@ test_check_attach(void)
     g_assert_true(daxfile_domain_check_attach(ok, &spec, NULL));
 }
 
+/* An nvdimm without <node> (libvirt takes it for a one-cell domain) */
+static void
+test_parse_no_node(void)
+{
+    const char *xml = DOM(MAXMEM, CELL, "<acpi/>",
+                          "<memory model='nvdimm'><source><path>/a.img"
+                          "</path></source><target><size unit='MiB'>512"
+                          "</size></target></memory>");
+    g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(xml, strlen(xml),
+                                                        NULL);
+
+    g_assert_nonnull(dom);
+    g_assert_cmpuint(dom->nvdimms->len, ==, 1);
+    g_assert_cmpint(((DaxfileNvdimm *)g_ptr_array_index(dom->nvdimms, 0))
+                        ->node, ==, -1);
+}
+
 static void
 test_rewrite(void)
 {
@@ -285,6 +302,7 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/domxml/parse", test_parse);
     g_test_add_func("/domxml/parse-errors", test_parse_errors);
+    g_test_add_func("/domxml/parse-no-node", test_parse_no_node);
     g_test_add_func("/domxml/scale", test_scale);
     g_test_add_func("/domxml/device-xml", test_device_xml);
     g_test_add_func("/domxml/check-attach", test_check_attach);
