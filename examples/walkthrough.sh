@@ -68,7 +68,7 @@ daxfile status "$WORK/pmem/guest1.img" | grep '^static:'
 
 step "7. A misconfiguration is refused before QEMU runs"
 daxfile detach "$GUEST" "$WORK/pmem/guest1.img"
-daxfile domain-xml "$WORK/pmem/guest1.img" | sed "s/ access=\"shared\"//" >"$WORK/private.xml"
+daxfile domain-xml --allow-non-dax "$WORK/pmem/guest1.img" | sed "s/ access=\"shared\"//" >"$WORK/private.xml"
 virsh attach-device "$GUEST" "$WORK/private.xml" --config
 if virsh start "$GUEST"; then
     echo "unexpected: the guest started with a private nvdimm" >&2

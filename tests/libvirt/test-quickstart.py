@@ -1,16 +1,17 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The README's quickstart, end to end, as a newcomer runs it: twice in a
-row in its default mode (an emulated pmem host: the file static under
-libvirt on real fsdax, layout changes refused, data verified across a
-power-off), then once in development mode (--dev) while libvirtd is
-already running with a domain of someone else's. Every run reaches the
-success summary and leaves nothing of its own behind on this machine (no
-domain, hook, mount, loop device, registry entry, NVDIMM backing file or
-boot files); the development run reuses the daemon and leaves the other
-domain alone.
+"""The README's quickstart, end to end, as a newcomer runs it: in its
+default mode (an emulated pmem host: the file static under libvirt on
+real fsdax, layout changes refused, data verified across a power-off;
+--runs N runs it N times in a row, each about 3 minutes), then in
+development mode (--dev) while libvirtd is already running with a domain
+of someone else's. Every run reaches the success summary and leaves
+nothing of its own behind on this machine (no domain, hook, mount, loop
+device, registry entry, NVDIMM backing file or boot files); the
+development run reuses the daemon and leaves the other domain alone.
 """
 
+import argparse
 import os
 import re
 import shutil
@@ -83,10 +84,14 @@ DEV = ["DEVELOPMENT MODE", "already running (reused)", "verify --seed"]
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=1,
+                    help="default-mode runs in a row")
+    runs = ap.parse_args().runs
     tap = Tap()
     need_root(tap)
-    tap.plan(7)
-    for i in (1, 2):
+    tap.plan(2 * runs + 3)
+    for i in range(1, runs + 1):
         quickstart(tap, f"./quickstart run {i} (emulated pmem host)", [],
                    EMULATED)
     with lv.Libvirtd(), lv.LoopDir() as loop:
