@@ -279,8 +279,8 @@ dx_mkfs() {
     done
     [ -n "$dev" ] || { echo "dx_mkfs: no device; run dx_fsdax first" >&2; return 1; }
     case "$type" in
-    ext4) fs=ext4; dx_x mkfs.ext4 -q -F -b 4096 -E stride=512,stripe_width=512 "$dev" >&2 ;;
-    ext4-default) fs=ext4; dx_x mkfs.ext4 -q -F -b 4096 "$dev" >&2 ;;
+    ext4) fs=ext4; dx_x mkfs.ext4 -q -F -b 4096 -E lazy_journal_init=1,stride=512,stripe_width=512 "$dev" >&2 ;;
+    ext4-default) fs=ext4; dx_x mkfs.ext4 -q -F -b 4096 -E lazy_journal_init=1 "$dev" >&2 ;;
     xfs) fs=xfs; dx_x mkfs.xfs -q -f -m reflink=0 -d su=2m,sw=1 "$dev" >&2 ;;
     xfs-reflink) fs=xfs; dx_x mkfs.xfs -q -f -m reflink=1 -d su=2m,sw=1 "$dev" >&2 ;;
     xfs-default) fs=xfs; dx_x mkfs.xfs -q -f -m reflink=0 "$dev" >&2 ;;
