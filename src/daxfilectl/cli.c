@@ -80,6 +80,30 @@ print_geometry(const DaxfileReport *report)
         printf("geometry:     unknown for %s\n", fs->fs_type);
 }
 
+/* the "qemu" member of the static state: the running domain's QEMU */
+static void
+print_qemu(JsonObject *q)
+{
+    JsonNode *mn = json_object_get_member(q, "mapping");
+    JsonObject *m = mn && !json_node_is_null(mn) ? json_node_get_object(mn)
+                                                 : NULL;
+    g_autofree char *size = NULL;
+
+    if (!m || !json_object_get_boolean_member(q, "attested")) {
+        printf("qemu:         NOT ATTESTED: %s\n",
+               json_object_get_string_member_with_default(q, "problem", "?"));
+        return;
+    }
+    size = daxfile_size_format(json_object_get_int_member(m, "end") -
+                               json_object_get_int_member(m, "start"));
+    printf("qemu:         pid %" G_GINT64_FORMAT " maps %s of it, shared, "
+           "%s, at 0x%" G_GINT64_MODIFIER "x\n",
+           json_object_get_int_member(q, "pid"), size,
+           json_object_get_boolean_member(m, "sync") ? "MAP_SYNC"
+           : "without MAP_SYNC (not DAX)",
+           (guint64)json_object_get_int_member(m, "start"));
+}
+
 static void
 print_static(JsonNode *node)
 {
@@ -102,6 +126,8 @@ print_static(JsonNode *node)
     if (unchanged && !json_node_is_null(unchanged))
         printf("layout:       %s since it was made static\n",
                json_node_get_boolean(unchanged) ? "unchanged" : "CHANGED");
+    if (json_object_has_member(o, "qemu"))
+        print_qemu(json_object_get_object_member(o, "qemu"));
 }
 
 void

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "daxfile-conf.h"
@@ -31,6 +32,7 @@ daxfile_conf_free(DaxfileConf *conf)
     g_ptr_array_unref(conf->roots);
     g_array_unref(conf->trusted_uids);
     g_ptr_array_unref(conf->path_map);
+    g_free(conf->qemu_pid_dir);
     g_free(conf);
 }
 
@@ -43,6 +45,12 @@ conf_new(const char *path)
     conf->roots = g_ptr_array_new_with_free_func((GDestroyNotify)root_free);
     conf->trusted_uids = g_array_new(FALSE, FALSE, sizeof(uid_t));
     conf->path_map = g_ptr_array_new_with_free_func(g_free);
+    /* libvirt's own choice: the system daemon's run directory, or a
+     * session daemon's under $XDG_RUNTIME_DIR (else ~/.cache) */
+    conf->qemu_pid_dir = geteuid() == 0
+        ? g_strdup(DAXFILE_QEMU_PID_DIR)
+        : g_build_filename(g_get_user_runtime_dir(), "libvirt", "qemu",
+                           "run", NULL);
     return conf;
 }
 
@@ -82,7 +90,7 @@ normalise_root(const char *conf_path, const char *key, const char *root,
 
 static const char *const known_keys[] = {
     "managed_roots", "allow_non_dax", "trusted_owners", "create_missing",
-    "path_map",
+    "path_map", "qemu_pid_dir",
 };
 
 /* A key that is absent is fine; a value GKeyFile cannot read is not: the
@@ -264,6 +272,26 @@ conf_path_map(DaxfileConf *conf, GKeyFile *kf, const char *path,
     return FALSE;
 }
 
+/* qemu_pid_dir: where libvirt keeps its QEMU processes' pid files; the
+ * last file that sets it wins */
+static gboolean
+conf_pid_dir(DaxfileConf *conf, GKeyFile *kf, const char *path,
+             GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autofree char *dir = g_key_file_get_string(kf, GROUP, "qemu_pid_dir",
+                                                 &local);
+
+    if (!key_error(local, "qemu_pid_dir", path, error))
+        return FALSE;
+    if (!dir)
+        return TRUE;
+    g_free(conf->qemu_pid_dir);
+    conf->qemu_pid_dir = normalise_root(path, "qemu_pid_dir",
+                                        g_strstrip(dir), error);
+    return conf->qemu_pid_dir != NULL;
+}
+
 /* Add what one configuration file says to @conf. */
 static gboolean
 conf_merge(DaxfileConf *conf, const char *data, gsize len, const char *path,
@@ -286,7 +314,8 @@ conf_merge(DaxfileConf *conf, const char *data, gsize len, const char *path,
         !conf_bool(kf, "allow_non_dax", path, &allow_non_dax, error) ||
         !conf_bool(kf, "create_missing", path, &create_missing, error) ||
         !conf_roots(conf, kf, path, allow_non_dax, create_missing, error) ||
-        !conf_path_map(conf, kf, path, error))
+        !conf_path_map(conf, kf, path, error) ||
+        !conf_pid_dir(conf, kf, path, error))
         return FALSE;
     owners = g_key_file_get_string(kf, GROUP, "trusted_owners", &local);
     if (!key_error(local, "trusted_owners", path, error))

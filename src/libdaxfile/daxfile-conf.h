@@ -8,6 +8,7 @@
  *   trusted_owners=root;libvirt-qemu
  *   create_missing=false
  *   path_map=/mnt/pmem-a=/mnt/pmem-b
+ *   qemu_pid_dir=/run/libvirt/qemu
  *
  * DAXFILE_CONF overrides the path. Files "<path>.d/NAME.conf" are read
  * after it, in name order: each adds its managed roots, with its own
@@ -35,7 +36,14 @@ typedef struct {
     GPtrArray *roots;      /* DaxfileRoot */
     GArray *trusted_uids;  /* uid_t; files under a root must be owned by one */
     GPtrArray *path_map;   /* pairs: from, to, from, to, ... */
+    char *qemu_pid_dir;    /* libvirt's NAME.pid of each running domain:
+                            * the system daemon's (root) or the session
+                            * daemon's by default */
 } DaxfileConf;
+
+/* Where the system libvirtd keeps its QEMU pid files (a session daemon:
+ * $XDG_RUNTIME_DIR/libvirt/qemu/run) */
+#define DAXFILE_QEMU_PID_DIR "/run/libvirt/qemu"
 
 void daxfile_conf_free(DaxfileConf *conf);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileConf, daxfile_conf_free)

@@ -166,17 +166,16 @@ daxfile_fs_geometry(DaxfileFsInfo *info, const char *super_options,
     }
 }
 
-static void
-fs_probe_statx(int fd, DaxfileFsInfo *info)
+DaxfileTristate
+daxfile_fs_dax(int fd)
 {
     struct statx stx;
 
-    info->dax = DAXFILE_TRI_UNKNOWN;
-    if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) < 0)
-        return;
-    if (stx.stx_attributes_mask & STATX_ATTR_DAX)
-        info->dax = (stx.stx_attributes & STATX_ATTR_DAX) ? DAXFILE_TRI_YES
-                                                          : DAXFILE_TRI_NO;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) < 0 ||
+        !(stx.stx_attributes_mask & STATX_ATTR_DAX))
+        return DAXFILE_TRI_UNKNOWN;
+    return (stx.stx_attributes & STATX_ATTR_DAX) ? DAXFILE_TRI_YES
+                                                 : DAXFILE_TRI_NO;
 }
 
 static void
@@ -254,7 +253,7 @@ daxfile_fs_probe(int fd, guint64 align, GError **error)
     info->dev_major = major(st.st_dev);
     info->dev_minor = minor(st.st_dev);
 
-    fs_probe_statx(fd, info);
+    info->dax = daxfile_fs_dax(fd);
     fs_probe_map_sync(fd, info);
     fs_probe_mount(info, align);
     return g_steal_pointer(&info);

@@ -36,6 +36,9 @@ typedef struct {
 void daxfile_fs_info_free(DaxfileFsInfo *info);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileFsInfo, daxfile_fs_info_free)
 
+/* statx's STATX_ATTR_DAX of @fd: DAX in effect for this file */
+DaxfileTristate daxfile_fs_dax(int fd);
+
 /* Probe the filesystem of the open file @fd for @align. Never fails for a
  * filesystem that lacks something: that is reported in the fields. */
 DaxfileFsInfo *daxfile_fs_probe(int fd, guint64 align, GError **error);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daxfile-attest.h"
 #include "daxfile-create.h"
 #include "daxfile-error.h"
 #include "daxfile-file.h"
@@ -500,8 +501,23 @@ note(const Hook *h, const DaxfileNvdimm *nv, const char *text)
         g_ptr_array_add(h->notes, g_strdup_printf("%s: %s", label, text));
 }
 
-/* started begin and reconnect begin: QEMU has the files mapped; engage
- * them all, one registry write */
+/* What QEMU really mapped of the device's file (@fd, @st): shared, all of
+ * it, aligned to <alignsize>, with MAP_SYNC on DAX (daxfile-attest.h) */
+static gboolean
+attest(const Hook *h, const DaxfileNvdimm *nv, pid_t pid, int fd,
+       const struct stat *st, GError **error)
+{
+    g_auto(DaxfileAttestation) a = {0};
+    GError *local = NULL;
+
+    if (daxfile_attest(pid, fd, st, nv->path, nv->size, nv->alignsize, &a,
+                       &local))
+        return TRUE;
+    return dev_fail(h, nv, local, error);
+}
+
+/* started begin and reconnect begin: QEMU has the files mapped; attest
+ * what it mapped, then engage them all, one registry write */
 static gboolean
 hook_engage(const Hook *h, GError **error)
 {
@@ -510,12 +526,17 @@ hook_engage(const Hook *h, GError **error)
     g_autoptr(GArray) items = NULL;
     GError *local = NULL;
     guint failed = 0;
+    pid_t pid;
     guint i;
 
     if (!devs)
         return FALSE;
     if (devs->len == 0)
         return TRUE;
+    pid = daxfile_attest_qemu_pid(h->conf->qemu_pid_dir, h->dom->name,
+                                  h->conf->path, error);
+    if (pid < 0)
+        return FALSE;
     for (i = 0; i < devs->len; i++) {
         const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
         struct stat st;
@@ -524,6 +545,8 @@ hook_engage(const Hook *h, GError **error)
         if (fd < 0)
             return dev_fail(h, d->nv, local, error);
         g_array_append_val(fds, fd);
+        if (!attest(h, d->nv, pid, fd, &st, error))
+            return FALSE;
     }
     items = dev_items(h, devs, fds);
     if (!daxfile_static_enable_set((DaxfileStaticItem *)items->data,

@@ -8,6 +8,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <json-glib/json-glib.h>
+
+#include "daxfile-error.h"
 #include "daxfile-proc.h"
 #include "daxfile-util.h"
 
@@ -231,4 +234,134 @@ daxfile_proc_comm(pid_t pid)
         return g_strdup("?");
     g_strchomp(comm);
     return comm;
+}
+
+/* One VMA header of smaps: "start-end perms offset MAJ:MIN inode [path]" */
+static gboolean
+smaps_header(const char *line, guint64 *start, guint64 *end, char perms[5],
+             guint64 *offset, guint *maj, guint *min, guint64 *ino)
+{
+    unsigned long long s, e, off, inode;
+
+    if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu", &s, &e, perms, &off,
+               maj, min, &inode) != 7)
+        return FALSE;
+    *start = s;
+    *end = e;
+    *offset = off;
+    *ino = inode;
+    return TRUE;
+}
+
+/* Does the "VmFlags: rd wr sh ..." line @line hold the flag @flag? */
+static gboolean
+vmflags_has(const char *line, const char *flag)
+{
+    g_auto(GStrv) words = g_strsplit(line + strlen("VmFlags:"), " ", -1);
+
+    return g_strv_contains((const char *const *)words, flag);
+}
+
+static void
+mapping_keep(DaxfileProcMap *best, gboolean *have, const DaxfileProcMap *cur)
+{
+    if (!*have) {
+        *best = *cur;
+        *have = TRUE;
+        return;
+    }
+    if (cur->end - cur->start > best->end - best->start) {
+        guint others = best->others + 1;
+
+        *best = *cur;
+        best->others = others;
+    } else {
+        best->others++;
+    }
+}
+
+gboolean
+daxfile_smaps_find(const char *smaps, guint64 dev, guint64 ino,
+                   DaxfileProcMap *out)
+{
+    g_auto(GStrv) lines = g_strsplit(smaps, "\n", -1);
+    DaxfileProcMap cur = {0};
+    gboolean in_cur = FALSE;  /* the VMA being read belongs to @cur */
+    gboolean have_cur = FALSE;
+    gboolean have = FALSE;
+    guint i;
+
+    memset(out, 0, sizeof(*out));
+    for (i = 0; lines[i]; i++) {
+        guint64 start, end, offset, inode;
+        guint maj, min;
+        char perms[5] = "";
+
+        if (smaps_header(lines[i], &start, &end, perms, &offset, &maj, &min,
+                         &inode)) {
+            in_cur = inode == ino && maj == major(dev) && min == minor(dev);
+            if (!in_cur)
+                continue;
+            if (have_cur && start == cur.end &&
+                offset == cur.offset + (cur.end - cur.start)) {
+                cur.end = end;
+                cur.shared = cur.shared && perms[3] == 's';
+                cur.vmas++;
+                continue;
+            }
+            if (have_cur)
+                mapping_keep(out, &have, &cur);
+            cur = (DaxfileProcMap){.start = start, .end = end,
+                                   .offset = offset,
+                                   .shared = perms[3] == 's',
+                                   .sync = TRUE, .vmas = 1};
+            have_cur = TRUE;
+        } else if (in_cur && g_str_has_prefix(lines[i], "VmFlags:")) {
+            cur.sync = cur.sync && vmflags_has(lines[i], "sf");
+        }
+    }
+    if (have_cur)
+        mapping_keep(out, &have, &cur);
+    return have;
+}
+
+gboolean
+daxfile_proc_mapping(pid_t pid, guint64 dev, guint64 ino, DaxfileProcMap *out,
+                     GError **error)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/smaps", (int)pid);
+    g_autofree char *smaps = NULL;
+    g_autoptr(GError) local = NULL;
+
+    if (!g_file_get_contents(path, &smaps, NULL, &local)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                    "Cannot read the mappings of process %d: %s", (int)pid,
+                    local->message);
+        return FALSE;
+    }
+    return daxfile_smaps_find(smaps, dev, ino, out);
+}
+
+JsonNode *
+daxfile_mapping_to_json(const DaxfileProcMap *map)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "start");
+    json_builder_add_int_value(b, (gint64)map->start);
+    json_builder_set_member_name(b, "end");
+    json_builder_add_int_value(b, (gint64)map->end);
+    json_builder_set_member_name(b, "offset");
+    json_builder_add_int_value(b, (gint64)map->offset);
+    json_builder_set_member_name(b, "shared");
+    json_builder_add_boolean_value(b, map->shared);
+    json_builder_set_member_name(b, "sync");
+    json_builder_add_boolean_value(b, map->sync);
+    json_builder_set_member_name(b, "vmas");
+    json_builder_add_int_value(b, map->vmas);
+    json_builder_set_member_name(b, "others");
+    json_builder_add_int_value(b, map->others);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 #include <sys/types.h>
 
 G_BEGIN_DECLS
@@ -35,5 +36,34 @@ gboolean daxfile_proc_same(pid_t pid, guint64 start);
 char *daxfile_proc_comm(pid_t pid);
 
 gboolean daxfile_pid_in(const GArray *pids, pid_t pid);
+
+/* How a process maps one file: its VMAs over the file that follow each
+ * other (in address and in file offset) merged into one range, as
+ * /proc/PID/smaps shows them. */
+typedef struct {
+    guint64 start;     /* address of the first byte */
+    guint64 end;       /* address after the last byte */
+    guint64 offset;    /* file offset mapped at @start */
+    gboolean shared;   /* every VMA MAP_SHARED ("s" in the permissions) */
+    gboolean sync;     /* every VMA has VM_SYNC ("sf" in VmFlags): the
+                        * mapping was made with MAP_SYNC and the kernel
+                        * took it */
+    guint vmas;        /* VMAs merged */
+    guint others;      /* further mappings of the file not merged in */
+} DaxfileProcMap;
+
+/* The largest mapping of inode @dev/@ino in @smaps (the text of
+ * /proc/PID/smaps) into *@out; FALSE when the file is not mapped. */
+gboolean daxfile_smaps_find(const char *smaps, guint64 dev, guint64 ino,
+                            DaxfileProcMap *out);
+
+/* The same, read from /proc/@pid/smaps; FALSE with @error set when it
+ * cannot be read, FALSE without when the file is not mapped. */
+gboolean daxfile_proc_mapping(pid_t pid, guint64 dev, guint64 ino,
+                              DaxfileProcMap *out, GError **error);
+
+/* The mapping as a JSON object: start, end, offset (numbers), shared,
+ * sync (booleans), vmas, others */
+JsonNode *daxfile_mapping_to_json(const DaxfileProcMap *map);
 
 G_END_DECLS

@@ -6,6 +6,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "daxfile-attest.h"
+#include "daxfile-conf.h"
 #include "daxfile-error.h"
 #include "daxfile-fiemap.h"
 #include "daxfile-file.h"
@@ -998,6 +1000,29 @@ entry_members(JsonBuilder *b, const DaxfileEntry *e)
     daxfile_json_add_bool(b, "stale", daxfile_entry_is_stale(e));
 }
 
+/* For a file a running domain holds: what its QEMU mapped, attested as
+ * the hook did at started (daxfile-attest.h); the <alignsize> judged is
+ * the report's */
+static JsonNode *
+qemu_json(int fd, const struct stat *st, const DaxfileReport *report,
+          const DaxfileEntry *e)
+{
+    g_autoptr(DaxfileConf) conf = daxfile_conf_load(NULL, NULL);
+    g_auto(DaxfileAttestation) a = {.pid = -1};
+    g_autoptr(GError) local = NULL;
+    const char *domain = e->owner + strlen("domain:");
+
+    a.pid = daxfile_attest_qemu_pid(conf ? conf->qemu_pid_dir
+                                         : DAXFILE_QEMU_PID_DIR,
+                                    domain, daxfile_conf_path(), &local);
+    if (a.pid < 0)
+        a.problem = g_strdup(local->message);
+    else
+        daxfile_attest(a.pid, fd, st, report->path, st->st_size,
+                       report->align, &a, NULL);
+    return daxfile_attestation_to_json(&a);
+}
+
 JsonNode *
 daxfile_static_state_json(int fd, const DaxfileReport *report)
 {
@@ -1010,6 +1035,11 @@ daxfile_static_state_json(int fd, const DaxfileReport *report)
         registry_peek(&st, &e, NULL);
     json_builder_begin_object(b);
     daxfile_json_add_bool(b, "enabled", e && e->state == DAXFILE_STATE_ENGAGED);
+    if (e && e->state == DAXFILE_STATE_ENGAGED && e->owner &&
+        g_str_has_prefix(e->owner, "domain:")) {
+        json_builder_set_member_name(b, "qemu");
+        json_builder_add_value(b, qemu_json(fd, &st, report, e));
+    }
     if (e) {
         entry_members(b, e);
         daxfile_json_add_tristate(b, "layout_unchanged",

@@ -320,11 +320,69 @@ def dev_of(path):
     return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
 
 
+_FAKE_SYNC_DIRS = {}
+
+
 def fake_dax_env(mnt):
     """Environment that makes files under the mount @mnt look like DAX
     files to daxfile (tests/helpers/fake-dax.c): the immutable guard then
-    engages for real on a page-cache xfs."""
-    return {"LD_PRELOAD": FAKE_DAX, "DAXFILE_FAKE_DAX_DEVS": dev_of(mnt)}
+    engages for real on a page-cache xfs, and a mapping asked for with
+    MAP_SYNC shows VM_SYNC in smaps as it would on DAX."""
+    if mnt not in _FAKE_SYNC_DIRS:
+        _FAKE_SYNC_DIRS[mnt] = tempfile.mkdtemp(prefix="daxfile-fake-sync-",
+                                                dir="/dev/shm")
+    return {"LD_PRELOAD": FAKE_DAX, "DAXFILE_FAKE_DAX_DEVS": dev_of(mnt),
+            "DAXFILE_FAKE_DAX_SYNC": _FAKE_SYNC_DIRS[mnt]}
+
+
+CONSUMER = build_path("tests", "helpers", "daxfile-consumer")
+NVDIMM_PATH = re.compile(r"<memory model=.nvdimm.*?<path>([^<]*)</path>",
+                         re.S)
+
+
+class QemuStandIn:
+    """What libvirt's QEMU is to the hook at started: one process mapping
+    each nvdimm file of the domain XML as QEMU does (shared, MAP_SYNC, 2 MiB
+    aligned; @options add daxfile-consumer's --private or --misalign, or
+    --no-sync for a QEMU that maps without MAP_SYNC), named
+    by NAME.pid in the hook's qemu_pid_dir @pid_dir. Files that do not
+    exist are left out (the hook refuses them before it looks)."""
+
+    def __init__(self, pid_dir, xml, name="vm1", env=None, options=()):
+        self.pidfile = os.path.join(pid_dir, f"{name}.pid")
+        self.proc = None
+        os.makedirs(pid_dir, mode=0o755, exist_ok=True)
+        files = [p for p in NVDIMM_PATH.findall(xml)
+                 if os.path.isfile(p) and not os.path.islink(p)]
+        if not files:
+            return
+        sync = [] if "--no-sync" in options else ["--pmem"]
+        argv = [CONSUMER, files[0], *sync,
+                *[o for o in options if o != "--no-sync"]]
+        for f in files[1:]:
+            argv += ["--also", f]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, **(env or {})))
+        line = self.proc.stdout.readline()
+        assert line.startswith("mapped"), (argv, line)
+        with open(self.pidfile, "w") as f:
+            f.write(f"{self.proc.pid}\n")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def stop(self):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.pidfile)
+        if self.proc and self.proc.poll() is None:
+            self.proc.stdin.write("exit 0\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=30)
 
 
 def is_immutable(path):

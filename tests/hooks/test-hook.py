@@ -21,9 +21,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from daxtest import (SRCDIR, WRAPPER, EngagedFs, Tap, build_path,  # noqa
-                     daxfile, is_immutable, need_root, strip_valgrind_notes,
-                     tempdir)
+from daxtest import (SRCDIR, WRAPPER, EngagedFs, QemuStandIn, Tap,  # noqa
+                     build_path, daxfile, is_immutable, need_root,
+                     strip_valgrind_notes, tempdir)
 
 DATA = os.path.join(SRCDIR, "tests", "data", "hooks")
 # --engaged: the managed root is on an xfs loop mount that fake-dax.so makes
@@ -61,12 +61,14 @@ class World:
         self.state = os.path.join(tmp, "state")
         os.mkdir(self.root)
         self.conf = os.path.join(tmp, "daxfile.conf")
+        self.pid_dir = os.path.join(tmp, "qemu")
         self.write_conf()
 
     def write_conf(self, extra=""):
         with open(self.conf, "w") as f:
             f.write(f"[hook]\nmanaged_roots={self.root}\nallow_non_dax=true\n"
-                    f"trusted_owners=root;{os.getuid()}\n{extra}")
+                    f"trusted_owners=root;{os.getuid()}\n"
+                    f"qemu_pid_dir={self.pid_dir}\n{extra}")
 
     def env(self):
         return dict(self.extra_env, DAXFILE_CONF=self.conf,
@@ -81,13 +83,19 @@ class World:
         assert res.rc == 0, res
         return self.path(name)
 
-    def hook(self, xml, op="prepare", subop="begin", name="vm1"):
-        if isinstance(xml, str):
-            xml = xml.encode()
-        proc = subprocess.run(WRAPPER + [HOOK, name, op, subop, "-"], input=xml,
-                              capture_output=True, env=dict(os.environ,
-                                                            **self.env()))
-        return proc
+    def hook(self, xml, op="prepare", subop="begin", name="vm1", qemu=()):
+        """The hook as libvirtd runs it; at started and reconnect with a
+        stand-in for the domain's QEMU mapping its files (@qemu: options
+        of daxfile-consumer, or None for no QEMU at all)"""
+        data = xml.encode() if isinstance(xml, str) else xml
+        with contextlib.ExitStack() as stack:
+            if op in ("started", "reconnect") and qemu is not None:
+                stack.enter_context(QemuStandIn(
+                    self.pid_dir, data.decode(errors="replace"), name,
+                    self.extra_env, qemu))
+            return subprocess.run(WRAPPER + [HOOK, name, op, subop, "-"],
+                                  input=data, capture_output=True,
+                                  env=dict(os.environ, **self.env()))
 
     def registry(self):
         path = os.path.join(self.state, "lib", "registry.json")
@@ -104,6 +112,8 @@ def render(world, proc):
             f"{strip_valgrind_notes(proc.stderr.decode(errors='replace'))}")
     text = text.replace(world.tmp, "@TMP@").replace(world.tmp.lstrip("/"),
                                                      "@RELTMP@")
+    text = re.sub(r"QEMU \(pid \d+\)", "QEMU (pid @PID@)", text)
+    text = re.sub(r" at 0x[0-9a-f]+,", " at @ADDR@,", text)
     return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "@TIME@", text)
 
 
@@ -155,6 +165,64 @@ def lifecycle(tap, w):
            w.registry() == [] and not guarded(f))
     golden(tap, w, "release-again", w.hook(xml, "release", "end"),
            w.registry() == [])
+
+
+def attestation(tap, w):
+    """At started the hook looks at what the domain's QEMU really mapped
+    and refuses the start, before anything is engaged, when it is not
+    what the guarantee needs."""
+    f = w.create("attest.img")
+    other = w.create("attest-other.img")
+    xml = domain(nvdimm(f))
+    huge = domain(nvdimm(f, **{"<alignsize unit='KiB'>4</alignsize>":
+                                "<alignsize unit='KiB'>2048</alignsize>"}))
+    cases = [("started-no-qemu", xml, None),
+             ("started-qemu-private", xml, ("--private",)),
+             ("started-qemu-misaligned", huge, ("--misalign",)),
+             ("started-qemu-no-map-sync", xml, ("--no-sync",))]
+    for name, text, qemu in cases:
+        w.hook(text)
+        proc = w.hook(text, "started", qemu=qemu)
+        want = [("domain:vm1", "reserved", "none")]
+        if name == "started-qemu-no-map-sync" and not ENGAGED:
+            want = [("domain:vm1", "engaged", MECH)]  # not DAX: no MAP_SYNC
+        golden(tap, w, name, proc, w.registry() == want and not guarded(f),
+               w.registry())
+        w.hook(text, "release", "end")
+    w.hook(xml)
+    with QemuStandIn(w.pid_dir, domain(nvdimm(other)), "vm1",
+                     w.extra_env):
+        proc = w.hook(xml, "started", qemu=None)
+    golden(tap, w, "started-qemu-maps-another-file", proc,
+           w.registry() == [("domain:vm1", "reserved", "none")],
+           w.registry())
+    w.hook(xml, "release", "end")
+    w.hook(xml)
+    with QemuStandIn(w.pid_dir, xml, "vm1", w.extra_env) as qemu:
+        started = w.hook(xml, "started", qemu=None)
+        res = daxfile("status", "--json", "--allow-non-dax", f,
+                      env=dict(w.extra_env, **w.env()))
+        q = res.json()[0]["static"].get("qemu") if res.rc == 0 else None
+        m = (q or {}).get("mapping") or {}
+        tap.ok(started.returncode == 0 and q and q["attested"] and
+               q["pid"] == qemu.proc.pid and m["shared"] and
+               m["sync"] == ENGAGED and m["end"] - m["start"] == 8 * M and
+               m["start"] % (2 * M) == 0,
+               "status of a file a running domain holds: its QEMU's mapping, "
+               "attested as at started", (started.stderr, res))
+        text = daxfile("status", "--allow-non-dax", f,
+                       env=dict(w.extra_env, **w.env()))
+    res = daxfile("status", "--json", "--allow-non-dax", f,
+                  env=dict(w.extra_env, **w.env()))
+    q = res.json()[0]["static"].get("qemu") if res.rc == 0 else None
+    tap.ok(f"qemu:         pid {qemu.proc.pid} maps 8 MiB of it, shared, "
+           in text.out and q and not q["attested"] and
+           "no running QEMU for domain 'vm1'" in q["problem"],
+           "status once that QEMU is gone: not attested, and why",
+           (text, res))
+    w.hook(xml, "release", "end")
+    os.unlink(f)
+    os.unlink(other)
 
 
 def misconfigurations(w):
@@ -497,14 +565,14 @@ def main():
     tap = Tap()
     if ENGAGED:
         need_root(tap)
-    tap.plan(47 + 17 + 3 + 9)
+    tap.plan(47 + 17 + 3 + 9 + 7)
     with contextlib.ExitStack() as stack:
         if ENGAGED:
             efs = stack.enter_context(EngagedFs())
             w = World(efs.mnt, efs.env)
         else:
             w = World(stack.enter_context(tempdir()))
-        for func in (lifecycle, refusals, untrusted_owner, ignored, hostile,
+        for func in (lifecycle, attestation, refusals, untrusted_owner, ignored, hostile,
                      migrate, bad_configs, spellings, other_elements,
                      other_domains, untrusted_configs, no_roots):
             tap.subtest(func.__name__, func, tap, w)

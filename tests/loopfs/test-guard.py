@@ -24,6 +24,7 @@ on the daxctl() kernel).
 """
 
 import argparse
+import contextlib
 import ctypes
 import fcntl
 import glob
@@ -42,8 +43,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs, Tap,  # noqa: E402
-                     build_path, daxfile, enforced, fake_dax_env, need_root,
+from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs,  # noqa: E402
+                     QemuStandIn, Tap, build_path, daxfile, enforced, fake_dax_env, need_root,
                      one_line_error, tempdir, wait_state)
 
 M = 1 << 20
@@ -94,9 +95,10 @@ class World:
         self.root = efs.path("managed")
         os.mkdir(self.root)
         self.conf = os.path.join(state, "daxfile.conf")
+        self.pid_dir = os.path.join(state, "qemu")
         with open(self.conf, "w") as f:
             f.write(f"[hook]\nmanaged_roots={self.root}\n"
-                    "trusted_owners=root\n")
+                    f"trusted_owners=root\nqemu_pid_dir={self.pid_dir}\n")
         self.env = dict(efs.env, DAXFILE_STATE_DIR=state,
                         DAXFILE_CONF=self.conf)
 
@@ -133,11 +135,19 @@ class World:
         """Run the hook like libvirtd does. orphan: its parent (the
         libvirtd stand-in, a shell) is gone once it returns."""
         argv = self.hook_argv(op, subop, name, orphan)
-        proc = subprocess.run(argv, input=xml.encode(), capture_output=True,
-                              env=dict(os.environ, **self.env,
-                                       **(env or {})))
+        with self.qemu(op, xml, name):
+            proc = subprocess.run(argv, input=xml.encode(),
+                                  capture_output=True,
+                                  env=dict(os.environ, **self.env,
+                                           **(env or {})))
         proc.err = proc.stderr.decode(errors="replace")
         return proc
+
+    def qemu(self, op, xml, name="vm1"):
+        """At started, the domain's QEMU (a stand-in) maps its files"""
+        if op not in ("started", "reconnect"):
+            return contextlib.nullcontext()
+        return QemuStandIn(self.pid_dir, xml, name, self.efs.env)
 
     def create(self, name, size=8 * M):
         path = self.path(name)
@@ -373,8 +383,9 @@ def t_selftest_cache(w):
 def registry_writes(w, op, subop, xml):
     """(exit status, renames onto registry.json) of one hook call, by
     strace: every registry write ends in one"""
-    rc, lines = traced(w, "rename,renameat,renameat2",
-                       [HOOK, "vm1", op, subop, "-"], xml.encode())
+    with w.qemu(op, xml):
+        rc, lines = traced(w, "rename,renameat,renameat2",
+                           [HOOK, "vm1", op, subop, "-"], xml.encode())
     writes = [line for line in lines
               if re.search(r'/registry\.json"(, 0)?\) += 0$', line)]
     return rc, len(writes)
@@ -797,6 +808,8 @@ class KillTest:
             [HOOK, "vm1", *phase, "-"]
 
     def spawn(self, op):
+        self.standin = self.w.qemu(op, self.xml)
+        self.standin.__enter__()
         xmlfile = os.path.join(self.w.state, "kill.xml")
         with open(xmlfile, "w") as f:
             f.write(self.xml)
@@ -814,6 +827,7 @@ class KillTest:
                 self.kill_run_consumers()
             else:
                 p.wait(timeout=120)
+            self.standin.__exit__(None, None, None)
             self.dur[op] = max(time.monotonic() - t0, 0.01)
             self.reset()
 
@@ -859,6 +873,7 @@ class KillTest:
         else:
             p.kill()
         p.wait()
+        self.standin.__exit__(None, None, None)
         problems = []
         left = leftover_daxfile()
         if left:

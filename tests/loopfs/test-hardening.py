@@ -29,8 +29,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs, Tap,  # noqa: E402
-                     build_path, daxfile, is_immutable, need_root,
+from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs,  # noqa: E402
+                     QemuStandIn, Tap, build_path, daxfile, is_immutable, need_root,
                      one_line_error, tempdir, wait_state)
 
 tap = Tap()
@@ -125,8 +125,14 @@ def hook(dx, op, subop, xml, crash=None):
     env = dict(os.environ, **dx.env)
     if crash:
         env["DAXFILE_TEST_CRASH"] = crash
-    return subprocess.run(WRAPPER + [HOOK, "vm1", op, subop, "-"],
-                          input=xml.encode(), env=env, capture_output=True)
+    if op != "started":
+        return subprocess.run(WRAPPER + [HOOK, "vm1", op, subop, "-"],
+                              input=xml.encode(), env=env,
+                              capture_output=True)
+    with QemuStandIn(dx.pid_dir, xml, env=dx.env):  # QEMU has mapped it
+        return subprocess.run(WRAPPER + [HOOK, "vm1", op, subop, "-"],
+                              input=xml.encode(), env=env,
+                              capture_output=True)
 
 
 def test_hook_kills(fs, dx):
@@ -276,8 +282,10 @@ def main():
             extra = getattr(fs, "env", None)
             dx = Env(state, extra=extra)
             with open(fs.path("hook.conf"), "w") as f:
-                f.write(f"[hook]\nmanaged_roots={fs.mnt}\nallow_non_dax=true\n")
+                f.write(f"[hook]\nmanaged_roots={fs.mnt}\nallow_non_dax=true\n"
+                        f"qemu_pid_dir={state}/qemu\n")
             dxh = Env(state, fs.path("hook.conf"), extra)
+            dxh.pid_dir = os.path.join(state, "qemu")
             tap.subtest("create kills", test_create_kills, fs, dx)
             tap.subtest("hook kills", test_hook_kills, fs, dxh)
             tap.subtest("enable/disable race", test_enable_disable_race, fs,

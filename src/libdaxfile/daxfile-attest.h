@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-attest.h: what the domain's QEMU really mapped of a pmem file
+ *
+ * QEMU maps a memory-backend-file with pmem=on through MAP_SYNC, and when
+ * the kernel refuses that it only warns and maps without it. So the hook
+ * does not take the domain XML's word: at started it reads QEMU's own
+ * mapping of each file from /proc/PID/smaps and refuses the start unless
+ * it is shared, whole, aligned to <alignsize> and, on DAX, synchronous.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "daxfile-proc.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+    pid_t pid;           /* QEMU's, -1 when unknown */
+    gboolean mapped;     /* @map is QEMU's mapping of the file */
+    DaxfileProcMap map;
+    gboolean dax;        /* the file is DAX: MAP_SYNC is required */
+    gboolean attested;   /* every check passed */
+    char *problem;       /* else what is wrong, with the fix */
+} DaxfileAttestation;
+
+void daxfile_attestation_clear(DaxfileAttestation *a);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileAttestation, daxfile_attestation_clear)
+
+/* libvirt's pid of the QEMU of @domain, from @pid_dir/@domain.pid (a file
+ * only root can have written, daxfile-trust.h); -1 with @error set, naming
+ * @conf_path's qemu_pid_dir as the fix, when there is none alive. */
+pid_t daxfile_attest_qemu_pid(const char *pid_dir, const char *domain,
+                              const char *conf_path, GError **error);
+
+/* Attest QEMU (@pid)'s mapping of the file @fd (@st, @path for messages)
+ * for a device of @size bytes with <alignsize> @align (0: none). Fills
+ * @ret; FALSE with @error set to its problem when a check fails. */
+gboolean daxfile_attest(pid_t pid, int fd, const struct stat *st,
+                        const char *path, guint64 size, guint64 align,
+                        DaxfileAttestation *ret, GError **error);
+
+/* {"pid", "mapping" (daxfile_mapping_to_json, or null), "dax",
+ *  "attested", "problem"} */
+JsonNode *daxfile_attestation_to_json(const DaxfileAttestation *a);
+
+G_END_DECLS
