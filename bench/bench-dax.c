@@ -22,6 +22,7 @@
  *         falloc-populate  fallocate, then mmap(MAP_SHARED) and
  *                        MADV_POPULATE_WRITE 64 MiB at a time, fsync (the
  *                        method daxfile create uses on DAX filesystems)
+ *         wipe           daxfile wipe PATH, after an untimed daxfile create
  *         falloc-populate-sync  the same through a MAP_SYNC mapping, 2 MiB
  *                        at a time
  *         create         daxfile create PATH --size SIZE
@@ -420,6 +421,15 @@ fill_create(const char *path, uint64_t size, const char *daxfile,
     return run_argv(argv);
 }
 
+/* daxfile wipe of the file create made (untimed, before) */
+static int
+fill_wipe(const char *path, const char *daxfile)
+{
+    char *argv[] = {(char *)daxfile, "wipe", (char *)path, NULL};
+
+    return run_argv(argv);
+}
+
 static int
 cmd_fill(int argc, char **argv)
 {
@@ -442,8 +452,13 @@ cmd_fill(int argc, char **argv)
         else
             return usage();
     }
+    if (streq(method, "wipe") &&
+        fill_create(path, size, daxfile, allow_non_dax) != 0)
+        return 1;
     t0 = now_ns();
-    if (streq(method, "raw-dd"))
+    if (streq(method, "wipe"))
+        rc = fill_wipe(path, daxfile);
+    else if (streq(method, "raw-dd"))
         rc = fill_dd(path, size, true);
     else if (streq(method, "falloc-dd"))
         rc = fill_dd(path, size, false);

@@ -48,6 +48,9 @@ def judge(where, methods, goals):
     bw = {m: v["mib_per_s"] for m, v in methods.items()}
     r = {f"create_vs_{m}": ratio(bw["create"], bw[m]) for m in bw
          if m != "create"}
+    for m in RAW:
+        if "wipe" in bw and m in bw:
+            r[f"wipe_vs_{m}"] = ratio(bw["wipe"], bw[m])
     best_raw = max((m for m in RAW if m in bw), key=lambda m: bw[m],
                    default=None)
     best_naive = max((m for m in NAIVE if m in bw), key=lambda m: bw[m],
@@ -74,7 +77,7 @@ def judge(where, methods, goals):
 
 def rows_for(where, fs, methods, ratios):
     rows = []
-    for m in ("raw-dd", "raw-pwrite", "create", "falloc-populate",
+    for m in ("raw-dd", "raw-pwrite", "create", "wipe", "falloc-populate",
               "falloc-populate-sync", "falloc-dd", "falloc-pwrite",
               "falloc-pwrite-64m"):
         v = methods.get(m)
@@ -137,7 +140,8 @@ def host_once(ctx, fsys, raw, size, method, rnd):
 
 def host(ctx, size, rounds, goals):
     where = tmpfs_or_disk(3 * size)
-    methods = ["raw-dd", "create", "falloc-dd", "falloc-pwrite", "raw-pwrite"]
+    methods = ["raw-dd", "create", "falloc-dd", "falloc-pwrite", "raw-pwrite",
+               "wipe"]
     log(f"provision: host loop devices in {where}, {fmt_size(size)} per "
         "method")
     recs = []
@@ -174,6 +178,9 @@ def run(ctx):
                              "conv=notrunc,fsync",
                 "falloc-pwrite": "fallocate, then pwrite of a zeroed 1 MiB "
                                  "buffer, fsync",
+                "wipe": "daxfile wipe of a file daxfile create made "
+                        "(untimed): zeros through MAP_SYNC (DAX) or msync, "
+                        "then all of it read back and hashed",
                 "falloc-populate": "guest only: fallocate, mmap, "
                                    "MADV_POPULATE_WRITE, fsync (the fill "
                                    "daxfile create uses on DAX)",

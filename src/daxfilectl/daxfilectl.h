@@ -56,6 +56,7 @@ int cmd_list(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);
+int cmd_wipe(int argc, char **argv);
 /* attach, detach, domain-xml: exec daxfile-virt (cmd-virt.c), which runs
  * these three */
 int cmd_virt(int argc, char **argv);

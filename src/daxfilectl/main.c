@@ -17,6 +17,7 @@ static const CliCommand commands[] = {
     {"list", cmd_list, "List the files held static"},
     {"repair", cmd_repair, "Finish interrupted operations, drop stale entries"},
     {"selftest", cmd_selftest, "Test whether the immutable guard is safe here"},
+    {"wipe", cmd_wipe, "Zero a file no domain holds, durably, and prove it"},
 };
 
 int

@@ -42,6 +42,9 @@ static const struct {
                                 "DAX is not in effect for this file: "
                                 "guest writes would go through the page "
                                 "cache"},
+    [DAXFILE_REASON_WIPE_UNFINISHED] = {"wipe_unfinished",
+                                        "a 'daxfile wipe' of it did not "
+                                        "finish: it may still hold old data"},
 };
 
 const char *

@@ -59,6 +59,8 @@ typedef enum {
     DAXFILE_REASON_SIZE,          /* file size not a multiple of align */
     DAXFILE_REASON_EMPTY,         /* file size 0 */
     DAXFILE_REASON_NOT_DAX,       /* file-level: DAX not in effect */
+    DAXFILE_REASON_WIPE_UNFINISHED, /* file-level: from @offset on, a
+                                     * 'daxfile wipe' did not get there */
     DAXFILE_REASON_LAST
 } DaxfileReason;
 

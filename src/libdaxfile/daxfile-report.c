@@ -5,6 +5,7 @@
 #include "daxfile-report.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
+#include "daxfile-wipe.h"
 
 void
 daxfile_report_free(DaxfileReport *report)
@@ -60,14 +61,25 @@ daxfile_report_build(int fd, const char *path, guint64 align,
     g_autoptr(DaxfileFsInfo) fs = daxfile_fs_probe(fd, align, error);
     g_autoptr(DaxfileExtentMap) map = NULL;
     g_autofree char *name = daxfile_escape(path);
+    DaxfileReport *report;
+    guint64 wiped = 0;
 
     if (!fs)
         return NULL;
     map = daxfile_fiemap_read(fd, name, error);
     if (!map)
         return NULL;
-    return daxfile_report_new(path, align, allow_non_dax,
-                              g_steal_pointer(&fs), g_steal_pointer(&map));
+    report = daxfile_report_new(path, align, allow_non_dax,
+                                g_steal_pointer(&fs), g_steal_pointer(&map));
+    if (daxfile_wipe_pending(fd, &wiped)) {
+        DaxfileRange r = {MIN(wiped, report->size),
+                          report->size - MIN(wiped, report->size), 0,
+                          DAXFILE_REASON_WIPE_UNFINISHED};
+
+        g_array_prepend_val(report->problems, r);
+        report->static_ready = FALSE;
+    }
+    return report;
 }
 
 static const char *
@@ -98,6 +110,8 @@ report_fix_text(DaxfileReason reason)
     case DAXFILE_REASON_NOT_DAX:
         return "mount the filesystem with -o dax on a pmem device (or pass "
                "--allow-non-dax for development without pmem)";
+    case DAXFILE_REASON_WIPE_UNFINISHED:
+        return "run 'daxfile wipe' on it again to finish";
     case DAXFILE_REASON_NONE:
     case DAXFILE_REASON_LAST:
         break;
@@ -129,7 +143,8 @@ daxfile_report_first_problem(const DaxfileReport *report,
         const DaxfileRange *r =
             &g_array_index(report->problems, DaxfileRange, i);
 
-        if (!layout_only || r->reason != DAXFILE_REASON_NOT_DAX)
+        if (!layout_only || (r->reason != DAXFILE_REASON_NOT_DAX &&
+                             r->reason != DAXFILE_REASON_WIPE_UNFINISHED))
             return r;
     }
     return NULL;

@@ -12,6 +12,7 @@
 #                  daxfile create does on DAX, without the rest of it)
 #   falloc-pwrite-64m, falloc-populate-sync  other fills create could use
 #                  (64 MiB pwrites; populate through MAP_SYNC, 2 MiB steps)
+#   wipe           daxfile wipe of a file create made (not timed)
 # and `daxfile --version` (the process start inside create's time).
 # Rounds rotate the order. One `# BENCH {json}` TAP comment per measurement.
 # Needs: --bin bench-dax daxfile; NVDIMM 0 (>= BP_SIZE + 512 MiB) for the
@@ -23,7 +24,7 @@ SIZE=${BP_SIZE:-1G}
 FS_LIST=${BP_FS:-xfs ext4}
 ROUNDS=${BP_ROUNDS:-3}
 METHODS="raw-dd create falloc-dd falloc-pwrite falloc-populate raw-pwrite
-         falloc-pwrite-64m falloc-populate-sync"
+         falloc-pwrite-64m falloc-populate-sync wipe"
 
 measure() {
     # measure FS METHOD ROUND TARGET. A failed daxfile create (ext4's
@@ -38,7 +39,7 @@ measure() {
     raw-*) ;;
     *) rm -f "$4" ;;
     esac
-    if [ $rc -ne 0 ] && [ "$2" = create ]; then
+    if [ $rc -ne 0 ] && { [ "$2" = create ] || [ "$2" = wipe ]; }; then
         echo "# BENCH {\"bench\": \"provision\", \"fs\": \"$1\"," \
              "\"method\": \"$2\", \"round\": $3, \"error\":" \
              "\"$(tr -d '\"\\' </tmp/fill.err | tr '\n' ' ')\"}" >&3

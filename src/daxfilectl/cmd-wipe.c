@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile wipe PATH [--json]: zero a file no domain holds, durably, and
+ * prove it by reading it back
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "daxfile-file.h"
+#include "daxfile-size.h"
+#include "daxfile-util.h"
+#include "daxfile-wipe.h"
+#include "daxfilectl.h"
+
+/* the exit status of a command stopped by SIGINT, as a shell reports it */
+#define CLI_EXIT_INTERRUPTED 130
+
+static gboolean arg_json;
+static gboolean arg_follow;
+static volatile gint cancel;
+
+static const GOptionEntry wipe_options[] = {
+    {"json", 'j', 0, G_OPTION_ARG_NONE, &arg_json, "Print JSON", NULL},
+    {"follow-symlinks", 0, 0, G_OPTION_ARG_NONE, &arg_follow,
+     "Accept a symbolic link and wipe its target", NULL},
+    {NULL},
+};
+
+static void
+on_signal(int sig)
+{
+    g_atomic_int_set(&cancel, 1);
+}
+
+typedef struct {
+    const char *name;
+    gint64 last;  /* monotonic µs of the last progress line */
+} Progress;
+
+/* on a terminal only, at most five times a second */
+static void
+progress(guint64 done, guint64 total, gpointer data)
+{
+    Progress *p = data;
+    gint64 t = g_get_monotonic_time();
+    g_autofree char *have = NULL;
+    g_autofree char *all = NULL;
+
+    if (done < total && t - p->last < G_USEC_PER_SEC / 5)
+        return;
+    p->last = t;
+    have = daxfile_size_format(done);
+    all = daxfile_size_format(total);
+    fprintf(stderr, "\r'%s': %s of %s zeroed (%u%%)%s", p->name, have, all,
+            (unsigned)(done * 100 / total), done == total ? "\n" : "");
+}
+
+static void
+print_result(const char *name, const DaxfileWipeResult *r)
+{
+    g_autofree char *size = daxfile_size_format(r->size);
+    g_autofree char *resumed = daxfile_size_format(r->resumed_from);
+    double rate = r->seconds > 0 ? r->zeroed / r->seconds / (1 << 20) : 0;
+
+    fprintf(stderr, "'%s': %s zeroed (%s) and read back as zeros, sha256 "
+            "%s; %.1f s at %.0f MiB/s, read back in %.1f s%s%s%s\n", name,
+            size, r->method, r->sha256, r->seconds, rate, r->verify_seconds,
+            r->resumed_from ? " (an interrupted wipe had zeroed the first "
+                            : "",
+            r->resumed_from ? resumed : "", r->resumed_from ? ")" : "");
+}
+
+int
+cmd_wipe(int argc, char **argv)
+{
+    g_auto(DaxfileWipeResult) result = {0};
+    g_autoptr(GError) error = NULL;
+    g_autofree char *name = NULL;
+    g_auto(DaxfileFd) fd = -1;
+    Progress prog = {0};
+    DaxfileWipeParams params = {.cancel = &cancel};
+    struct sigaction sa = {.sa_handler = on_signal};
+    int ret = CLI_EXIT_OK;
+    gboolean ok;
+
+    if (!cli_parse("wipe", "PATH",
+                   "Zero PATH durably (through MAP_SYNC on DAX) and read it "
+                   "back, when no domain holds it. An interrupted wipe "
+                   "resumes when run again.",
+                   wipe_options, &argc, &argv, &ret))
+        return ret;
+    if (argc != 2)
+        return cli_usage_error("wipe", argc < 2 ? "missing PATH"
+                                                : "exactly one PATH");
+    name = daxfile_escape(argv[1]);
+    fd = daxfile_file_open(argv[1],
+                           DAXFILE_OPEN_WRITE |
+                               (arg_follow ? DAXFILE_OPEN_FOLLOW : 0),
+                           NULL, &error);
+    if (fd < 0)
+        return cli_report_error(error);
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if (isatty(STDERR_FILENO) && !arg_json) {
+        prog.name = name;
+        params.progress = progress;
+        params.progress_data = &prog;
+    }
+    ok = daxfile_wipe(fd, argv[1], &params, &result, &error);
+    if (arg_json && (ok || result.interrupted || result.sha256))
+        cli_print_json(daxfile_wipe_result_to_json(&result, argv[1]));
+    if (!ok) {
+        cli_report_error(error);
+        return result.interrupted ? CLI_EXIT_INTERRUPTED : CLI_EXIT_FAILURE;
+    }
+    if (!arg_json)
+        print_result(name, &result);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#ifdef __x86_64__
+#include <immintrin.h>
+#endif
+
+#include "daxfile-error.h"
+#include "daxfile-file.h"
+#include "daxfile-guard.h"
+#include "daxfile-json.h"
+#include "daxfile-kernel.h"
+#include "daxfile-registry.h"
+#include "daxfile-size.h"
+#include "daxfile-util.h"
+#include "daxfile-wipe.h"
+
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+#ifndef MAP_SHARED_VALIDATE
+#define MAP_SHARED_VALIDATE 0x03
+#endif
+
+/* zeroed and made durable between two progress marks */
+#define WIPE_CHUNK (8u << 20)
+
+void
+daxfile_wipe_result_clear(DaxfileWipeResult *r)
+{
+    g_clear_pointer(&r->sha256, g_free);
+}
+
+gboolean
+daxfile_wipe_pending(int fd, guint64 *ret_done)
+{
+    char buf[32] = "";
+    ssize_t n = fgetxattr(fd, DAXFILE_WIPE_XATTR, buf, sizeof(buf) - 1);
+    guint64 done = 0;
+
+    if (n < 0)
+        return FALSE;
+    buf[n] = '\0';
+    if (!g_ascii_string_to_unsigned(buf, 10, 0, G_MAXUINT64, &done, NULL))
+        done = 0;  /* unreadable: nothing is known to be zeroed */
+    if (ret_done)
+        *ret_done = done;
+    return TRUE;
+}
+
+static gboolean
+mark(int fd, const char *name, guint64 done, gboolean durable,
+     GError **error)
+{
+    g_autofree char *value = g_strdup_printf("%" G_GUINT64_FORMAT, done);
+
+    if (fsetxattr(fd, DAXFILE_WIPE_XATTR, value, strlen(value), 0) < 0 ||
+        (durable && fsync(fd) < 0)) {
+        daxfile_set_error_errno(error, errno, "Cannot record the wipe's "
+                                "progress on '%s' (extended attribute %s)",
+                                name, DAXFILE_WIPE_XATTR);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* No owner may hold it: a registry entry, the immutable flag, the
+ * kernel's static mode; checked under the registry lock, which the hook
+ * takes too, and the progress mark set (durably) before it is dropped,
+ * so a domain's prepare after that sees an unfinished wipe. */
+static gboolean
+claim(int fd, const struct stat *st, const char *name, guint64 *ret_done,
+      GError **error)
+{
+    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
+    const DaxfileEntry *e;
+    gboolean on = FALSE;
+    long nr;
+
+    if (!reg)
+        return FALSE;
+    e = daxfile_registry_lookup(reg, st->st_dev, st->st_ino);
+    if (e) {
+        g_autofree char *owner = daxfile_escape(e->owner);
+
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                    "'%s' is %s for '%s'; fix: stop or release it first "
+                    "(a domain: shut it down; 'daxfile disable' for a manual "
+                    "owner; 'daxfile repair' if its owner is gone)", name,
+                    daxfile_entry_state_to_string(e->state), owner);
+        return FALSE;
+    }
+    if (!daxfile_guard_get(fd, name, &on, error))
+        return FALSE;
+    if (!on && daxfile_kernel_syscall_nr(&nr) &&
+        !daxfile_kernel_get(nr, fd, name, &on, error))
+        return FALSE;
+    if (on) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                    "'%s' is static but the registry does not know it; fix: "
+                    "'daxfile repair', then wipe it", name);
+        return FALSE;
+    }
+    if (!daxfile_wipe_pending(fd, ret_done))
+        *ret_done = 0;
+    *ret_done = MIN(*ret_done, (guint64)st->st_size);
+    return mark(fd, name, *ret_done, TRUE, error);
+}
+
+/* @len zero bytes at @dst, durable when @nt: non-temporal stores past
+ * the CPU caches, then a store fence */
+static void
+zero(unsigned char *dst, size_t len, gboolean nt)
+{
+#ifdef __x86_64__
+    if (nt) {
+        __m128i z = _mm_setzero_si128();
+        size_t i;
+
+        for (i = 0; i + 64 <= len; i += 64) {
+            _mm_stream_si128((__m128i *)(dst + i), z);
+            _mm_stream_si128((__m128i *)(dst + i + 16), z);
+            _mm_stream_si128((__m128i *)(dst + i + 32), z);
+            _mm_stream_si128((__m128i *)(dst + i + 48), z);
+        }
+        _mm_sfence();
+        return;
+    }
+#endif
+    memset(dst, 0, len);
+}
+
+static double
+now(void)
+{
+    return g_get_monotonic_time() / 1e6;
+}
+
+/* Read it all back: every byte zero, and its SHA-256 */
+static void
+read_back(const unsigned char *map, guint64 size, DaxfileWipeResult *ret)
+{
+    static const unsigned char zeros[4096];
+    g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+    double t0 = now();
+    guint64 off;
+
+    ret->verified = TRUE;
+    for (off = 0; off < size; off += sizeof(zeros)) {
+        gsize n = MIN(sizeof(zeros), size - off);
+
+        if (ret->verified && memcmp(map + off, zeros, n) != 0) {
+            gsize i = 0;
+
+            while (i < n && map[off + i] == 0)
+                i++;
+            ret->verified = FALSE;
+            ret->first_nonzero = off + i;
+        }
+        g_checksum_update(sum, map + off, n);
+    }
+    ret->sha256 = g_strdup(g_checksum_get_string(sum));
+    ret->verify_seconds = now() - t0;
+}
+
+gboolean
+daxfile_wipe(int fd, const char *path, const DaxfileWipeParams *p,
+             DaxfileWipeResult *ret, GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+    unsigned char *map;
+    struct stat st;
+    guint64 done = 0, size;
+    double t0;
+    int errsv;
+
+    memset(ret, 0, sizeof(*ret));
+    if (fstat(fd, &st) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
+        return FALSE;
+    }
+    if (!daxfile_file_check_regular(&st, name, error))
+        return FALSE;
+    if (st.st_size == 0) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' is empty: there is nothing to wipe", name);
+        return FALSE;
+    }
+    size = ret->size = (guint64)st.st_size;
+    if (!claim(fd, &st, name, &done, error))
+        return FALSE;
+    ret->resumed_from = done;
+    map = mmap(NULL, size, PROT_READ | PROT_WRITE,
+               MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
+    ret->map_sync = map != MAP_FAILED;
+    if (map == MAP_FAILED)
+        map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        daxfile_set_error_errno(error, errno, "Cannot map '%s'", name);
+        return FALSE;
+    }
+#ifdef __x86_64__
+    ret->method = ret->map_sync ? "MAP_SYNC, non-temporal stores and a "
+                                  "store fence"
+                                : "page cache, msync";
+#else
+    ret->method = ret->map_sync ? "MAP_SYNC, msync" : "page cache, msync";
+#endif
+    t0 = now();
+    while (done < size) {
+        guint64 n = MIN((guint64)WIPE_CHUNK, size - done);
+        gboolean nt = FALSE;
+
+        if (p && p->cancel && g_atomic_int_get(p->cancel)) {
+            ret->interrupted = TRUE;
+            break;
+        }
+#ifdef __x86_64__
+        nt = ret->map_sync && done % 64 == 0 && n % 64 == 0;
+#endif
+        zero(map + done, n, nt);
+        if (!nt && msync(map + done, n, MS_SYNC) < 0) {
+            errsv = errno;
+            munmap(map, size);
+            daxfile_set_error_errno(error, errsv, "Cannot write '%s' back "
+                                    "at offset %" G_GUINT64_FORMAT, name,
+                                    done);
+            return FALSE;
+        }
+        done += n;
+        ret->zeroed += n;
+        /* behind the data, which is durable already: an older mark only
+         * makes the next wipe zero a chunk again */
+        if (!mark(fd, name, done, FALSE, error)) {
+            munmap(map, size);
+            return FALSE;
+        }
+        if (p && p->progress)
+            p->progress(done, size, p->progress_data);
+    }
+    ret->seconds = now() - t0;
+    if (ret->interrupted) {
+        g_autofree char *have = daxfile_size_format(done);
+        g_autofree char *all = daxfile_size_format(size);
+
+        munmap(map, size);
+        fsync(fd);
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+                    "the wipe of '%s' was interrupted after %s of %s; fix: "
+                    "run 'daxfile wipe' on it again to finish (until then "
+                    "it cannot be attached or made static)", name, have,
+                    all);
+        return FALSE;
+    }
+    read_back(map, size, ret);
+    munmap(map, size);
+    if (!ret->verified) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+                    "'%s' does not read back as zeros at offset %"
+                    G_GUINT64_FORMAT " after it was wiped: the medium may "
+                    "be failing; the file stays marked unfinished", name,
+                    ret->first_nonzero);
+        return FALSE;
+    }
+    if (fremovexattr(fd, DAXFILE_WIPE_XATTR) < 0 || fsync(fd) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot clear the wipe mark "
+                                "of '%s'", name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+JsonNode *
+daxfile_wipe_result_to_json(const DaxfileWipeResult *r, const char *path)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    daxfile_json_add_string(b, "path", path);
+    daxfile_json_add_int(b, "size", r->size);
+    daxfile_json_add_int(b, "resumed_from", r->resumed_from);
+    daxfile_json_add_int(b, "zeroed", r->zeroed);
+    daxfile_json_add_bool(b, "map_sync", r->map_sync);
+    daxfile_json_add_string(b, "method", r->method);
+    daxfile_json_add_bool(b, "interrupted", r->interrupted);
+    daxfile_json_add_bool(b, "verified", r->verified);
+    json_builder_set_member_name(b, "first_nonzero");
+    if (r->sha256 && !r->verified)
+        json_builder_add_int_value(b, (gint64)r->first_nonzero);
+    else
+        json_builder_add_null_value(b);
+    daxfile_json_add_string(b, "sha256", r->sha256);
+    json_builder_set_member_name(b, "seconds");
+    json_builder_add_double_value(b, r->seconds);
+    json_builder_set_member_name(b, "verify_seconds");
+    json_builder_add_double_value(b, r->verify_seconds);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-wipe.h: verifiable erase of a pmem backing file
+ *
+ * daxfile wipe zeroes a file that no domain holds, through a MAP_SYNC
+ * mapping where the filesystem is DAX (non-temporal stores, then a store
+ * fence: nothing is left in the CPU caches), else through a shared mapping
+ * and msync; then reads all of it back, checks every byte is zero and
+ * gives the SHA-256 of what it read. While it runs, and after an
+ * interruption until it is run again, the file carries the extended
+ * attribute user.daxfile.wipe (how far it got): every check, attach and
+ * the hook refuse such a file (reason wipe_unfinished), and the next wipe
+ * goes on from there. No registry entry is made, so nothing is left
+ * claimed by an interrupted wipe.
+ */
+#pragma once
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+#define DAXFILE_WIPE_XATTR "user.daxfile.wipe"
+
+/* TRUE when a wipe of @fd did not finish; *@ret_done: how many bytes from
+ * the start it had zeroed for sure */
+gboolean daxfile_wipe_pending(int fd, guint64 *ret_done);
+
+typedef void (*DaxfileWipeProgress)(guint64 done, guint64 total,
+                                    gpointer data);
+
+typedef struct {
+    DaxfileWipeProgress progress;  /* after every chunk, or NULL */
+    gpointer progress_data;
+    volatile gint *cancel;         /* non-zero: stop after this chunk */
+} DaxfileWipeParams;
+
+typedef struct {
+    guint64 size;
+    guint64 resumed_from;  /* bytes an interrupted wipe had zeroed */
+    guint64 zeroed;        /* bytes zeroed by this run */
+    gboolean map_sync;     /* through MAP_SYNC (DAX) */
+    const char *method;    /* how the zeros were made durable */
+    gboolean interrupted;  /* stopped by @cancel: run it again */
+    gboolean verified;     /* every byte read back as zero */
+    guint64 first_nonzero; /* when not verified */
+    char *sha256;          /* of the bytes read back */
+    double seconds;        /* zeroing */
+    double verify_seconds; /* reading back */
+} DaxfileWipeResult;
+
+void daxfile_wipe_result_clear(DaxfileWipeResult *r);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileWipeResult, daxfile_wipe_result_clear)
+
+/* Wipe the regular file @fd (opened for writing; @path for messages).
+ * Refused while the registry holds the file (reserved or static, for any
+ * owner) or it is immutable or kernel-static. FALSE with @error set on a
+ * refusal, a failure, an interruption (@ret->interrupted) or a read-back
+ * that is not all zeros. */
+gboolean daxfile_wipe(int fd, const char *path, const DaxfileWipeParams *p,
+                      DaxfileWipeResult *ret, GError **error);
+
+/* {size, resumed_from, zeroed, map_sync, method, interrupted, verified,
+ *  first_nonzero (or null), sha256, seconds, verify_seconds} */
+JsonNode *daxfile_wipe_result_to_json(const DaxfileWipeResult *r,
+                                      const char *path);
+
+G_END_DECLS
