@@ -373,18 +373,22 @@ def report(data, samples):
                        " ms net"))
     at = data.get("attestation")
     if at:
-        worst = max(f["median_us"] for f in at["files"]) / 1e3
+        per = at["per_device_us"] / 1e3
         tables.append((
-            "The attestation at started alone (daxfile_attest per device "
-            f"against the running QEMU of {at['devices']} nvdimms; its smaps: "
-            f"{at['smaps_bytes']} bytes; µs over 201 calls)",
-            table(["file", "median µs", "p90 µs"],
-                  [[os.path.basename(f["path"]), f["median_us"], f["p90_us"]]
-                   for f in at["files"]])))
+            "The attestation at started alone, as the hook does it: QEMU's "
+            f"smaps ({at['smaps_bytes']} bytes, the running QEMU of "
+            f"{at['devices']} nvdimms) read once, then each device judged "
+            "(µs, median of 201)",
+            table(["what", "median µs", "p90 µs"],
+                  [["read smaps", at["read_median_us"], "-"],
+                   [f"read + all {at['devices']} devices",
+                    at["all_median_us"], "-"]] +
+                  [[f"judge {os.path.basename(f['path'])}", f["median_us"],
+                    f["p90_us"]] for f in at["files"]])))
         goals.append(goal(
-            f"attestation at started < {ATTEST_MS:.0f} ms per device (the "
-            "slowest device's median)", worst, ATTEST_MS, worst < ATTEST_MS,
-            "ms"))
+            f"attestation at started < {ATTEST_MS:.0f} ms per device (smaps "
+            f"read once + {at['devices']} devices judged, / devices)", per,
+            ATTEST_MS, per < ATTEST_MS, "ms"))
     bh = data.get("by_hand_ms")
     if bh:
         tables.append(("The hook alone, by hand (ms, median of 15, "

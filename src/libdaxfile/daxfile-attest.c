@@ -65,11 +65,28 @@ fail(DaxfileAttestation *ret, GError **error, const char *fmt, ...)
     return FALSE;
 }
 
-gboolean
-daxfile_attest(pid_t pid, int fd, const struct stat *st, const char *path,
-               guint64 size, guint64 align, DaxfileAttestation *ret,
-               GError **error)
+char *
+daxfile_attest_read_smaps(pid_t pid, GError **error)
 {
+    g_autofree char *path = g_strdup_printf("/proc/%d/smaps", (int)pid);
+    g_autoptr(GError) local = NULL;
+    char *smaps = NULL;
+
+    if (!g_file_get_contents(path, &smaps, NULL, &local)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                    "Cannot read the mappings of process %d: %s", (int)pid,
+                    local->message);
+        return NULL;
+    }
+    return smaps;
+}
+
+gboolean
+daxfile_attest(pid_t pid, const char *smaps, int fd, const struct stat *st,
+               const char *path, guint64 size, guint64 align,
+               DaxfileAttestation *ret, GError **error)
+{
+    g_autofree char *own = NULL;
     g_autofree char *name = daxfile_escape(path);
     g_autofree char *have = NULL;
     g_autofree char *want = NULL;
@@ -80,10 +97,9 @@ daxfile_attest(pid_t pid, int fd, const struct stat *st, const char *path,
     memset(ret, 0, sizeof(*ret));
     ret->pid = pid;
     ret->dax = daxfile_fs_dax(fd) == DAXFILE_TRI_YES;
-    ret->mapped = daxfile_proc_mapping(pid, st->st_dev, st->st_ino, map,
-                                       &local);
-    if (local)
+    if (!smaps && !(smaps = own = daxfile_attest_read_smaps(pid, &local)))
         return fail(ret, error, "%s", local->message);
+    ret->mapped = daxfile_smaps_find(smaps, st->st_dev, st->st_ino, map);
     if (!ret->mapped)
         return fail(ret, error, "QEMU (pid %d) has not mapped '%s'; fix: "
                     "see the domain's log in /var/log/libvirt/qemu/", p,

@@ -504,14 +504,14 @@ note(const Hook *h, const DaxfileNvdimm *nv, const char *text)
 /* What QEMU really mapped of the device's file (@fd, @st): shared, all of
  * it, aligned to <alignsize>, with MAP_SYNC on DAX (daxfile-attest.h) */
 static gboolean
-attest(const Hook *h, const DaxfileNvdimm *nv, pid_t pid, int fd,
-       const struct stat *st, GError **error)
+attest(const Hook *h, const DaxfileNvdimm *nv, pid_t pid, const char *smaps,
+       int fd, const struct stat *st, GError **error)
 {
     g_auto(DaxfileAttestation) a = {0};
     GError *local = NULL;
 
-    if (daxfile_attest(pid, fd, st, nv->path, nv->size, nv->alignsize, &a,
-                       &local))
+    if (daxfile_attest(pid, smaps, fd, st, nv->path, nv->size,
+                       nv->alignsize, &a, &local))
         return TRUE;
     return dev_fail(h, nv, local, error);
 }
@@ -524,6 +524,7 @@ hook_engage(const Hook *h, GError **error)
     g_autoptr(GArray) devs = managed_devices(h, FALSE, error);
     g_autoptr(GArray) fds = fds_new();
     g_autoptr(GArray) items = NULL;
+    g_autofree char *smaps = NULL;
     GError *local = NULL;
     guint failed = 0;
     pid_t pid;
@@ -535,7 +536,7 @@ hook_engage(const Hook *h, GError **error)
         return TRUE;
     pid = daxfile_attest_qemu_pid(h->conf->qemu_pid_dir, h->dom->name,
                                   h->conf->path, error);
-    if (pid < 0)
+    if (pid < 0 || !(smaps = daxfile_attest_read_smaps(pid, error)))
         return FALSE;
     for (i = 0; i < devs->len; i++) {
         const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
@@ -545,7 +546,7 @@ hook_engage(const Hook *h, GError **error)
         if (fd < 0)
             return dev_fail(h, d->nv, local, error);
         g_array_append_val(fds, fd);
-        if (!attest(h, d->nv, pid, fd, &st, error))
+        if (!attest(h, d->nv, pid, smaps, fd, &st, error))
             return FALSE;
     }
     items = dev_items(h, devs, fds);

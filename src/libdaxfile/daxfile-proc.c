@@ -10,7 +10,6 @@
 
 #include <json-glib/json-glib.h>
 
-#include "daxfile-error.h"
 #include "daxfile-proc.h"
 #include "daxfile-util.h"
 
@@ -323,23 +322,6 @@ daxfile_smaps_find(const char *smaps, guint64 dev, guint64 ino,
     if (have_cur)
         mapping_keep(out, &have, &cur);
     return have;
-}
-
-gboolean
-daxfile_proc_mapping(pid_t pid, guint64 dev, guint64 ino, DaxfileProcMap *out,
-                     GError **error)
-{
-    g_autofree char *path = g_strdup_printf("/proc/%d/smaps", (int)pid);
-    g_autofree char *smaps = NULL;
-    g_autoptr(GError) local = NULL;
-
-    if (!g_file_get_contents(path, &smaps, NULL, &local)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "Cannot read the mappings of process %d: %s", (int)pid,
-                    local->message);
-        return FALSE;
-    }
-    return daxfile_smaps_find(smaps, dev, ino, out);
 }
 
 JsonNode *

@@ -57,11 +57,6 @@ typedef struct {
 gboolean daxfile_smaps_find(const char *smaps, guint64 dev, guint64 ino,
                             DaxfileProcMap *out);
 
-/* The same, read from /proc/@pid/smaps; FALSE with @error set when it
- * cannot be read, FALSE without when the file is not mapped. */
-gboolean daxfile_proc_mapping(pid_t pid, guint64 dev, guint64 ino,
-                              DaxfileProcMap *out, GError **error);
-
 /* The mapping as a JSON object: start, end, offset (numbers), shared,
  * sync (booleans), vmas, others */
 JsonNode *daxfile_mapping_to_json(const DaxfileProcMap *map);

@@ -1018,7 +1018,7 @@ qemu_json(int fd, const struct stat *st, const DaxfileReport *report,
     if (a.pid < 0)
         a.problem = g_strdup(local->message);
     else
-        daxfile_attest(a.pid, fd, st, report->path, st->st_size,
+        daxfile_attest(a.pid, NULL, fd, st, report->path, st->st_size,
                        report->align, &a, NULL);
     return daxfile_attestation_to_json(&a);
 }

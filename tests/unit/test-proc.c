@@ -5,6 +5,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "daxfile-attest.h"
 #include "daxfile-proc.h"
 
 #define DEV makedev(0xfd, 0x01)
@@ -116,7 +117,7 @@ test_not_mapped(void)
     g_assert_false(daxfile_smaps_find("garbage\nVmFlags: sf\n", DEV, INO, &m));
 }
 
-/* this process's own mapping of a file, read from /proc/self/smaps */
+/* this process's own mapping of a file, read from its smaps */
 static void
 test_self(void)
 {
@@ -125,6 +126,7 @@ test_self(void)
     int fd = g_file_open_tmp("daxfile-test-proc-XXXXXX", &path, &error);
     struct stat st;
     DaxfileProcMap m;
+    char *smaps;
     void *addr;
 
     g_assert_no_error(error);
@@ -132,17 +134,19 @@ test_self(void)
     g_assert_cmpint(fstat(fd, &st), ==, 0);
     addr = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     g_assert_true(addr != MAP_FAILED);
-    g_assert_true(daxfile_proc_mapping(getpid(), st.st_dev, st.st_ino, &m,
-                                       &error));
+    smaps = daxfile_attest_read_smaps(getpid(), &error);
     g_assert_no_error(error);
+    g_assert_true(daxfile_smaps_find(smaps, st.st_dev, st.st_ino, &m));
+    g_free(smaps);
     g_assert_cmphex(m.start, ==, (guintptr)addr);
     g_assert_cmphex(m.end - m.start, ==, 1 << 20);
     g_assert_true(m.shared);
     g_assert_false(m.sync);  /* no MAP_SYNC asked for */
     munmap(addr, 1 << 20);
-    g_assert_false(daxfile_proc_mapping(getpid(), st.st_dev, st.st_ino, &m,
-                                        &error));
+    smaps = daxfile_attest_read_smaps(getpid(), &error);
     g_assert_no_error(error);
+    g_assert_false(daxfile_smaps_find(smaps, st.st_dev, st.st_ino, &m));
+    g_free(smaps);
     close(fd);
     unlink(path);
 }
