@@ -15,6 +15,7 @@
 #include "daxfile-size.h"
 #include "daxfile-util.h"
 #include "daxfile-virt.h"
+#include "daxfile-wipe.h"
 #include "daxfilectl.h"
 
 static char *arg_size;
@@ -63,9 +64,14 @@ static const GOptionEntry xml_options[] = {
     {NULL},
 };
 
+static gboolean arg_wipe;
+
 static const GOptionEntry detach_options[] = {
     {"uri", 'c', 0, G_OPTION_ARG_STRING, &arg_uri,
      "libvirt connection URI (default: libvirt's default)", "URI"},
+    {"wipe", 0, 0, G_OPTION_ARG_NONE, &arg_wipe,
+     "Then wipe the file as 'daxfile wipe' does (refused before anything "
+     "changes while the file is held)", NULL},
     {NULL},
 };
 
@@ -192,6 +198,7 @@ cmd_detach(int argc, char **argv)
     g_auto(DaxfileAttachResult) result = {0};
     g_autoptr(GError) error = NULL;
     g_autofree char *path = NULL;
+    g_auto(DaxfileFd) fd = -1;
     int ret = CLI_EXIT_OK;
 
     if (!cli_parse("detach", "DOMAIN PATH",
@@ -202,11 +209,18 @@ cmd_detach(int argc, char **argv)
     if (argc != 3)
         return cli_usage_error("detach", "expected DOMAIN and PATH");
     path = g_canonicalize_filename(argv[2], NULL);
+    if (arg_wipe) {
+        /* opened once, by the name given, and checked before the domain
+         * changes: a held file refuses both */
+        fd = cli_wipe_open(argv[2], FALSE, &error);
+        if (fd < 0 || !daxfile_wipe_check(fd, argv[2], &error))
+            return cli_report_error(error);
+    }
     if (!daxfile_virt_detach(arg_uri, argv[1], path, &result, &error))
         return cli_report_error(error);
     fprintf(stderr, "detached '%s' from domain '%s'%s%s\n", path, argv[1],
             result.note ? ": " : "", result.note ? result.note : "");
-    return CLI_EXIT_OK;
+    return arg_wipe ? cli_wipe(fd, argv[2], FALSE) : CLI_EXIT_OK;
 }
 
 int

@@ -13,9 +13,6 @@
 #include "daxfile-wipe.h"
 #include "daxfilectl.h"
 
-/* the exit status of a command stopped by SIGINT, as a shell reports it */
-#define CLI_EXIT_INTERRUPTED 130
-
 static gboolean arg_json;
 static gboolean arg_follow;
 static volatile gint cancel;
@@ -72,17 +69,51 @@ print_result(const char *name, const DaxfileWipeResult *r)
 }
 
 int
-cmd_wipe(int argc, char **argv)
+cli_wipe(int fd, const char *path, gboolean json)
 {
     g_auto(DaxfileWipeResult) result = {0};
     g_autoptr(GError) error = NULL;
-    g_autofree char *name = NULL;
-    g_auto(DaxfileFd) fd = -1;
+    g_autofree char *name = daxfile_escape(path);
     Progress prog = {0};
     DaxfileWipeParams params = {.cancel = &cancel};
     struct sigaction sa = {.sa_handler = on_signal};
-    int ret = CLI_EXIT_OK;
     gboolean ok;
+
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if (isatty(STDERR_FILENO) && !json) {
+        prog.name = name;
+        params.progress = progress;
+        params.progress_data = &prog;
+    }
+    ok = daxfile_wipe(fd, path, &params, &result, &error);
+    if (json && (ok || result.interrupted || result.sha256))
+        cli_print_json(daxfile_wipe_result_to_json(&result, path));
+    if (!ok) {
+        cli_report_error(error);
+        return result.interrupted ? CLI_EXIT_INTERRUPTED : CLI_EXIT_FAILURE;
+    }
+    if (!json)
+        print_result(name, &result);
+    return CLI_EXIT_OK;
+}
+
+int
+cli_wipe_open(const char *path, gboolean follow, GError **error)
+{
+    return daxfile_file_open(path,
+                             DAXFILE_OPEN_WRITE |
+                                 (follow ? DAXFILE_OPEN_FOLLOW : 0),
+                             NULL, error);
+}
+
+int
+cmd_wipe(int argc, char **argv)
+{
+    g_autoptr(GError) error = NULL;
+    g_auto(DaxfileFd) fd = -1;
+    int ret = CLI_EXIT_OK;
 
     if (!cli_parse("wipe", "PATH",
                    "Zero PATH durably (through MAP_SYNC on DAX) and read it "
@@ -93,29 +124,8 @@ cmd_wipe(int argc, char **argv)
     if (argc != 2)
         return cli_usage_error("wipe", argc < 2 ? "missing PATH"
                                                 : "exactly one PATH");
-    name = daxfile_escape(argv[1]);
-    fd = daxfile_file_open(argv[1],
-                           DAXFILE_OPEN_WRITE |
-                               (arg_follow ? DAXFILE_OPEN_FOLLOW : 0),
-                           NULL, &error);
+    fd = cli_wipe_open(argv[1], arg_follow, &error);
     if (fd < 0)
         return cli_report_error(error);
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    if (isatty(STDERR_FILENO) && !arg_json) {
-        prog.name = name;
-        params.progress = progress;
-        params.progress_data = &prog;
-    }
-    ok = daxfile_wipe(fd, argv[1], &params, &result, &error);
-    if (arg_json && (ok || result.interrupted || result.sha256))
-        cli_print_json(daxfile_wipe_result_to_json(&result, argv[1]));
-    if (!ok) {
-        cli_report_error(error);
-        return result.interrupted ? CLI_EXIT_INTERRUPTED : CLI_EXIT_FAILURE;
-    }
-    if (!arg_json)
-        print_result(name, &result);
-    return CLI_EXIT_OK;
+    return cli_wipe(fd, argv[1], arg_json);
 }

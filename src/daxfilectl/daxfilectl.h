@@ -57,6 +57,14 @@ int cmd_repair(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);
 int cmd_wipe(int argc, char **argv);
+
+/* the exit status of a command stopped by SIGINT, as a shell reports it */
+#define CLI_EXIT_INTERRUPTED 130
+
+/* wipe: open @path for it; then wipe @fd as `daxfile wipe` does (signals,
+ * progress, the result line or @json), returning the exit status */
+int cli_wipe_open(const char *path, gboolean follow, GError **error);
+int cli_wipe(int fd, const char *path, gboolean json);
 /* attach, detach, domain-xml: exec daxfile-virt (cmd-virt.c), which runs
  * these three */
 int cmd_virt(int argc, char **argv);

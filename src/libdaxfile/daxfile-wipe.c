@@ -69,20 +69,15 @@ mark(int fd, const char *name, guint64 done, gboolean durable,
 }
 
 /* No owner may hold it: a registry entry, the immutable flag, the
- * kernel's static mode; checked under the registry lock, which the hook
- * takes too, and the progress mark set (durably) before it is dropped,
- * so a domain's prepare after that sees an unfinished wipe. */
+ * kernel's static mode (@reg: the registry, locked) */
 static gboolean
-claim(int fd, const struct stat *st, const char *name, guint64 *ret_done,
-      GError **error)
+unheld(DaxfileRegistry *reg, int fd, const struct stat *st, const char *name,
+       GError **error)
 {
-    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
     const DaxfileEntry *e;
     gboolean on = FALSE;
     long nr;
 
-    if (!reg)
-        return FALSE;
     e = daxfile_registry_lookup(reg, st->st_dev, st->st_ino);
     if (e) {
         g_autofree char *owner = daxfile_escape(e->owner);
@@ -105,6 +100,37 @@ claim(int fd, const struct stat *st, const char *name, guint64 *ret_done,
                     "'daxfile repair', then wipe it", name);
         return FALSE;
     }
+    return TRUE;
+}
+
+gboolean
+daxfile_wipe_check(int fd, const char *path, GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
+    struct stat st;
+
+    if (!reg)
+        return FALSE;
+    if (fstat(fd, &st) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
+        return FALSE;
+    }
+    return daxfile_file_check_regular(&st, name, error) &&
+           unheld(reg, fd, &st, name, error);
+}
+
+/* unheld(), under the registry lock, which the hook takes too, and the
+ * progress mark set (durably) before it is dropped, so a domain's
+ * prepare after that sees an unfinished wipe */
+static gboolean
+claim(int fd, const struct stat *st, const char *name, guint64 *ret_done,
+      GError **error)
+{
+    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
+
+    if (!reg || !unheld(reg, fd, st, name, error))
+        return FALSE;
     if (!daxfile_wipe_pending(fd, ret_done))
         *ret_done = 0;
     *ret_done = MIN(*ret_done, (guint64)st->st_size);

@@ -52,6 +52,10 @@ typedef struct {
 void daxfile_wipe_result_clear(DaxfileWipeResult *r);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileWipeResult, daxfile_wipe_result_clear)
 
+/* What daxfile_wipe() refuses (a regular file no one holds), checked
+ * now, for a caller that must not change anything else first */
+gboolean daxfile_wipe_check(int fd, const char *path, GError **error);
+
 /* Wipe the regular file @fd (opened for writing; @path for messages).
  * Refused while the registry holds the file (reserved or static, for any
  * owner) or it is immutable or kernel-static. FALSE with @error set on a

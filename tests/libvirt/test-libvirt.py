@@ -103,6 +103,35 @@ def test_attach_start_stop(w):
     xml = lv.virsh("dumpxml", "--inactive", name).stdout
     tap.ok(res.rc == 0 and "nvdimm" not in xml, "daxfile detach removes it",
            res)
+    detach_wipe(w, name, f)
+
+
+def zeros(path):
+    with open(path, "rb") as f:
+        return all(not any(block) for block in iter(lambda: f.read(1 << 20),
+                                                    b""))
+
+
+def detach_wipe(w, name, f):
+    """detach --wipe: refused before anything changes while the domain
+    holds the file; once it stopped, detached and then wiped"""
+    tap = w.tap
+    daxfile("attach", name, f, "--allow-non-dax")
+    start = lv.virsh("start", "--paused", name)
+    held = daxfile("detach", "--wipe", name, f)
+    xml = lv.virsh("dumpxml", "--inactive", name).stdout
+    tap.ok(start.returncode == 0 and held.rc == 1 and
+           len(held.err.splitlines()) == 1 and f"domain:{name}" in held.err
+           and "nvdimm" in xml and not zeros(f),
+           "detach --wipe of a file a running domain holds: refused, the "
+           "definition and the file untouched", (start.stderr, held))
+    lv.virsh("destroy", name)
+    lv.wait_shutoff(name)
+    res = daxfile("detach", "--wipe", name, f)
+    xml = lv.virsh("dumpxml", "--inactive", name).stdout
+    tap.ok(res.rc == 0 and "nvdimm" not in xml and "read back as zeros" in
+           res.err and zeros(f),
+           "detach --wipe once it stopped: detached, then wiped", res)
 
 
 def misconfigured(w):
@@ -207,7 +236,7 @@ def test_attach_prerequisites(w):
 def main():
     tap = Tap()
     need_root(tap)
-    tap.plan(21)
+    tap.plan(23)
     bins = [build_path("tests", "vm", "dax-probe")]
     with lv.Libvirtd() as daemon, lv.LoopDir() as loop:
         image = lv.GuestImage(loop.tmp, bins)
