@@ -21,7 +21,6 @@ Everything made is removed at the end; the logs stay.
 """
 
 import argparse
-import ctypes
 import errno
 import json
 import os
@@ -38,9 +37,9 @@ sys.path.insert(0, os.path.join(TOP, "tests", "libvirt"))
 sys.path.insert(0, os.path.join(TOP, "tests", "helpers"))
 import libvirt_env as lv  # noqa: E402
 import daxfile_vm as vm  # noqa: E402  (libvirt_env put it on the path)
+from daxtest import layout_changes  # noqa: E402
 
 lv.QUIET = vm.QUIET = True
-M = 1 << 20
 # the emulated host's NVDIMM, and the file on it the guest gets
 EMULATED_PMEM = "1G"
 INSIDE_DIR = "/mnt/pmem"
@@ -140,33 +139,10 @@ class Steps:
 
 # ------------------------------------------------ what must be refused
 
-FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
-libc = ctypes.CDLL(None, use_errno=True)
-
-
-def fallocate(path, mode, off, length):
-    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
-    try:
-        if libc.fallocate(fd, mode, ctypes.c_long(off),
-                          ctypes.c_long(length)) != 0:
-            e = ctypes.get_errno()
-            raise OSError(e, os.strerror(e), path)
-    finally:
-        os.close(fd)
-
-
-def layout_changes(path):
-    """What a user (or a careless script) might do to the file while its
-    guest runs: {what: callable}; each must fail."""
-    size = os.path.getsize(path)
-    return {
-        "truncate": lambda: os.truncate(path, size - 2 * M),
-        "fallocate": lambda: fallocate(path, 0, size, 2 * M),
-        "punch hole": lambda: fallocate(path, FALLOC_FL_PUNCH_HOLE |
-                                        FALLOC_FL_KEEP_SIZE, 0, 2 * M),
-        "rm": lambda: os.unlink(path),
-        "mv": lambda: os.rename(path, path + ".moved"),
-    }
+# the layout changes the quickstart shows refused, by the names a user
+# knows them by (daxtest.layout_changes has them all)
+SHOWN_CHANGES = {"truncate": "truncate", "fallocate": "fallocate",
+                 "punch hole": "punch hole", "unlink": "rm", "rename": "mv"}
 
 
 class OnThisHost(Steps):
@@ -183,8 +159,11 @@ class OnThisHost(Steps):
 
     # --------------------------------------------------------------- steps
     def libvirtd(self):
+        self.seeded_caps = {}
         if self.args.inside:
             lv.nested_host_conf()
+            if self.args.caps_cache:
+                self.seeded_caps = lv.seed_caps(self.args.caps_cache)
         self.daemon = lv.Libvirtd()
         self.daemon.__enter__()
         self.later("stop libvirtd", self.daemon.__exit__, None, None, None)
@@ -263,6 +242,8 @@ class OnThisHost(Steps):
         if res.returncode != 0:
             raise StepFailed(f"virsh define: {res.stderr.strip()}")
         self.later("undefine the guest", lv.cleanup_domain, self.name)
+        if self.args.inside and self.args.caps_cache:
+            lv.export_caps(self.seeded_caps)  # probed by now: define needs it
         extra = ["--allow-non-dax"] if self.dev_mode else []
         self.daxfile("attach", self.name, self.file, *extra,
                      what="daxfile attach")
@@ -302,9 +283,10 @@ class OnThisHost(Steps):
     def refusals(self):
         refused, done = {}, []
         before = os.stat(self.file)
-        for what, func in layout_changes(self.file).items():
+        changes = layout_changes(self.file)
+        for name, what in SHOWN_CHANGES.items():
             try:
-                func()
+                changes[name]()
                 done.append(what)
             except OSError as e:
                 refused[what] = errno.errorcode.get(e.errno, str(e.errno))
@@ -332,13 +314,14 @@ class OnThisHost(Steps):
             raise StepFailed(f"the guest did not finish in "
                              f"{self.args.timeout} s (console: "
                              f"{self.console})")
-        self.quiet_for = time.time() - os.stat(self.console).st_mtime
+        quiet_for = time.time() - os.stat(self.console).st_mtime
         oks, bad = lv.tap_results(self.tapfile)
         for path in (self.console, self.tapfile):
             os.replace(path, f"{path}.{phase}")
         self.last_console = f"{self.console}.{phase}"
-        self.timeline(phase, started - t0, time.monotonic() - started)
-        want = 4 if phase == "write" else 3
+        self.timeline(phase, started - t0, time.monotonic() - started,
+                      quiet_for)
+        want = 3
         if bad or len(oks) != want:
             raise StepFailed("in the guest: " + (bad[0] if bad else
                                                  f"{len(oks)}/{want} checks "
@@ -353,7 +336,7 @@ class OnThisHost(Steps):
             raise StepFailed(f"{self.file} is still static after the guest "
                              f"powered off: {st}")
 
-    def timeline(self, phase, start, run):
+    def timeline(self, phase, start, run, quiet_for):
         """where the boot's time went, for the logs: virsh start, the
         guest's own clock at /init, its modules and its script's end, and
         until libvirt had it shut off"""
@@ -365,7 +348,7 @@ class OnThisHost(Steps):
                     marks.append(f"{what.split()[0]} {rest.split()[0]} s")
         text = (f"{phase} boot: virsh start {start:.1f} s, running "
                 f"{run:.1f} s; guest clock: {', '.join(marks)}; shut off "
-                f"{self.quiet_for:.1f} s after its last console line")
+                f"{quiet_for:.1f} s after its last console line")
         self.log(text)
         if self.tap:
             self.tap.diag(text)
@@ -390,7 +373,7 @@ class OnThisHost(Steps):
             self.step("define the guest, daxfile attach", self.guest)
             self.step("virsh start: the file static, layout changes refused"
                       if not self.dev_mode else "virsh start", self.start_guest)
-            self.step("first boot: check, write through MAP_SYNC, power off",
+            self.step("first boot: write through MAP_SYNC, power off",
                       self.boot, "write")
             self.step("second boot: verify", self.boot, "verify")
         except StepFailed:
@@ -409,24 +392,29 @@ def guest_env(phase, args):
             "DXQ_SIZE": args.write_size}
 
 
-def mount_of(path):
-    """'xfs -o dax=always on /mnt/pmem' for the mount holding @path"""
-    best = None
-    st = os.stat(path)
+def mounts():
+    """(mount point, filesystem type, dax options) of every mount here,
+    from /proc/self/mountinfo"""
     with open("/proc/self/mountinfo") as f:
         for line in f:
             fields = line.split()
             sep = fields.index("-")
-            mnt = fields[4].encode().decode("unicode_escape")
-            try:
-                if os.stat(mnt).st_dev != st.st_dev:
-                    continue
-            except OSError:
+            opts = fields[sep + 3].split(",") + fields[5].split(",")
+            yield (fields[4].encode().decode("unicode_escape"),
+                   fields[sep + 1], [o for o in opts if o.startswith("dax")])
+
+
+def mount_of(path):
+    """'xfs -o dax=always on /mnt/pmem' for the mount holding @path"""
+    best = None
+    dev = os.stat(path).st_dev
+    for mnt, fstype, dax in mounts():
+        try:
+            if os.stat(mnt).st_dev != dev:
                 continue
-            dax = [o for o in fields[sep + 3].split(",") + fields[5].split(",")
-                   if o.startswith("dax")]
-            best = (f"{fields[sep + 1]} -o {dax[0] if dax else 'no dax'} "
-                    f"on {mnt}")
+        except OSError:
+            continue
+        best = f"{fstype} -o {dax[0] if dax else 'no dax'} on {mnt}"
     return best
 
 
@@ -440,15 +428,7 @@ def log_tail(path, n=30):
 
 def dax_mounts():
     """mount points of DAX filesystems on this machine"""
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            sep = fields.index("-")
-            opts = fields[sep + 3].split(",") + fields[5].split(",")
-            if "dax" in opts or "dax=always" in opts:
-                out.append(fields[4])
-    return out
+    return [mnt for mnt, _, dax in mounts() if {"dax", "dax=always"} & set(dax)]
 
 
 class EmulatedHost(Steps):
@@ -498,7 +478,9 @@ class EmulatedHost(Steps):
             temporary=True)
         self.later("remove the emulated NVDIMM's backing file",
                    self.pmem.remove)
+        self.caps_cache = lv.caps_cache(self.args.kernel)
         inner = ["--dir", INSIDE_DIR, "--guest-files", self.guest_files,
+                 "--caps-cache", self.caps_cache,
                  "--size", self.args.size, "--write-size",
                  self.args.write_size, "--seed", str(self.args.seed),
                  "--timeout", str(self.args.timeout), "--guest-memory",
@@ -555,6 +537,8 @@ class Relay:
             self.t0 = q.begin(f"in it: {self.title}")
         elif kind == "comment" and text.startswith(FACT):
             q.facts.update(json.loads(text[len(FACT):]))
+        elif kind == "comment" and text.startswith(lv.CAPS_LINE):
+            lv.save_caps(text, q.caps_cache)
         elif kind == "comment":
             q.log(text)
             if self.failure and self.why is None:
@@ -658,6 +642,7 @@ def main():
     # inside the emulated host
     p.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--guest-files", help=argparse.SUPPRESS)
+    p.add_argument("--caps-cache", help=argparse.SUPPRESS)
     p.add_argument("--build-dir", default=os.path.join(TOP, "build"))
     args = p.parse_args()
     if os.geteuid() != 0:

@@ -34,9 +34,7 @@ count, against the chunks the source saw complete); both files are
 released.
 """
 
-import ctypes
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -51,7 +49,8 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
 sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
-from daxtest import DAXFILE, Tap, build_path, daxfile, enforced  # noqa: E402
+from daxtest import (DAXFILE, Tap, build_path, daxfile,  # noqa: E402
+                     enforced, layout_changes)
 import libvirt_env as lv  # noqa: E402
 
 lv.QUIET = True
@@ -162,7 +161,9 @@ def libvirtd_start(listen=False):
     """libvirtd by hand; listen: also on TCP without authentication (the
     two hosts of a migration, on their own network), with a host UUID of
     its own (both hosts share the test host's machine-id)"""
+    global SEEDED_CAPS
     t0 = time.monotonic()
+    SEEDED_CAPS = lv.seed_caps(os.environ.get("CHAIN_CAPS", ""))
     argv = ["taskset", "-c", "0", "libvirtd", "-d", "-p", PIDFILE]
     if listen:
         conf = "/run/chain-libvirtd.conf"
@@ -177,6 +178,16 @@ def libvirtd_start(listen=False):
             return time.monotonic() - t0
         time.sleep(0.3)
     return None
+
+
+SEEDED_CAPS = {}  # the probe cache libvirtd has, as the real host knows it
+
+
+def export_caps():
+    """After a define (libvirtd has probed the domain's QEMU by then): hand
+    each new probe to the real host for the next boot"""
+    global SEEDED_CAPS
+    SEEDED_CAPS = lv.export_caps(SEEDED_CAPS)
 
 
 def libvirtd_stop():
@@ -228,6 +239,7 @@ def domain(name, files):
     res = lv.define(xml, WORK, name)
     if res.returncode != 0:
         return res.stderr.strip()
+    export_caps()
     for path in files:
         res = daxfile("attach", name, path)
         if res.rc != 0:
@@ -237,13 +249,6 @@ def domain(name, files):
 
 # ------------------------------------------------- what must be refused
 
-FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
-FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_ZERO_RANGE = 0x08, 0x10
-FALLOC_FL_INSERT_RANGE = 0x20
-FICLONE = 0x40049409
-libc = ctypes.CDLL(None, use_errno=True)
-
-
 def attempt(func):
     """'done' when @func succeeded, else the errno name it failed with"""
     try:
@@ -251,70 +256,6 @@ def attempt(func):
         return "done"
     except OSError as e:
         return errno.errorcode.get(e.errno, str(e.errno))
-
-
-def fallocate(path, mode, off, length):
-    def call():
-        fd = os.open(path, os.O_RDWR)
-        try:
-            if libc.fallocate(fd, mode, ctypes.c_long(off),
-                              ctypes.c_long(length)) != 0:
-                e = ctypes.get_errno()
-                raise OSError(e, os.strerror(e))
-        finally:
-            os.close(fd)
-    return call
-
-
-def append(path):
-    def call():
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, b"\0" * 4096)
-        finally:
-            os.close(fd)
-    return call
-
-
-def ficlone(path):
-    """clone another file's blocks over the static one"""
-    def call():
-        src = path + ".src"
-        with open(src, "wb") as f:
-            f.write(b"x" * 4096)
-        try:
-            fd = os.open(path, os.O_RDWR)
-            try:
-                with open(src, "rb") as f:
-                    fcntl.ioctl(fd, FICLONE, f.fileno())
-            finally:
-                os.close(fd)
-        finally:
-            os.unlink(src)
-    return call
-
-
-def refusals(path):
-    size = os.path.getsize(path)
-    return {
-        "truncate": lambda: os.truncate(path, size - 2 * M),
-        "extend": lambda: os.truncate(path, size + 2 * M),
-        "open O_TRUNC": lambda: os.close(os.open(path,
-                                                 os.O_WRONLY | os.O_TRUNC)),
-        "append": append(path),
-        "fallocate": fallocate(path, 0, size, 2 * M),
-        "fallocate keep-size": fallocate(path, FALLOC_FL_KEEP_SIZE, size,
-                                         2 * M),
-        "punch hole": fallocate(path, FALLOC_FL_PUNCH_HOLE |
-                                FALLOC_FL_KEEP_SIZE, 0, 2 * M),
-        "zero range": fallocate(path, FALLOC_FL_ZERO_RANGE, 0, 2 * M),
-        "collapse range": fallocate(path, FALLOC_FL_COLLAPSE_RANGE, 0, 2 * M),
-        "insert range": fallocate(path, FALLOC_FL_INSERT_RANGE, 0, 2 * M),
-        "rename": lambda: os.rename(path, path + ".moved"),
-        "unlink": lambda: os.unlink(path),
-        "link": lambda: os.link(path, path + ".link"),
-        "FICLONE": ficlone(path),
-    }
 
 
 # ---------------------------------------------------------- stage first
@@ -344,7 +285,7 @@ def t_running(orig):
                f"{fs}: libvirt's DAC driver handed it to libvirt-qemu",
                owner_mode(path))
         before = layout(path)
-        got = {op: attempt(f) for op, f in refusals(path).items()}
+        got = {op: attempt(f) for op, f in layout_changes(path).items()}
         for stray in (path + ".moved", path + ".link"):
             if os.path.lexists(stray):  # a refusal that failed: undo it
                 os.unlink(stray)
@@ -413,6 +354,7 @@ def t_no_map_sync():
                         loader=lv.nested_loader(),
                         devices=f"    <emulator>{NOSYNC_QEMU}</emulator>\n")
     defined = lv.define(xml, WORK, name)
+    export_caps()
     att = daxfile("attach", name, NOSYNC) if defined.returncode == 0 \
         else None
     if not tap.ok(res.rc == 0 and att and att.rc == 0,

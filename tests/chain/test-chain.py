@@ -54,8 +54,8 @@ class Relay:
 
     LOCK = threading.Lock()
 
-    def __init__(self, tap, prefix):
-        self.tap, self.prefix = tap, prefix
+    def __init__(self, tap, prefix, caps):
+        self.tap, self.prefix, self.caps = tap, prefix, caps
         self.chunks = None
         self.results = 0
         self.passed = []
@@ -76,6 +76,8 @@ class Relay:
                 self.passed.append(val.name)
         elif kind == "bail":
             self.tap.ok(False, f"{self.prefix}: {text}")
+        elif kind == "comment" and text.startswith(lv.CAPS_LINE):
+            lv.save_caps(text, self.caps)
         elif kind == "comment":
             m = CRASH_RE.match(text)
             if m:
@@ -142,7 +144,7 @@ def migrate(args, tap, l2, workdir, logs, seed):
 
     def boot(side, image):
         peer = "dst" if side == "src" else "src"
-        relays[side] = Relay(tap, side)
+        relays[side] = Relay(tap, side, lv.caps_cache(sides[side]))
         net = ["-netdev", f"socket,id=n0,udp=127.0.0.1:{port[peer]},"
                f"localaddr=127.0.0.1:{port[side]}",
                "-device", "virtio-net-pci,netdev=n0,"
@@ -150,7 +152,8 @@ def migrate(args, tap, l2, workdir, logs, seed):
         env = {"CHAIN_STAGE": f"migrate-{side}",
                "CHAIN_MECH": MECH.get(sides[side], "immutable-guard"),
                "CHAIN_ADDR": addr[side], "CHAIN_PEER": addr[peer],
-               "CHAIN_L2DIR": l2dir, "CHAIN_SEED": str(seed)}
+               "CHAIN_L2DIR": l2dir, "CHAIN_SEED": str(seed),
+               "CHAIN_CAPS": lv.caps_cache(sides[side])}
         results[side] = image.boot(
             "chain-l1", env=env, on_tap=relays[side], pmems=[pmems[side]],
             hostroot=True, smp=2 if side == "src" else 1, memory="2G",
@@ -236,14 +239,15 @@ def main():
         f.truncate(256 << 20)
     base_env = {"CHAIN_MECH": MECH.get(args.kernel, "immutable-guard"),
                 "CHAIN_CRASH": args.crash,
-                "CHAIN_L2IO": "1" if args.l2_io else "0"}
+                "CHAIN_L2IO": "1" if args.l2_io else "0",
+                "CHAIN_CAPS": lv.caps_cache(args.kernel)}
     boot = dict(pmems=pmems, hostroot=True, smp=2, memory="3G",
                 timeout=args.timeout, extra_qemu=[
                     "-drive", f"file={disk},if=virtio,format=raw"])
     try:
         tap.diag(f"L1 {l1.kernel.describe()}, L2 {l2.kernel.describe()}, "
                  f"crash by {args.crash}, seed {seed}")
-        relay = Relay(tap, "boot 1")
+        relay = Relay(tap, "boot 1", lv.caps_cache(args.kernel))
         env = dict(base_env, CHAIN_STAGE="first",
                    CHAIN_L2DIR=l2_files(l2, workdir, "stream", seed))
         res = l1.boot("chain-l1", env=env, on_tap=relay,
@@ -257,7 +261,7 @@ def main():
             tap.ok(False, "boot 1 reached the crash point; boot 2 skipped")
             return tap.done()
         chunks = relay.chunks
-        relay = Relay(tap, "boot 2")
+        relay = Relay(tap, "boot 2", lv.caps_cache(args.kernel))
         env = dict(base_env, CHAIN_STAGE="after", CHAIN_COUNT=str(chunks),
                    CHAIN_L2DIR=l2_files(l2, workdir, "verify", seed, chunks))
         res = l1.boot("chain-l1", env=env, on_tap=relay,

@@ -320,6 +320,80 @@ def dev_of(path):
     return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
 
 
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
+FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_ZERO_RANGE = 0x08, 0x10
+FALLOC_FL_INSERT_RANGE = 0x20
+FICLONE = 0x40049409
+
+
+def fallocate(path, mode, off, length):
+    """fallocate(2) on @path; OSError with the errno when it fails"""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        if libc.fallocate(fd, mode, ctypes.c_long(off),
+                          ctypes.c_long(length)) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e), path)
+    finally:
+        os.close(fd)
+
+
+def _append(path):
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, b"\0" * 4096)
+    finally:
+        os.close(fd)
+
+
+def _ficlone(path):
+    """clone another file's blocks over @path"""
+    import fcntl
+    src = path + ".src"
+    with open(src, "wb") as f:
+        f.write(b"x" * 4096)
+    try:
+        fd = os.open(path, os.O_RDWR)
+        try:
+            with open(src, "rb") as f:
+                fcntl.ioctl(fd, FICLONE, f.fileno())
+        finally:
+            os.close(fd)
+    finally:
+        os.unlink(src)
+
+
+def layout_changes(path):
+    """Every way to change @path's size or block map, or its name, that a
+    static file must refuse: {what: callable}. A rename goes to
+    PATH.moved, a link to PATH.link (for the caller to undo)."""
+    size = os.path.getsize(path)
+    M2 = 2 << 20
+    return {
+        "truncate": lambda: os.truncate(path, size - M2),
+        "extend": lambda: os.truncate(path, size + M2),
+        "open O_TRUNC": lambda: os.close(os.open(path,
+                                                 os.O_WRONLY | os.O_TRUNC)),
+        "append": lambda: _append(path),
+        "fallocate": lambda: fallocate(path, 0, size, M2),
+        "fallocate keep-size": lambda: fallocate(path, FALLOC_FL_KEEP_SIZE,
+                                                 size, M2),
+        "punch hole": lambda: fallocate(path, FALLOC_FL_PUNCH_HOLE |
+                                        FALLOC_FL_KEEP_SIZE, 0, M2),
+        "zero range": lambda: fallocate(path, FALLOC_FL_ZERO_RANGE, 0, M2),
+        "collapse range": lambda: fallocate(path, FALLOC_FL_COLLAPSE_RANGE,
+                                            0, M2),
+        "insert range": lambda: fallocate(path, FALLOC_FL_INSERT_RANGE, 0,
+                                          M2),
+        "rename": lambda: os.rename(path, path + ".moved"),
+        "unlink": lambda: os.unlink(path),
+        "link": lambda: os.link(path, path + ".link"),
+        "FICLONE": lambda: _ficlone(path),
+    }
+
+
 _FAKE_SYNC_DIRS = {}
 
 
