@@ -69,7 +69,7 @@ touch a.img b.img
 mkdir sub
 
 commands="attach check create detach disable domain-xml enable list repair"
-commands+=" run selftest status"
+commands+=" run selftest status wipe"
 expect "--help --version $commands" daxfile ""
 expect "status" daxfile st
 expect "--align --allow-non-dax --help --json --size --version" \
@@ -89,7 +89,7 @@ expect "qemu:///session qemu:///system" daxfile detach -c ""
 
 # every command's long options, as its --help lists them
 for cmd in create check status enable disable run attach detach domain-xml \
-    list repair selftest; do
+    list repair selftest wipe; do
     want=$("$daxfile" "$cmd" --help | grep -o -- '--[a-z][a-z-]*' | sort -u |
         tr '\n' ' ' | sed 's/ $//')
     got=$(complete_words daxfile "$cmd" --)
