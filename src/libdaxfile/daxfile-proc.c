@@ -8,8 +8,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <json-glib/json-glib.h>
-
+#include "daxfile-json.h"
 #include "daxfile-proc.h"
 #include "daxfile-util.h"
 
@@ -330,20 +329,13 @@ daxfile_mapping_to_json(const DaxfileProcMap *map)
     g_autoptr(JsonBuilder) b = json_builder_new();
 
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "start");
-    json_builder_add_int_value(b, (gint64)map->start);
-    json_builder_set_member_name(b, "end");
-    json_builder_add_int_value(b, (gint64)map->end);
-    json_builder_set_member_name(b, "offset");
-    json_builder_add_int_value(b, (gint64)map->offset);
-    json_builder_set_member_name(b, "shared");
-    json_builder_add_boolean_value(b, map->shared);
-    json_builder_set_member_name(b, "sync");
-    json_builder_add_boolean_value(b, map->sync);
-    json_builder_set_member_name(b, "vmas");
-    json_builder_add_int_value(b, map->vmas);
-    json_builder_set_member_name(b, "others");
-    json_builder_add_int_value(b, map->others);
+    daxfile_json_add_int(b, "start", (gint64)map->start);
+    daxfile_json_add_int(b, "end", (gint64)map->end);
+    daxfile_json_add_int(b, "offset", (gint64)map->offset);
+    daxfile_json_add_bool(b, "shared", map->shared);
+    daxfile_json_add_bool(b, "sync", map->sync);
+    daxfile_json_add_int(b, "vmas", map->vmas);
+    daxfile_json_add_int(b, "others", map->others);
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }

@@ -19,13 +19,6 @@
 #include "daxfile-util.h"
 #include "daxfile-wipe.h"
 
-#ifndef MAP_SYNC
-#define MAP_SYNC 0x80000
-#endif
-#ifndef MAP_SHARED_VALIDATE
-#define MAP_SHARED_VALIDATE 0x03
-#endif
-
 /* zeroed and made durable between two progress marks */
 #define WIPE_CHUNK (8u << 20)
 
