@@ -88,6 +88,7 @@ print_qemu(JsonObject *q)
     JsonObject *m = mn && !json_node_is_null(mn) ? json_node_get_object(mn)
                                                  : NULL;
     g_autofree char *size = NULL;
+    const char *sync;
 
     if (!m || !json_object_get_boolean_member(q, "attested")) {
         printf("qemu:         NOT ATTESTED: %s\n",
@@ -96,11 +97,16 @@ print_qemu(JsonObject *q)
     }
     size = daxfile_size_format(json_object_get_int_member(m, "end") -
                                json_object_get_int_member(m, "start"));
+    if (json_object_get_boolean_member(m, "sync"))
+        sync = "MAP_SYNC";
+    else if (!json_object_get_boolean_member(q, "dax"))
+        sync = "without MAP_SYNC (not DAX)";
+    else
+        sync = "without MAP_SYNC (virtio-pmem: durable at the guest's "
+               "flush)";
     printf("qemu:         pid %" G_GINT64_FORMAT " maps %s of it, shared, "
            "%s, at 0x%" G_GINT64_MODIFIER "x\n",
-           json_object_get_int_member(q, "pid"), size,
-           json_object_get_boolean_member(m, "sync") ? "MAP_SYNC"
-           : "without MAP_SYNC (not DAX)",
+           json_object_get_int_member(q, "pid"), size, sync,
            (guint64)json_object_get_int_member(m, "start"));
 }
 

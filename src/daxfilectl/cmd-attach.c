@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * daxfile attach DOMAIN PATH [--create --size S] ...: wire a file as an nvdimm
+ *                                 (or, --model virtio-pmem, a virtio-pmem device)
  * daxfile detach DOMAIN PATH: remove it from the definition
  * daxfile domain-xml PATH ...: print the device XML, no libvirt involved
  */
@@ -18,6 +19,7 @@
 #include "daxfile-wipe.h"
 #include "daxfilectl.h"
 
+static char *arg_model;
 static char *arg_size;
 static char *arg_align;
 static char *arg_label;
@@ -29,19 +31,22 @@ static gboolean arg_allow_non_dax;
 static gboolean arg_no_check;
 
 #define SPEC_OPTIONS                                                         \
+    {"model", 0, 0, G_OPTION_ARG_STRING, &arg_model,                       \
+     "Device model: nvdimm (default) or virtio-pmem", "MODEL"},              \
     {"size", 's', 0, G_OPTION_ARG_STRING, &arg_size,                         \
      "Device size, equal to the file's size (default: the file's size)",     \
      "SIZE"},                                                                \
     {"align", 'a', 0, G_OPTION_ARG_STRING, &arg_align,                       \
-     "Device alignsize, and the page size the file must support "            \
+     "Device alignsize (nvdimm), and the page size the file must support "   \
      "(default 2M)",                                                         \
      "SIZE"},                                                                \
     {"label-size", 'l', 0, G_OPTION_ARG_STRING, &arg_label,                  \
-     "NVDIMM label area at the end of the file (at least 128K)", "SIZE"},    \
+     "NVDIMM label area at the end of the file (at least 128K; nvdimm "      \
+     "only)", "SIZE"},                                                       \
     {"node", 'n', 0, G_OPTION_ARG_INT, &arg_node,                            \
-     "Guest NUMA node (default 0)", "N"},                                    \
+     "Guest NUMA node (default 0; nvdimm only)", "N"},                       \
     {"readonly", 0, 0, G_OPTION_ARG_NONE, &arg_readonly,                     \
-     "Give the guest a read-only nvdimm", NULL}
+     "Give the guest a read-only nvdimm (nvdimm only)", NULL}
 
 static const GOptionEntry attach_options[] = {
     SPEC_OPTIONS,
@@ -84,6 +89,22 @@ spec_from_options(const char *cmd, const char *path, DaxfileNvdimmSpec *spec,
     spec->label_size = 0;
     spec->node = arg_node;
     spec->readonly = arg_readonly;
+    spec->model = DAXFILE_DEVICE_NVDIMM;
+    if (arg_model && !daxfile_device_model_from_string(arg_model,
+                                                       &spec->model)) {
+        *ret_exit = cli_usage_error(cmd, "--model must be nvdimm or "
+                                    "virtio-pmem, not '%s'", arg_model);
+        return FALSE;
+    }
+    if (spec->model == DAXFILE_DEVICE_VIRTIO_PMEM &&
+        (arg_label || arg_node || arg_readonly)) {
+        /* libvirt would drop them without a word */
+        *ret_exit = cli_usage_error(cmd, "a virtio-pmem device has no %s; "
+                                    "drop it, or use --model nvdimm",
+                                    arg_label ? "--label-size"
+                                    : arg_node ? "--node" : "--readonly");
+        return FALSE;
+    }
     if (!cli_parse_align(cmd, arg_align, &spec->align, ret_exit) ||
         (arg_size && !cli_parse_size(cmd, "size", arg_size, &spec->size,
                                      ret_exit)) ||
@@ -105,6 +126,7 @@ spec_check_settings(const DaxfileNvdimmSpec *spec, GError **error)
     g_autofree char *name = daxfile_escape(spec->path);
     DaxfileNvdimm nv = {0};
 
+    nv.model = spec->model;
     nv.access = (char *)"shared";
     nv.pmem = TRUE;
     nv.alignsize = spec->align;
@@ -171,8 +193,9 @@ cmd_attach(int argc, char **argv)
     int ret = CLI_EXIT_OK;
 
     if (!cli_parse("attach", "DOMAIN PATH",
-                   "Attach PATH to DOMAIN as an nvdimm (persistent; also live "
-                   "when the running domain can hot-plug one).",
+                   "Attach PATH to DOMAIN as an nvdimm or a virtio-pmem "
+                   "device (persistent; also live when the running domain "
+                   "can hot-plug one).",
                    attach_options, &argc, &argv, &ret))
         return ret;
     if (argc != 3)
@@ -235,9 +258,9 @@ cmd_domain_xml(int argc, char **argv)
     int ret = CLI_EXIT_OK;
 
     if (!cli_parse("domain-xml", "PATH",
-                   "Print the <memory model='nvdimm'> device XML for PATH "
-                   "(for virsh attach-device or a domain definition), "
-                   "after the checks attach makes.",
+                   "Print the <memory model='nvdimm'> (or 'virtio-pmem') "
+                   "device XML for PATH (for virsh attach-device or a "
+                   "domain definition), after the checks attach makes.",
                    xml_options, &argc, &argv, &ret))
         return ret;
     if (argc != 2)

@@ -84,7 +84,7 @@ daxfile_attest_read_smaps(pid_t pid, GError **error)
 gboolean
 daxfile_attest(pid_t pid, const char *smaps, int fd, const struct stat *st,
                const char *path, guint64 size, guint64 align,
-               DaxfileAttestation *ret, GError **error)
+               gboolean need_sync, DaxfileAttestation *ret, GError **error)
 {
     g_autofree char *own = NULL;
     g_autofree char *name = daxfile_escape(path);
@@ -97,6 +97,7 @@ daxfile_attest(pid_t pid, const char *smaps, int fd, const struct stat *st,
     memset(ret, 0, sizeof(*ret));
     ret->pid = pid;
     ret->dax = daxfile_fs_dax(fd) == DAXFILE_TRI_YES;
+    ret->need_sync = need_sync;
     if (!smaps && !(smaps = own = daxfile_attest_read_smaps(pid, &local)))
         return fail(ret, error, "%s", local->message);
     ret->mapped = daxfile_smaps_find(smaps, st->st_dev, st->st_ino, map);
@@ -107,8 +108,7 @@ daxfile_attest(pid_t pid, const char *smaps, int fd, const struct stat *st,
     if (!map->shared)
         return fail(ret, error, "QEMU (pid %d) mapped '%s' private, so "
                     "guest writes never reach the file; fix: <memory "
-                    "model='nvdimm' access='shared'> and a QEMU that honours "
-                    "it", p, name);
+                    "access='shared'> and a QEMU that honours it", p, name);
     if (map->offset != 0 || map->end - map->start < size) {
         have = daxfile_size_format(map->end - map->start);
         want = daxfile_size_format(size);
@@ -124,7 +124,7 @@ daxfile_attest(pid_t pid, const char *smaps, int fd, const struct stat *st,
                     "no huge-page faults; fix: <alignsize> in <source> and a "
                     "QEMU that honours it", p, name, map->start, want);
     }
-    if (ret->dax && !map->sync)
+    if (need_sync && ret->dax && !map->sync)
         return fail(ret, error, "QEMU (pid %d) mapped the DAX file '%s' "
                     "without MAP_SYNC, so guest writes are not durable until "
                     "the host syncs the file (QEMU warns of it in the "
@@ -151,6 +151,7 @@ daxfile_attestation_to_json(const DaxfileAttestation *a)
     else
         json_builder_add_null_value(b);
     daxfile_json_add_bool(b, "dax", a->dax);
+    daxfile_json_add_bool(b, "map_sync_required", a->dax && a->need_sync);
     daxfile_json_add_bool(b, "attested", a->attested);
     daxfile_json_add_string(b, "problem", a->problem);
     json_builder_end_object(b);

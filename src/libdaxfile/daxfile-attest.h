@@ -23,7 +23,9 @@ typedef struct {
     pid_t pid;           /* QEMU's, -1 when unknown */
     gboolean mapped;     /* @map is QEMU's mapping of the file */
     DaxfileProcMap map;
-    gboolean dax;        /* the file is DAX: MAP_SYNC is required */
+    gboolean dax;        /* the file is DAX */
+    gboolean need_sync;  /* the device wants MAP_SYNC on DAX (an nvdimm;
+                          * virtio-pmem is made durable by fsync()) */
     gboolean attested;   /* every check passed */
     char *problem;       /* else what is wrong, with the fix */
 } DaxfileAttestation;
@@ -42,16 +44,17 @@ pid_t daxfile_attest_qemu_pid(const char *pid_dir, const char *domain,
 char *daxfile_attest_read_smaps(pid_t pid, GError **error);
 
 /* Attest QEMU (@pid)'s mapping of the file @fd (@st, @path for messages)
- * for a device of @size bytes with <alignsize> @align (0: none), from
- * @smaps (daxfile_attest_read_smaps(); NULL: read it now). Fills @ret;
- * FALSE with @error set to its problem when a check fails. */
+ * for a device of @size bytes with <alignsize> @align (0: none), that on
+ * DAX must be synchronous when @need_sync, from @smaps
+ * (daxfile_attest_read_smaps(); NULL: read it now). Fills @ret; FALSE
+ * with @error set to its problem when a check fails. */
 gboolean daxfile_attest(pid_t pid, const char *smaps, int fd,
                         const struct stat *st, const char *path,
-                        guint64 size, guint64 align, DaxfileAttestation *ret,
-                        GError **error);
+                        guint64 size, guint64 align, gboolean need_sync,
+                        DaxfileAttestation *ret, GError **error);
 
 /* {"pid", "mapping" (daxfile_mapping_to_json, or null), "dax",
- *  "attested", "problem"} */
+ *  "map_sync_required", "attested", "problem"} */
 JsonNode *daxfile_attestation_to_json(const DaxfileAttestation *a);
 
 G_END_DECLS

@@ -18,6 +18,38 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlXPathContext, xmlXPathFreeContext)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlXPathObject, xmlXPathFreeObject)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlDoc, xmlFreeDoc)
 
+static const char *const model_names[] = {
+    [DAXFILE_DEVICE_NVDIMM] = "nvdimm",
+    [DAXFILE_DEVICE_VIRTIO_PMEM] = "virtio-pmem",
+};
+
+const char *
+daxfile_device_model_to_string(DaxfileDeviceModel model)
+{
+    return model_names[model];
+}
+
+gboolean
+daxfile_device_model_from_string(const char *name, DaxfileDeviceModel *ret)
+{
+    guint i;
+
+    for (i = 0; name && i < G_N_ELEMENTS(model_names); i++) {
+        if (STREQ(name, model_names[i])) {
+            *ret = (DaxfileDeviceModel)i;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+guint64
+daxfile_nvdimm_page(const DaxfileNvdimm *nv)
+{
+    return nv->model == DAXFILE_DEVICE_VIRTIO_PMEM ? DAXFILE_DEFAULT_ALIGN
+                                                   : nv->alignsize;
+}
+
 static void
 nvdimm_free(DaxfileNvdimm *nv)
 {
@@ -142,8 +174,25 @@ size_of(xmlNode *node, const char *what, guint64 *ret, GError **error)
     return FALSE;
 }
 
+/* A pmem device: <memory model='nvdimm'> or <memory model='virtio-pmem'>
+ * right under <devices> */
+static gboolean
+is_nvdimm(xmlNode *node)
+{
+    g_autofree char *model = NULL;
+    DaxfileDeviceModel kind;
+
+    if (!node || node->type != XML_ELEMENT_NODE ||
+        STRNEQ((const char *)node->name, "memory") || !node->parent ||
+        STRNEQ((const char *)node->parent->name, "devices"))
+        return FALSE;
+    model = attr_of(node, "model");
+    return daxfile_device_model_from_string(model, &kind);
+}
+
 static DaxfileNvdimm *
-nvdimm_parse(xmlNode *mem, guint index, GError **error)
+nvdimm_parse(xmlNode *mem, DaxfileDeviceModel model, guint index,
+             GError **error)
 {
     g_autoptr(GError) local = NULL;
     DaxfileNvdimm *nv = g_new0(DaxfileNvdimm, 1);
@@ -153,6 +202,7 @@ nvdimm_parse(xmlNode *mem, guint index, GError **error)
     guint64 n = 0;
 
     nv->index = index;
+    nv->model = model;
     nv->access = attr_of(mem, "access");
     nv->alias = attr_of(child(mem, "alias"), "name");
     nv->path = text_of(child(source, "path"));
@@ -181,6 +231,7 @@ parse_devices(DaxfileDomain *dom, xmlNode *devices, GError **error)
 
     for (c = devices ? devices->children : NULL; c; c = c->next) {
         g_autofree char *model = NULL;
+        DaxfileDeviceModel kind;
         guint64 size = 0;
 
         if (c->type != XML_ELEMENT_NODE || STRNEQ((const char *)c->name,
@@ -192,8 +243,8 @@ parse_devices(DaxfileDomain *dom, xmlNode *devices, GError **error)
         dom->devices_memory += size;
         dom->memory_devices++;
         model = attr_of(c, "model");
-        if (model && STREQ(model, "nvdimm")) {
-            DaxfileNvdimm *nv = nvdimm_parse(c, index++, error);
+        if (daxfile_device_model_from_string(model, &kind)) {
+            DaxfileNvdimm *nv = nvdimm_parse(c, kind, index++, error);
 
             if (!nv)
                 return FALSE;
@@ -349,12 +400,9 @@ daxfile_domain_rewrite_paths(DaxfileDomain *dom, GHashTable *paths,
     guint index = 0;
 
     for (c = devices ? devices->children : NULL; c; c = c->next) {
-        g_autofree char *model = attr_of(c, "model");
         const char *to;
 
-        if (c->type != XML_ELEMENT_NODE ||
-            STRNEQ((const char *)c->name, "memory") || !model ||
-            STRNEQ(model, "nvdimm"))
+        if (!is_nvdimm(c))
             continue;
         to = g_hash_table_lookup(paths, GUINT_TO_POINTER(index++));
         if (!to)
@@ -400,15 +448,21 @@ daxfile_nvdimm_device_xml(const DaxfileNvdimmSpec *spec, GError **error)
                     "domain XML; rename the file", name);
         return NULL;
     }
-    xmlNewProp(mem, (const xmlChar *)"model", (const xmlChar *)"nvdimm");
+    xmlNewProp(mem, (const xmlChar *)"model",
+               (const xmlChar *)daxfile_device_model_to_string(spec->model));
     xmlNewProp(mem, (const xmlChar *)"access", (const xmlChar *)"shared");
     source = xmlNewChild(mem, NULL, (const xmlChar *)"source", NULL);
     xmlNewTextChild(source, NULL, (const xmlChar *)"path",
                     (const xmlChar *)spec->path);
-    add_size(source, "alignsize", spec->align);
-    xmlNewChild(source, NULL, (const xmlChar *)"pmem", NULL);
     target = xmlNewChild(mem, NULL, (const xmlChar *)"target", NULL);
     add_size(target, "size", spec->size);
+    if (spec->model == DAXFILE_DEVICE_VIRTIO_PMEM) {
+        /* libvirt keeps neither <alignsize>, <pmem/>, <node>, a label
+         * nor <readonly/> of a virtio-pmem device */
+        goto done;
+    }
+    add_size(source, "alignsize", spec->align);
+    xmlNewChild(source, NULL, (const xmlChar *)"pmem", NULL);
     xmlNewTextChild(target, NULL, (const xmlChar *)"node",
                     (const xmlChar *)node);
     if (spec->label_size)
@@ -416,6 +470,7 @@ daxfile_nvdimm_device_xml(const DaxfileNvdimmSpec *spec, GError **error)
                  "size", spec->label_size);
     if (spec->readonly)
         xmlNewChild(target, NULL, (const xmlChar *)"readonly", NULL);
+done:
     buf = xmlBufferCreate();
     xmlNodeDump(buf, doc, mem, 0, 1);
     out = g_strconcat((const char *)xmlBufferContent(buf), "\n", NULL);
@@ -493,19 +548,6 @@ add_qemu_value(GPtrArray *refs, xmlAttr *attr, const char *value)
         if (v[0] == '/')
             add_ref(refs, (xmlNode *)attr, v, -1);
     }
-}
-
-static gboolean
-is_nvdimm(xmlNode *node)
-{
-    g_autofree char *model = NULL;
-
-    if (!node || node->type != XML_ELEMENT_NODE ||
-        STRNEQ((const char *)node->name, "memory") || !node->parent ||
-        STRNEQ((const char *)node->parent->name, "devices"))
-        return FALSE;
-    model = attr_of(node, "model");
-    return model && STREQ(model, "nvdimm");
 }
 
 static void
@@ -590,13 +632,10 @@ daxfile_domain_nvdimm_xml(DaxfileDomain *dom, guint index)
     guint i = 0;
 
     for (c = devices ? devices->children : NULL; c; c = c->next) {
-        g_autofree char *model = attr_of(c, "model");
         xmlBuffer *buf;
         char *out;
 
-        if (c->type != XML_ELEMENT_NODE ||
-            STRNEQ((const char *)c->name, "memory") || !model ||
-            STRNEQ(model, "nvdimm") || i++ != index)
+        if (!is_nvdimm(c) || i++ != index)
             continue;
         buf = xmlBufferCreate();
         xmlNodeDump(buf, dom->doc, c, 0, 1);
@@ -702,7 +741,7 @@ daxfile_domain_check_attach(const DaxfileDomain *dom,
                     "fix: --node 0", name, dom->numa_cells, spec->node);
         return FALSE;
     }
-    if (!dom->acpi) {
+    if (!dom->acpi && spec->model == DAXFILE_DEVICE_NVDIMM) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Domain '%s' has no <features><acpi/>, and QEMU refuses "
                     "memory devices without ACPI; fix: add <acpi/> to "

@@ -6,6 +6,10 @@
  *     <source><path/><alignsize/><pmem/></source>
  *     <target><size/><node/><label><size/></label><readonly/></target>
  *   </memory>
+ *   <memory model='virtio-pmem' access='shared'>
+ *     <source><path/></source>
+ *     <target><size/></target>
+ *   </memory>
  *
  * Parsed with libxml2, no network, no entity substitution, and any
  * DOCTYPE refused (domain XML never has one; entity bombs need one).
@@ -19,8 +23,26 @@ G_BEGIN_DECLS
 #define DAXFILE_DOMXML_MAX (G_GUINT64_CONSTANT(16) << 20)
 #define DAXFILE_MIN_LABEL_SIZE (G_GUINT64_CONSTANT(128) << 10)
 
+/* The two file-backed pmem devices of libvirt. An nvdimm is mapped by QEMU
+ * with MAP_SYNC (<pmem/>) and the guest's stores are durable once flushed
+ * from its CPU cache; a virtio-pmem device is mapped without it, and the
+ * guest makes its stores durable with the device's flush request, which
+ * QEMU serves with fsync() of the file. */
+typedef enum {
+    DAXFILE_DEVICE_NVDIMM = 0,
+    DAXFILE_DEVICE_VIRTIO_PMEM,
+} DaxfileDeviceModel;
+
+/* "nvdimm", "virtio-pmem" (libvirt's <memory model=...>) */
+const char *daxfile_device_model_to_string(DaxfileDeviceModel model);
+/* FALSE for any other model */
+gboolean daxfile_device_model_from_string(const char *name,
+                                          DaxfileDeviceModel *ret);
+
+/* One pmem device of either model ("nvdimm" in names below means both) */
 typedef struct {
-    guint index;        /* position among the domain's nvdimms */
+    guint index;        /* position among the domain's pmem devices */
+    DaxfileDeviceModel model;
     char *alias;        /* <alias name=>, or NULL */
     char *access;       /* "shared", "private", or NULL */
     char *path;         /* <source><path>, or NULL */
@@ -49,11 +71,18 @@ typedef struct {
 typedef struct {
     const char *path;
     guint64 size;       /* bytes; the backing file's size */
-    guint64 align;      /* bytes */
-    guint64 label_size; /* bytes, 0 = no label */
-    gint node;          /* guest NUMA node */
+    guint64 align;      /* bytes: nvdimm <alignsize>; for virtio-pmem only
+                         * the page size the file's extents are checked for */
+    guint64 label_size; /* bytes, 0 = no label (nvdimm only) */
+    gint node;          /* guest NUMA node (nvdimm only) */
     gboolean readonly;
+    DaxfileDeviceModel model;
 } DaxfileNvdimmSpec;
+
+/* The page size @nv's file must back with aligned extents: <alignsize>
+ * of an nvdimm; 2 MiB for virtio-pmem, which has none (QEMU maps it
+ * page-aligned, so this is what a guest's huge pages would need) */
+guint64 daxfile_nvdimm_page(const DaxfileNvdimm *nv);
 
 void daxfile_domain_free(DaxfileDomain *dom);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileDomain, daxfile_domain_free)
@@ -101,7 +130,8 @@ gboolean daxfile_scale_parse(const char *value, const char *unit,
                              GError **error);
 
 
-/* The <memory model='nvdimm'> device XML for @spec, formatted */
+/* The <memory model='nvdimm'> (or 'virtio-pmem') device XML for @spec,
+ * formatted */
 char *daxfile_nvdimm_device_xml(const DaxfileNvdimmSpec *spec,
                                 GError **error);
 

@@ -28,8 +28,10 @@ dev_label(const Hook *h, const DaxfileNvdimm *nv)
 {
     g_autofree char *dom = daxfile_escape(h->dom->name);
     g_autofree char *path = daxfile_escape(nv->path ? nv->path : "");
-    g_autofree char *dev = nv->alias ? daxfile_escape(nv->alias)
-                                     : g_strdup_printf("nvdimm#%u", nv->index);
+    g_autofree char *dev = nv->alias
+        ? daxfile_escape(nv->alias)
+        : g_strdup_printf("%s#%u", daxfile_device_model_to_string(nv->model),
+                          nv->index);
 
     return g_strdup_printf("domain '%s' %s '%s'", dom, dev, path);
 }
@@ -57,9 +59,21 @@ daxfile_hook_check_device(const DaxfileNvdimm *nv, GError **error)
     if (!nv->access || STRNEQ(nv->access, "shared")) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "access is '%s', so guest writes never reach the file; "
-                    "fix: <memory model='nvdimm' access='shared'>",
-                    nv->access ? nv->access : "unset (private)");
+                    "fix: <memory model='%s' access='shared'>",
+                    nv->access ? nv->access : "unset (private)",
+                    daxfile_device_model_to_string(nv->model));
         return FALSE;
+    }
+    if (nv->model == DAXFILE_DEVICE_VIRTIO_PMEM) {
+        /* no MAP_SYNC, no alignment, no label: QEMU maps the file shared
+         * and serves the guest's flush requests with fsync() */
+        if (!nv->size) {
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                        "<target> has no <size>; fix: set it to the file's "
+                        "size");
+            return FALSE;
+        }
+        return TRUE;
     }
     if (!nv->pmem) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
@@ -161,7 +175,7 @@ dev_validate(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
                     "</size>", name, have, want, (guint64)st.st_size >> 10);
         return -1;
     }
-    report = daxfile_report_build(fd, nv->path, nv->alignsize,
+    report = daxfile_report_build(fd, nv->path, daxfile_nvdimm_page(nv),
                                   root->allow_non_dax, error);
     if (!report || !daxfile_report_require_ready(report, error))
         return -1;
@@ -286,8 +300,8 @@ check_no_alias(const Hook *h, GArray *devs, GError **error)
             other = dev_label(h, first);
             dev_fail(h, nv, g_error_new(
                 DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                "is the same file as %s, and the guest would see two "
-                "NVDIMMs over one storage; fix: give each nvdimm a file of "
+                "is the same file as %s, and the guest would see two pmem "
+                "devices over one storage; fix: give each device a file of "
                 "its own ('daxfile create')", other), error);
             return FALSE;
         }
@@ -434,7 +448,8 @@ dev_items(const Hook *h, GArray *devs, GArray *fds)
         DaxfileStaticItem it = {
             .fd = g_array_index(fds, int, i),
             .path = d->nv->path,
-            .params = {.align = d->nv->alignsize,
+            .params = {.align = daxfile_nvdimm_page(d->nv),
+                       .device = daxfile_device_model_to_string(d->nv->model),
                        .allow_non_dax = d->root->allow_non_dax,
                        .owner = h->owner,
                        .owner_uuid = h->dom->uuid,
@@ -502,16 +517,18 @@ note(const Hook *h, const DaxfileNvdimm *nv, const char *text)
 }
 
 /* What QEMU really mapped of the device's file (@fd, @st): shared, all of
- * it, aligned to <alignsize>, with MAP_SYNC on DAX (daxfile-attest.h) */
+ * it; for an nvdimm also aligned to <alignsize> and with MAP_SYNC on DAX
+ * (daxfile-attest.h) */
 static gboolean
 attest(const Hook *h, const DaxfileNvdimm *nv, pid_t pid, const char *smaps,
        int fd, const struct stat *st, GError **error)
 {
     g_auto(DaxfileAttestation) a = {0};
+    gboolean nvdimm = nv->model == DAXFILE_DEVICE_NVDIMM;
     GError *local = NULL;
 
     if (daxfile_attest(pid, smaps, fd, st, nv->path, nv->size,
-                       nv->alignsize, &a, &local))
+                       nvdimm ? nv->alignsize : 0, nvdimm, &a, &local))
         return TRUE;
     return dev_fail(h, nv, local, error);
 }
@@ -641,7 +658,7 @@ ensure_file(const Hook *h, const DaxfileNvdimm *nv, const char *path,
     dirfd = daxfile_dir_open_beneath(root->path, dir, &local);
     if (dirfd >= 0) {
         DaxfileCreateParams params = {.size = nv->size,
-                                      .align = nv->alignsize,
+                                      .align = daxfile_nvdimm_page(nv),
                                       .allow_non_dax = root->allow_non_dax};
         g_autoptr(DaxfileReport) made = daxfile_create_at(dirfd, path,
                                                           &params, NULL,

@@ -85,6 +85,7 @@ daxfile_entry_free(DaxfileEntry *entry)
     g_free(entry->path);
     g_free(entry->owner);
     g_free(entry->owner_uuid);
+    g_free(entry->device);
     g_free(entry->fingerprint);
     g_free(entry->since);
     g_free(entry->boot_id);
@@ -101,6 +102,7 @@ daxfile_entry_copy(const DaxfileEntry *entry)
     copy->path = g_strdup(entry->path);
     copy->owner = g_strdup(entry->owner);
     copy->owner_uuid = g_strdup(entry->owner_uuid);
+    copy->device = g_strdup(entry->device);
     copy->fingerprint = g_strdup(entry->fingerprint);
     copy->since = g_strdup(entry->since);
     copy->boot_id = g_strdup(entry->boot_id);
@@ -205,6 +207,7 @@ entry_from_json(JsonObject *obj)
     e->ino = (guint64)json_object_get_int_member_with_default(obj, "ino", 0);
     e->owner = g_strdup(member_string(obj, "owner"));
     e->owner_uuid = g_strdup(member_string(obj, "owner_uuid"));
+    e->device = g_strdup(member_string(obj, "device"));
     e->pid = json_object_get_int_member_with_default(obj, "pid", 0);
     e->align = (guint64)json_object_get_int_member_with_default(obj, "align",
                                                                 0);
@@ -405,6 +408,8 @@ entry_to_json(JsonBuilder *b, const DaxfileEntry *e)
     daxfile_json_add_string(b, "mechanism", daxfile_mechanism_to_string(e->mechanism));
     daxfile_json_add_string(b, "owner", e->owner);
     daxfile_json_add_string(b, "owner_uuid", e->owner_uuid);
+    if (e->device)
+        daxfile_json_add_string(b, "device", e->device);
     daxfile_json_add_int(b, "pid", e->pid);
     daxfile_json_add_int(b, "align", (gint64)e->align);
     daxfile_json_add_string(b, "fingerprint", e->fingerprint);

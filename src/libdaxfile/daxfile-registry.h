@@ -38,6 +38,8 @@ typedef struct {
     DaxfileMechanism mechanism;
     char *owner;        /* "domain:NAME", "pid:N" or a user-given name */
     char *owner_uuid;   /* domain uuid, or NULL */
+    char *device;       /* the domain's device model ("nvdimm",
+                         * "virtio-pmem"), or NULL */
     gint64 pid;         /* consumer process for `run`, 0 otherwise */
     guint64 align;
     char *fingerprint;  /* extent-map digest at enable */

@@ -382,6 +382,7 @@ entry_new(const char *path, int fd, const struct stat *st,
     e->mechanism = mech;
     e->owner = g_strdup(params->owner);
     e->owner_uuid = g_strdup(params->owner_uuid);
+    e->device = g_strdup(params->device);
     e->pid = params->pid;
     e->align = params->align;
     e->fingerprint = g_strdup(report->fingerprint);
@@ -994,6 +995,7 @@ entry_members(JsonBuilder *b, const DaxfileEntry *e)
                        daxfile_mechanism_to_string(e->mechanism));
     daxfile_json_add_string(b, "owner", e->owner);
     daxfile_json_add_string(b, "owner_uuid", e->owner_uuid);
+    daxfile_json_add_string(b, "device", e->device);
     daxfile_json_add_int(b, "pid", e->pid);
     daxfile_json_add_int(b, "align", (gint64)e->align);
     daxfile_json_add_string(b, "since", e->since);
@@ -1002,7 +1004,7 @@ entry_members(JsonBuilder *b, const DaxfileEntry *e)
 
 /* For a file a running domain holds: what its QEMU mapped, attested as
  * the hook did at started (daxfile-attest.h); the <alignsize> judged is
- * the report's */
+ * the report's, and a virtio-pmem device needs neither it nor MAP_SYNC */
 static JsonNode *
 qemu_json(int fd, const struct stat *st, const DaxfileReport *report,
           const DaxfileEntry *e)
@@ -1011,6 +1013,7 @@ qemu_json(int fd, const struct stat *st, const DaxfileReport *report,
     g_auto(DaxfileAttestation) a = {.pid = -1};
     g_autoptr(GError) local = NULL;
     const char *domain = e->owner + strlen("domain:");
+    gboolean nvdimm = g_strcmp0(e->device, "virtio-pmem") != 0;
 
     a.pid = daxfile_attest_qemu_pid(conf ? conf->qemu_pid_dir
                                          : DAXFILE_QEMU_PID_DIR,
@@ -1019,7 +1022,7 @@ qemu_json(int fd, const struct stat *st, const DaxfileReport *report,
         a.problem = g_strdup(local->message);
     else
         daxfile_attest(a.pid, NULL, fd, st, report->path, st->st_size,
-                       report->align, &a, NULL);
+                       nvdimm ? report->align : 0, nvdimm, &a, NULL);
     return daxfile_attestation_to_json(&a);
 }
 

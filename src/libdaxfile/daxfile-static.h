@@ -27,6 +27,7 @@ typedef struct {
     gboolean allow_non_dax;
     const char *owner;          /* required: "domain:NAME", "pid:N", ... */
     const char *owner_uuid;     /* optional */
+    const char *device;         /* optional: the domain's device model */
     pid_t pid;                  /* consumer process (run), or 0 */
     DaxfileMechanism mechanism; /* NONE = choose */
     const GArray *consumers;    /* pids allowed to hold the file open for

@@ -66,14 +66,22 @@ domain_xml(virDomainPtr dom, unsigned int flags, GError **error)
 }
 
 /* QEMU hot-plugs an nvdimm only into a guest started with nvdimm=on,
- * which libvirt sets when the domain booted with at least one. */
+ * which libvirt sets when the domain booted with at least one. A
+ * virtio-pmem device is only added to the definition: libvirt 9.0 cannot
+ * even start a domain with one (it has no parser for QEMU's report of the
+ * device), and QEMU could not unplug it again. */
 static gboolean
-can_hotplug(virDomainPtr dom, char **ret_note)
+can_hotplug(virDomainPtr dom, const DaxfileNvdimmSpec *spec, char **ret_note)
 {
     g_autoptr(DaxfileDomain) live = NULL;
 
     if (virDomainIsActive(dom) != 1)
         return FALSE;
+    if (spec->model == DAXFILE_DEVICE_VIRTIO_PMEM) {
+        *ret_note = g_strdup("a virtio-pmem device is not hot-plugged; it "
+                             "appears at the next boot");
+        return FALSE;
+    }
     live = domain_xml(dom, 0, NULL);
     if (live && live->nvdimms->len > 0)
         return TRUE;
@@ -102,10 +110,12 @@ daxfile_virt_attach(const char *uri, const char *domain,
     xml = daxfile_nvdimm_device_xml(spec, error);
     if (!xml)
         return FALSE;
-    if (can_hotplug(dom, &ret_result->note))
+    if (can_hotplug(dom, spec, &ret_result->note))
         flags |= VIR_DOMAIN_AFFECT_LIVE;
     if (virDomainAttachDeviceFlags(dom, xml, flags) < 0) {
-        set_virt_error(error, "libvirt refused the nvdimm");
+        set_virt_error(error, spec->model == DAXFILE_DEVICE_NVDIMM
+                                  ? "libvirt refused the nvdimm"
+                                  : "libvirt refused the virtio-pmem device");
         return FALSE;
     }
     ret_result->live = (flags & VIR_DOMAIN_AFFECT_LIVE) != 0;
@@ -122,6 +132,7 @@ daxfile_virt_detach(const char *uri, const char *domain, const char *path,
     g_autofree char *xml = NULL;
     g_autofree char *name = daxfile_escape(path);
     g_autofree char *dname = daxfile_escape(domain);
+    const char *model;
     gint index;
 
     if (!dom)
@@ -132,17 +143,20 @@ daxfile_virt_detach(const char *uri, const char *domain, const char *path,
     index = daxfile_domain_find_nvdimm(def, path);
     if (index < 0) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "Domain '%s' has no nvdimm backed by '%s'", dname, name);
+                    "Domain '%s' has no nvdimm or virtio-pmem device backed "
+                    "by '%s'", dname, name);
         return FALSE;
     }
+    model = daxfile_device_model_to_string(
+        ((DaxfileNvdimm *)g_ptr_array_index(def->nvdimms, index))->model);
     xml = daxfile_domain_nvdimm_xml(def, (guint)index);
     if (virDomainDetachDeviceFlags(dom, xml, VIR_DOMAIN_AFFECT_CONFIG) < 0) {
-        set_virt_error(error, "libvirt refused to detach the nvdimm");
+        set_virt_error(error, "libvirt refused to detach the device");
         return FALSE;
     }
     if (virDomainIsActive(dom) == 1)
-        ret_result->note = g_strdup("QEMU cannot unplug an nvdimm: the "
-                                    "running domain keeps it until it shuts "
-                                    "down");
+        ret_result->note = g_strdup_printf("QEMU cannot unplug a %s device: "
+                                           "the running domain keeps it until "
+                                           "it shuts down", model);
     return TRUE;
 }

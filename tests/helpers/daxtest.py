@@ -410,8 +410,8 @@ def fake_dax_env(mnt):
 
 
 CONSUMER = build_path("tests", "helpers", "daxfile-consumer")
-NVDIMM_PATH = re.compile(r"<memory model=.nvdimm.*?<path>([^<]*)</path>",
-                         re.S)
+NVDIMM_PATH = re.compile(r"<memory model=.(?:nvdimm|virtio-pmem).*?<path>"
+                         r"([^<]*)</path>", re.S)
 
 
 class QemuStandIn:

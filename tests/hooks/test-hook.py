@@ -48,6 +48,14 @@ def nvdimm(path, **edit):
     return xml
 
 
+def virtio_pmem(path, **edit):
+    xml = template("virtio-pmem.xml.in").replace("@PATH@", path)
+    for old, new in edit.items():
+        assert old in xml, old
+        xml = xml.replace(old, new)
+    return xml
+
+
 def domain(devices, name="vm1", uuid=UUID1):
     return (template("domain.xml.in").replace("@NAME@", name)
             .replace("@UUID@", uuid).replace("@DEVICES@", devices))
@@ -223,6 +231,48 @@ def attestation(tap, w):
     w.hook(xml, "release", "end")
     os.unlink(f)
     os.unlink(other)
+
+
+def virtio_pmem_device(tap, w):
+    """A virtio-pmem device is validated, reserved and made static as an
+    nvdimm is; QEMU maps it without MAP_SYNC and only page-aligned (the
+    guest's flush request is served with fsync()), which the attestation
+    accepts for it, on DAX too, while it refuses it for an nvdimm."""
+    f = w.create("vp.img")
+    xml = domain(virtio_pmem(f))
+    golden(tap, w, "prepare-virtio-pmem-ok", w.hook(xml),
+           w.registry() == [("domain:vm1", "reserved", "none")], w.registry())
+    golden(tap, w, "started-virtio-pmem-ok",
+           w.hook(xml, "started", qemu=("--no-sync", "--misalign")),
+           w.registry() == [("domain:vm1", "engaged", MECH)] and
+           guarded(f) == ENGAGED, (w.registry(), guarded(f)))
+    with QemuStandIn(w.pid_dir, xml, "vm1", w.extra_env,
+                     ("--no-sync", "--misalign")) as qemu:
+        res = daxfile("status", "--json", "--allow-non-dax", f,
+                      env=dict(w.extra_env, **w.env()))
+        st = res.json()[0]["static"] if res.rc == 0 else {}
+        q = st.get("qemu") or {}
+        text = daxfile("status", "--allow-non-dax", f,
+                       env=dict(w.extra_env, **w.env()))
+        why = "(virtio-pmem: durable at the guest's flush)" if ENGAGED \
+            else "(not DAX)"
+        tap.ok(st.get("device") == "virtio-pmem" and q.get("attested") and
+               q.get("pid") == qemu.proc.pid and
+               q.get("map_sync_required") is False and
+               not q["mapping"]["sync"] and
+               f"shared, without MAP_SYNC {why}" in text.out,
+               "status of a virtio-pmem file: its QEMU's mapping attested "
+               "without MAP_SYNC", (res, text))
+    golden(tap, w, "stopped-virtio-pmem-ok", w.hook(xml, "stopped", "end"),
+           w.registry() == [] and not guarded(f))
+    golden(tap, w, "prepare-virtio-pmem-private",
+           w.hook(domain(virtio_pmem(f, **{" access='shared'": ""}))),
+           w.registry() == [])
+    golden(tap, w, "prepare-virtio-pmem-no-size",
+           w.hook(domain(virtio_pmem(f, **{
+               "<size unit='KiB'>8192</size>": ""}))),
+           w.registry() == [])
+    os.unlink(f)
 
 
 def misconfigurations(w):
@@ -565,14 +615,14 @@ def main():
     tap = Tap()
     if ENGAGED:
         need_root(tap)
-    tap.plan(47 + 17 + 3 + 9 + 7)
+    tap.plan(47 + 17 + 3 + 9 + 7 + 6)
     with contextlib.ExitStack() as stack:
         if ENGAGED:
             efs = stack.enter_context(EngagedFs())
             w = World(efs.mnt, efs.env)
         else:
             w = World(stack.enter_context(tempdir()))
-        for func in (lifecycle, attestation, refusals, untrusted_owner, ignored, hostile,
+        for func in (lifecycle, attestation, virtio_pmem_device, refusals, untrusted_owner, ignored, hostile,
                      migrate, bad_configs, spellings, other_elements,
                      other_domains, untrusted_configs, no_roots):
             tap.subtest(func.__name__, func, tap, w)

@@ -42,12 +42,13 @@ def kept():
         if re.search(r"<domain[\s>]", text):
             out[os.path.relpath(path, SRCDIR)] = text
     hooks = os.path.join(DATA, "hooks")
-    out["tests/data/hooks/domain.xml.in with nvdimm.xml.in"] = (
-        read(os.path.join(hooks, "domain.xml.in"))
-        .replace("@NAME@", "vm1")
-        .replace("@UUID@", "11111111-2222-3333-4444-555555555555")
-        .replace("@DEVICES@", read(os.path.join(hooks, "nvdimm.xml.in"))
-                 .replace("@PATH@", "/mnt/pmem/vm1.img")))
+    for device in ("nvdimm.xml.in", "virtio-pmem.xml.in"):
+        out[f"tests/data/hooks/domain.xml.in with {device}"] = (
+            read(os.path.join(hooks, "domain.xml.in"))
+            .replace("@NAME@", "vm1")
+            .replace("@UUID@", "11111111-2222-3333-4444-555555555555")
+            .replace("@DEVICES@", read(os.path.join(hooks, device))
+                     .replace("@PATH@", "/mnt/pmem/vm1.img")))
     for path in sorted(glob.glob(os.path.join(hooks, "*.out"))):
         m = re.search(r"^--- stdout\n(.*?)^--- stderr", read(path),
                       re.S | re.M)
@@ -67,6 +68,12 @@ def written():
                   "--label-size", "128K", "/mnt/pmem/guest1.img")
     example = read(os.path.join(SRCDIR, "examples", "domain-nvdimm.xml"))
     out["daxfile domain-xml, in examples/domain-nvdimm.xml"] = re.sub(
+        r"<memory model='nvdimm'.*?</memory>", lambda m: res.out, example,
+        flags=re.S) if res.rc == 0 else f"daxfile domain-xml failed: {res}"
+    res = daxfile("domain-xml", "--no-check", "--size", "1G", "--model",
+                  "virtio-pmem", "/mnt/pmem/guest1.img")
+    out["daxfile domain-xml --model virtio-pmem, in "
+        "examples/domain-nvdimm.xml"] = re.sub(
         r"<memory model='nvdimm'.*?</memory>", lambda m: res.out, example,
         flags=re.S) if res.rc == 0 else f"daxfile domain-xml failed: {res}"
     return out

@@ -206,6 +206,50 @@ test_check_attach(void)
     g_assert_true(daxfile_domain_check_attach(ok, &spec, NULL));
 }
 
+/* A virtio-pmem device: only path and size in its XML, read back as one
+ * of the domain's pmem devices (counted with the nvdimms), and attached
+ * without ACPI, which only an nvdimm needs */
+static void
+test_virtio_pmem(void)
+{
+    DaxfileNvdimmSpec spec = {"/mnt/pmem/v.img", 512 * M, 2 * M, 0, 0, FALSE,
+                              DAXFILE_DEVICE_VIRTIO_PMEM};
+    DaxfileNvdimmSpec nvdimm = {"/mnt/pmem/n.img", 512 * M, 2 * M, 0, 0, FALSE,
+                                DAXFILE_DEVICE_NVDIMM};
+    g_autofree char *xml = daxfile_nvdimm_device_xml(&spec, NULL);
+    g_autofree char *both = NULL;
+    g_autoptr(DaxfileDomain) dom = NULL;
+    g_autoptr(DaxfileDomain) noacpi = NULL;
+    const char *bare = DOM(MAXMEM, CELL, "", "");
+    const DaxfileNvdimm *nv;
+    DaxfileDeviceModel m;
+
+    g_assert_nonnull(xml);
+    daxfile_test_golden("domxml/device-virtio-pmem.xml", xml);
+    both = g_strdup_printf(DOM(MAXMEM, CELL, "<acpi/>", "%s%s"), xml,
+                           "<memory model='nvdimm'><source><path>/n.img"
+                           "</path></source></memory>");
+    dom = daxfile_domain_parse(both, strlen(both), NULL);
+    g_assert_nonnull(dom);
+    g_assert_cmpuint(dom->nvdimms->len, ==, 2);
+    nv = g_ptr_array_index(dom->nvdimms, 0);
+    g_assert_cmpint(nv->model, ==, DAXFILE_DEVICE_VIRTIO_PMEM);
+    g_assert_cmpstr(nv->path, ==, spec.path);
+    g_assert_cmpuint(nv->size, ==, 512 * M);
+    g_assert_cmpuint(nv->alignsize, ==, 0);
+    g_assert_cmpuint(daxfile_nvdimm_page(nv), ==, 2 * M);
+    g_assert_cmpint(((DaxfileNvdimm *)g_ptr_array_index(dom->nvdimms, 1))
+                        ->model, ==, DAXFILE_DEVICE_NVDIMM);
+    g_assert_cmpint(daxfile_domain_find_nvdimm(dom, "/n.img"), ==, 1);
+    noacpi = daxfile_domain_parse(bare, strlen(bare), NULL);
+    g_assert_true(daxfile_domain_check_attach(noacpi, &spec, NULL));
+    expect_attach_error(bare, &nvdimm, "no <features><acpi/>");
+    g_assert_true(daxfile_device_model_from_string("virtio-pmem", &m));
+    g_assert_cmpint(m, ==, DAXFILE_DEVICE_VIRTIO_PMEM);
+    g_assert_false(daxfile_device_model_from_string("dimm", &m));
+    g_assert_false(daxfile_device_model_from_string(NULL, &m));
+}
+
 /* An nvdimm without <node> (libvirt takes it for a one-cell domain) */
 static void
 test_parse_no_node(void)
@@ -271,7 +315,7 @@ test_file_refs(void)
         "/domain/devices/disk[1]/backingStore/source/@file=/b",
         "/domain/devices/disk[2]/source/@dev=/dev/x",
         "/domain/devices/memory[1]/source/path=/nv#0",
-        "/domain/devices/memory[2]/source/path=/vp",
+        "/domain/devices/memory[2]/source/path=/vp#1",
         "/domain/devices/serial/source/@path=/s",
         "/domain/devices/serial/log/@file=/log",
         "/domain/devices/rng/backend=/dev/urandom",
@@ -306,6 +350,7 @@ main(int argc, char **argv)
     g_test_add_func("/domxml/scale", test_scale);
     g_test_add_func("/domxml/device-xml", test_device_xml);
     g_test_add_func("/domxml/check-attach", test_check_attach);
+    g_test_add_func("/domxml/virtio-pmem", test_virtio_pmem);
     g_test_add_func("/domxml/rewrite", test_rewrite);
     g_test_add_func("/domxml/file-refs", test_file_refs);
     return g_test_run();
