@@ -101,7 +101,10 @@ mapping_name(const DaxfileTarget *t)
 {
     if (t->kind == DAXFILE_TARGET_DEVDAX)
         return "device-dax MAP_SHARED";
-    return t->map_sync ? "MAP_SYNC" : "MAP_SHARED + msync";
+    if (t->map_sync)
+        return "MAP_SYNC";
+    return t->virtio ? "MAP_SHARED + msync (virtio-pmem: the device's flush)"
+                     : "MAP_SHARED + msync";
 }
 
 static JsonNode *

@@ -76,6 +76,10 @@ check_nfit(GPtrArray *out, const DaxfileNvInventory *inv)
 
     if (inv->nfit_table) {
         check_set(c, DAXFILE_CHECK_PASS, g_strdup("present"), NULL);
+    } else if (daxfile_nv_all_virtio(inv)) {
+        check_set(c, DAXFILE_CHECK_PASS,
+                  g_strdup("absent: the pmem is virtio-pmem, which needs "
+                           "none"), NULL);
     } else if (inv->buses->len > 0) {
         check_set(c, DAXFILE_CHECK_WARN,
                   g_strdup("absent, but an NVDIMM bus exists"),
@@ -120,6 +124,12 @@ check_dimms(GPtrArray *out, const DaxfileNvInventory *inv)
     DaxfileCheck *c = check_add(out, "nvdimm_dimms", NULL,
                                 g_strdup("for NVDIMM devices"));
 
+    if (inv->dimms->len == 0 && inv->regions->len &&
+        daxfile_nv_all_virtio(inv)) {
+        check_set(c, DAXFILE_CHECK_PASS,
+                  g_strdup("none: virtio-pmem regions have no DIMMs"), NULL);
+        return TRUE;
+    }
     if (inv->dimms->len == 0) {
         /* e820 (memmap=) pmem has regions but no DIMMs: not fatal */
         DaxfileCheckResult res = DAXFILE_CHECK_FAIL;
@@ -173,6 +183,15 @@ check_persistence(GPtrArray *out, const DaxfileNvRegion *r)
         out, "persistence_domain", r->name,
         g_strdup_printf("%s persistence domain", r->name));
 
+    if (r->virtio) {
+        /* the kernel marks the region asynchronous: no MAP_SYNC */
+        check_set(c, DAXFILE_CHECK_PASS,
+                  g_strdup("virtio-pmem: data is durable once flushed with "
+                           "fsync/msync (the device's flush request; the "
+                           "host syncs its file); MAP_SYNC is not offered"),
+                  NULL);
+        return;
+    }
     switch (r->persistence) {
     case DAXFILE_NV_PERSIST_CPU_CACHE:
         check_set(c, DAXFILE_CHECK_WARN, g_strdup("cpu_cache (eADR)"),
@@ -244,7 +263,19 @@ check_ns_align(GPtrArray *out, const DaxfileNvNamespace *ns)
     gboolean start_ok = ns->data_resource == DAXFILE_NV_UNKNOWN ||
                         DAXFILE_IS_ALIGNED(ns->data_resource, SZ_2M);
 
-    if (ns->align < SZ_2M) {
+    if (ns->align == 0 && !ns->claim) {
+        /* no pfn device: the region maps it (virtio-pmem) and the page
+         * size follows the data's physical alignment */
+        check_set(c, start_ok ? DAXFILE_CHECK_PASS : DAXFILE_CHECK_WARN,
+                  g_strdup_printf("mapped by its region, data at 0x%"
+                                  G_GINT64_MODIFIER "x%s",
+                                  ns->data_resource,
+                                  start_ok ? ", 2 MiB aligned"
+                                           : ": no 2 MiB faults"),
+                  start_ok ? NULL
+                           : g_strdup("align the device in the host: QEMU "
+                                      "memory-backend-file align=2M"));
+    } else if (ns->align < SZ_2M) {
         check_set(c, DAXFILE_CHECK_WARN,
                   g_strdup_printf("%s pages: no 2 MiB faults", align),
                   g_strdup_printf("run 'ndctl create-namespace -f -e %s -m "
@@ -386,7 +417,8 @@ check_statx(GPtrArray *out, const DaxfilePmemFacts *p)
 }
 
 static void
-check_map_sync(GPtrArray *out, const DaxfilePmemFacts *p)
+check_map_sync(GPtrArray *out, const DaxfilePmemFacts *p,
+               const DaxfileNvRegion *r)
 {
     const DaxfileFileProbe *pr = &p->probe;
     DaxfileCheck *c = check_add(
@@ -398,6 +430,15 @@ check_map_sync(GPtrArray *out, const DaxfilePmemFacts *p)
     if (pr->map_sync) {
         check_set(c, DAXFILE_CHECK_PASS,
                   g_strdup("MAP_SHARED_VALIDATE|MAP_SYNC accepted"), NULL);
+        return;
+    }
+    if (r && r->virtio) {
+        check_set(c, DAXFILE_CHECK_PASS,
+                  g_strdup_printf("MAP_SHARED_VALIDATE|MAP_SYNC refused (%s), "
+                                  "as on any virtio-pmem region: "
+                                  "applications make data durable with "
+                                  "fsync/msync", why),
+                  NULL);
         return;
     }
     check_set(c, DAXFILE_CHECK_FAIL,
@@ -479,7 +520,7 @@ check_fsdax(GPtrArray *out, const DaxfileGuestFacts *facts,
     dax = check_statx(out, p);
     if (p->probe.error)
         return;
-    check_map_sync(out, p);
+    check_map_sync(out, p, daxfile_nv_find_region(facts->inv, ns->region));
     if (dax)
         check_pmd(out, p, ns);
 }

@@ -4,6 +4,8 @@
 #include <limits.h>
 #include <ndctl/libndctl.h>
 #include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "daxfile-error.h"
 #include "daxfile-nvdimm.h"
@@ -290,6 +292,8 @@ nv_read_region(DaxfileNvInventory *inv, struct ndctl_bus *bus,
     r->size = ndctl_region_get_size(region);
     r->resource = ull_or_unknown(ndctl_region_get_resource(region));
     r->persistence = nv_persistence(region);
+    r->virtio = g_strcmp0(ndctl_bus_get_provider(bus),
+                          DAXFILE_NV_VIRTIO_PROVIDER) == 0;
     ndctl_namespace_foreach(region, ndns)
     {
         DaxfileNvNamespace *ns;
@@ -424,4 +428,39 @@ daxfile_nv_auto_flush(const DaxfileNvInventory *inv)
             return FALSE;
     }
     return inv->regions->len > 0;
+}
+
+gboolean
+daxfile_nv_all_virtio(const DaxfileNvInventory *inv)
+{
+    guint i;
+
+    for (i = 0; i < inv->buses->len; i++) {
+        const DaxfileNvBus *b = g_ptr_array_index(inv->buses, i);
+
+        if (g_strcmp0(b->provider, DAXFILE_NV_VIRTIO_PROVIDER) != 0)
+            return FALSE;
+    }
+    return inv->buses->len > 0;
+}
+
+gboolean
+daxfile_nv_blockdev_is_virtio(guint major, guint minor)
+{
+    g_autofree char *link = g_strdup_printf("%s/dev/block/%u:%u",
+                                            daxfile_sysfs_root(), major,
+                                            minor);
+    g_autofree char *real = realpath(link, NULL);
+    g_autofree char *provider = NULL;
+    g_autofree char *text = NULL;
+    char *bus = real ? strstr(real, "/ndbus") : NULL;
+    char *end = bus ? strchr(bus + 1, '/') : NULL;
+
+    /* .../virtio0/ndbus0/region0/pfn0.1/block/pmem0: ndbus0/provider */
+    if (!end)
+        return FALSE;
+    provider = g_strdup_printf("%.*s/provider", (int)(end - real), real);
+    if (!g_file_get_contents(provider, &text, NULL, NULL))
+        return FALSE;
+    return STREQ(g_strstrip(text), DAXFILE_NV_VIRTIO_PROVIDER);
 }

@@ -49,12 +49,15 @@ typedef struct {
     guint64 size;
     guint64 resource;      /* physical address (SPA) of its start */
     DaxfileNvPersistence persistence;
+    gboolean virtio;       /* on a virtio-pmem bus: no NFIT, no DIMMs, no
+                            * MAP_SYNC; stores are made durable by the
+                            * device's flush request (fsync/msync) */
     GPtrArray *namespaces; /* DaxfileNvNamespace, active ones only */
 } DaxfileNvRegion;
 
 typedef struct {
     char *name;        /* "ndbus0" */
-    char *provider;    /* "ACPI.NFIT", "e820", ... */
+    char *provider;    /* "ACPI.NFIT", "e820", "virtio-pmem", ... */
     gboolean nfit;
 } DaxfileNvBus;
 
@@ -89,6 +92,15 @@ const DaxfileNvNamespace *
 daxfile_nv_find_blockdev(const DaxfileNvInventory *inv, const char *blockdev);
 const DaxfileNvDaxDev *daxfile_nv_find_daxdev(const DaxfileNvInventory *inv,
                                               int major, int minor);
+
+#define DAXFILE_NV_VIRTIO_PROVIDER "virtio-pmem"
+
+/* TRUE when there are buses and every one is virtio-pmem's */
+gboolean daxfile_nv_all_virtio(const DaxfileNvInventory *inv);
+
+/* Whether the block device @major:@minor (a file's st_dev) is a pmem
+ * device of a virtio-pmem bus, from sysfs (its ndbus's provider) */
+gboolean daxfile_nv_blockdev_is_virtio(guint major, guint minor);
 
 /* TRUE when there is a region and every region reports cpu_cache: the
  * condition under which libpmem stops flushing (pmem2_auto_flush). */

@@ -72,7 +72,7 @@ target_map(DaxfileTarget *t, gboolean write, gboolean allow_non_dax,
                                    MAP_SHARED_VALIDATE | MAP_SYNC, SZ_2M,
                                    &addr, &local)) {
         t->map_sync = TRUE;
-    } else if (!write || allow_non_dax) {
+    } else if (!write || allow_non_dax || t->virtio) {
         if (!daxfile_map_aligned(t->fd, t->size, 0, prot, MAP_SHARED, SZ_2M,
                                  &addr, error))
             return FALSE;
@@ -111,6 +111,16 @@ dir_check_map_sync(DaxfileTarget *t, int dirfd, gboolean new_file,
     return FALSE;
 }
 
+/* The file @t->fd is on a virtio-pmem device (daxfile-nvdimm.h) */
+static gboolean
+on_virtio_pmem(const DaxfileTarget *t)
+{
+    struct stat st;
+
+    return fstat(t->fd, &st) == 0 &&
+           daxfile_nv_blockdev_is_virtio(major(st.st_dev), minor(st.st_dev));
+}
+
 static gboolean
 dir_open_file(DaxfileTarget *t, const char *dir, gboolean write,
               gboolean need_sync, GError **error)
@@ -136,7 +146,8 @@ dir_open_file(DaxfileTarget *t, const char *dir, gboolean write,
     if (t->fd < 0)
         t->fd = openat(dirfd, DAXFILE_TARGET_FILE_NAME,
                        (write ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
-    if (t->fd >= 0 && need_sync &&
+    t->virtio = t->fd >= 0 && on_virtio_pmem(t);
+    if (t->fd >= 0 && need_sync && !t->virtio &&
         !dir_check_map_sync(t, dirfd, new_file, error))
         return FALSE;
     if (t->fd < 0) {

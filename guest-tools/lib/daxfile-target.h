@@ -38,6 +38,8 @@ typedef struct {
     guint64 align;       /* device-dax page size */
     DaxfileMapping map;
     gboolean map_sync;   /* mapped with MAP_SYNC */
+    gboolean virtio;     /* on a virtio-pmem device: never MAP_SYNC; the
+                          * msync after writing is the device's flush */
     gboolean created;    /* the file was (re)made for this write */
 } DaxfileTarget;
 

@@ -102,6 +102,35 @@ scenario_fsdax_ok(DaxfileGuestFacts *f)
     add_mounted_pmem(f, "always");
 }
 
+/* A virtio-pmem-pci device: its own bus, no NFIT, no DIMMs; the region
+ * maps the namespace (no pfn device) and refuses MAP_SYNC */
+static void
+scenario_virtio_pmem(DaxfileGuestFacts *f)
+{
+    DaxfileNvBus *bus = g_new0(DaxfileNvBus, 1);
+    DaxfileNvRegion *r = daxfile_nv_region_new("region0", "ndbus0");
+    DaxfileNvNamespace *ns = daxfile_nv_namespace_new("namespace0.0",
+                                                      "region0", "fsdax");
+    DaxfilePmemFacts *p;
+
+    bus->name = g_strdup("ndbus0");
+    bus->provider = g_strdup("virtio-pmem");
+    g_ptr_array_add(f->inv->buses, bus);
+    r->size = 256 * M;
+    r->resource = REGION_SPA;
+    r->virtio = TRUE;
+    g_ptr_array_add(f->inv->regions, r);
+    ns->size = 256 * M;
+    ns->enabled = TRUE;
+    ns->data_resource = REGION_SPA;
+    ns->blockdev = g_strdup("pmem0");
+    g_ptr_array_add(r->namespaces, ns);
+    p = add_mounted_pmem(f, "always");
+    p->probe.map_sync = FALSE;
+    p->probe.map_sync_error = g_strdup("Operation not supported");
+    p->probe.pmd.map_sync = FALSE;
+}
+
 static void
 scenario_raw(DaxfileGuestFacts *f)
 {
@@ -219,6 +248,7 @@ static const struct {
     {"misaligned", scenario_misaligned, FALSE},
     {"unmounted", scenario_unmounted, TRUE},
     {"no-daxdev", scenario_no_daxdev, TRUE},
+    {"virtio-pmem", scenario_virtio_pmem, FALSE},
 };
 
 /* The TAP is well-formed: version, plan first, numbered test points whose

@@ -59,8 +59,8 @@ BUILD_KERNEL = SRC_ROOT / 'kernel' / 'build-kernel'
 # "softdep ext4/jbd2/libcrc32c pre: crc32c" entries that insmod ignores.
 GUEST_MODULES = ['crc32c_generic', 'crc32c_intel', 'ext4', 'xfs',
                  'libnvdimm', 'nfit', 'nd_btt', 'nd_pmem', 'dax_pmem',
-                 'device_dax']
-OPTIONAL_MODULES = {'crc32c_intel', 'nd_btt'}
+                 'device_dax', 'virtio_pci', 'virtio_pmem']
+OPTIONAL_MODULES = {'crc32c_intel', 'nd_btt', 'virtio_pmem'}
 # Loaded only for a --hostroot boot (the host's / over 9p, overlaid with a
 # tmpfs): the modules.dep closure brings virtio, 9pnet, netfs, fscache in
 # the order insmod needs.
@@ -807,11 +807,13 @@ def _boot_cpio(script, env):
 @dataclasses.dataclass
 class Pmem:
     """One emulated NVDIMM: a host backing file, optionally with a label
-    area (label_size bytes, QEMU keeps it at the end of the file)."""
+    area (label_size bytes, QEMU keeps it at the end of the file); model
+    'virtio-pmem' gives the guest a virtio-pmem-pci device instead."""
     path: Path
     size: int
     label_size: int = 0
     temporary: bool = False
+    model: str = 'nvdimm'
 
     @classmethod
     def create(cls, path, size='1G', label_size=0, prefill=True,
@@ -849,23 +851,34 @@ class Pmem:
 
     @classmethod
     def parse(cls, spec):
-        """--pmem FILE[,size=S][,label=L]: FILE is created (prefilled) if
-        missing and then kept; an empty FILE (',size=2G,label=128K') is a
-        temporary file, removed by remove()."""
+        """--pmem FILE[,size=S][,label=L][,model=M]: FILE is created
+        (prefilled) if missing and then kept; an empty FILE
+        (',size=2G,label=128K') is a temporary file, removed by remove().
+        M: nvdimm (default) or virtio-pmem (no label)."""
         parts = spec.split(',')
         opts = {}
         for p in parts[1:]:
             k, eq, v = p.partition('=')
-            if not eq or k not in ('size', 'label'):
-                raise VmError(f"invalid --pmem option '{p}'; use size= or label=")
+            if not eq or k not in ('size', 'label', 'model'):
+                raise VmError(f"invalid --pmem option '{p}'; use size=, "
+                              f"label= or model=")
             opts[k] = v
+        model = opts.get('model', 'nvdimm')
+        if model not in ('nvdimm', 'virtio-pmem') or \
+                (model == 'virtio-pmem' and 'label' in opts):
+            raise VmError(f"invalid --pmem model '{model}': nvdimm, or "
+                          f"virtio-pmem without a label")
         if not parts[0]:
-            return cls.temporary_file(opts.get('size', '1G'), opts.get('label', 0))
-        path = Path(parts[0])
-        size = opts.get('size')
-        if size is None:
-            size = path.stat().st_size if path.exists() else '1G'
-        return cls.create(path, size, opts.get('label', 0))
+            pmem = cls.temporary_file(opts.get('size', '1G'),
+                                      opts.get('label', 0))
+        else:
+            path = Path(parts[0])
+            size = opts.get('size')
+            if size is None:
+                size = path.stat().st_size if path.exists() else '1G'
+            pmem = cls.create(path, size, opts.get('label', 0))
+        pmem.model = model
+        return pmem
 
     @classmethod
     def temporary_file(cls, size='1G', label_size=0):
@@ -1142,10 +1155,13 @@ def qemu_argv(vmlinuz, initrd, cmdline, pmems, rundir, smp=1, memory='1G'):
                        f'maxmem={(mem + total + GIB) // MIB}M']
         for i, p in enumerate(pmems):
             argv += ['-object', f'memory-backend-file,id=mem{i},share=on,'
-                                f'mem-path={p.path},size={p.size},align=2M',
-                     '-device', f'nvdimm,memdev=mem{i},id=nv{i}'
-                                + (f',label-size={p.label_size}'
-                                   if p.label_size else '')]
+                                f'mem-path={p.path},size={p.size},align=2M']
+            if p.model == 'virtio-pmem':
+                argv += ['-device', f'virtio-pmem-pci,memdev=mem{i},id=nv{i}']
+            else:
+                argv += ['-device', f'nvdimm,memdev=mem{i},id=nv{i}'
+                                    + (f',label-size={p.label_size}'
+                                       if p.label_size else '')]
     else:
         argv += ['-machine', 'pc', '-m', f'{mem // MIB}M']
     # ttyS0: kernel console and harness messages; ttyS1: the script's TAP.
@@ -1458,7 +1474,7 @@ def main(argv=None):
 
     def boot_opts(p):
         p.add_argument('--pmem', action='append', default=[],
-                       metavar='FILE[,size=S][,label=L]',
+                       metavar='FILE[,size=S][,label=L][,model=M]',
                        help="NVDIMM backing file, created prefilled if missing; "
                             "'none' for no NVDIMM (default: a temporary 1G file)")
         p.add_argument('--append', action='append', default=[], metavar='ARGS',
