@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "daxfile-create.h"
+#include "daxfile-devdax.h"
 #include "daxfile-error.h"
 #include "daxfile-file.h"
 #include "daxfile-hook.h"
@@ -138,15 +139,45 @@ spec_check_settings(const DaxfileNvdimmSpec *spec, GError **error)
     return FALSE;
 }
 
+/* A device-dax device: its size, and its page size for <alignsize>
+ * unless --align says (then they must agree), checked as the hook does */
+static gboolean
+spec_check_devdax(DaxfileNvdimmSpec *spec, GError **error)
+{
+    g_autoptr(DaxfileDevdax) d = NULL;
+    g_autofree char *name = daxfile_escape(spec->path);
+    g_auto(DaxfileFd) fd = daxfile_devdax_open(spec->path, &d, NULL, error);
+
+    if (fd < 0)
+        return FALSE;
+    if (spec->model != DAXFILE_DEVICE_NVDIMM || arg_create) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' is a device-dax device (%s): it is given to a "
+                    "guest as an nvdimm, and there is nothing to create; "
+                    "fix: drop %s", name, d->name,
+                    arg_create ? "--create" : "--model");
+        return FALSE;
+    }
+    if (!arg_align && d->align)
+        spec->align = d->align;
+    if (!spec->size)
+        spec->size = d->size;
+    if (!daxfile_devdax_check(d, spec->path, spec->size, spec->align, error))
+        return FALSE;
+    return spec_check_settings(spec, error);
+}
+
 /* The file's size, checked against --size, and the device settings */
 static gboolean
 spec_check_file(DaxfileNvdimmSpec *spec, gboolean need_ready, GError **error)
 {
     g_autoptr(DaxfileReport) report = NULL;
     g_autofree char *name = daxfile_escape(spec->path);
-    g_auto(DaxfileFd) fd = daxfile_file_open(spec->path, DAXFILE_OPEN_READ,
-                                             NULL, error);
+    g_auto(DaxfileFd) fd = -1;
 
+    if (daxfile_devdax_is(spec->path))
+        return spec_check_devdax(spec, error);
+    fd = daxfile_file_open(spec->path, DAXFILE_OPEN_READ, NULL, error);
     if (fd < 0)
         return FALSE;
     report = daxfile_report_build(fd, spec->path, spec->align,
@@ -174,8 +205,8 @@ maybe_create(const DaxfileNvdimmSpec *spec, GError **error)
                                   .allow_non_dax = arg_allow_non_dax};
     g_autoptr(DaxfileReport) report = NULL;
 
-    if (!arg_create)
-        return TRUE;
+    if (!arg_create || daxfile_devdax_is(spec->path))
+        return TRUE; /* spec_check_devdax() refuses --create */
     report = daxfile_create(spec->path, &params, NULL, error);
     if (!report)
         return FALSE;

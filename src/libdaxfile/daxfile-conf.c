@@ -90,7 +90,7 @@ normalise_root(const char *conf_path, const char *key, const char *root,
 
 static const char *const known_keys[] = {
     "managed_roots", "allow_non_dax", "trusted_owners", "create_missing",
-    "path_map", "qemu_pid_dir",
+    "path_map", "qemu_pid_dir", "device_dax",
 };
 
 /* A key that is absent is fine; a value GKeyFile cannot read is not: the
@@ -302,6 +302,7 @@ conf_merge(DaxfileConf *conf, const char *data, gsize len, const char *path,
     g_autofree char *owners = NULL;
     gboolean allow_non_dax = FALSE;
     gboolean create_missing = FALSE;
+    gboolean device_dax = FALSE;
 
     if (!check_text(data, len, path, error))
         return FALSE;
@@ -313,10 +314,12 @@ conf_merge(DaxfileConf *conf, const char *data, gsize len, const char *path,
     if (!check_keys(kf, path, error) ||
         !conf_bool(kf, "allow_non_dax", path, &allow_non_dax, error) ||
         !conf_bool(kf, "create_missing", path, &create_missing, error) ||
+        !conf_bool(kf, "device_dax", path, &device_dax, error) ||
         !conf_roots(conf, kf, path, allow_non_dax, create_missing, error) ||
         !conf_path_map(conf, kf, path, error) ||
         !conf_pid_dir(conf, kf, path, error))
         return FALSE;
+    conf->device_dax |= device_dax;
     owners = g_key_file_get_string(kf, GROUP, "trusted_owners", &local);
     if (!key_error(local, "trusted_owners", path, error))
         return FALSE;

@@ -9,6 +9,7 @@
  *   create_missing=false
  *   path_map=/mnt/pmem-a=/mnt/pmem-b
  *   qemu_pid_dir=/run/libvirt/qemu
+ *   device_dax=false
  *
  * DAXFILE_CONF overrides the path. Files "<path>.d/NAME.conf" are read
  * after it, in name order: each adds its managed roots, with its own
@@ -16,6 +17,8 @@
  * path mappings (so a tool can manage a directory for a while by dropping
  * in a file, and leave the main configuration alone). No file at all
  * means no managed roots: the hook leaves every domain alone.
+ * device_dax=true (in any of the files) has the hook manage nvdimms
+ * backed by a device-dax device as well (daxfile-devdax.h).
  */
 #pragma once
 
@@ -39,6 +42,7 @@ typedef struct {
     char *qemu_pid_dir;    /* libvirt's NAME.pid of each running domain:
                             * the system daemon's (root) or the session
                             * daemon's by default */
+    gboolean device_dax;   /* manage device-dax nvdimms too */
 } DaxfileConf;
 
 /* Where the system libvirtd keeps its QEMU pid files (a session daemon:

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "daxfile-attest.h"
 #include "daxfile-create.h"
+#include "daxfile-devdax.h"
 #include "daxfile-error.h"
 #include "daxfile-file.h"
 #include "daxfile-hook.h"
@@ -150,7 +152,25 @@ dev_open(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
     return g_steal_fd(&fd);
 }
 
-/* Everything prepare checks about one device and its file. */
+/* A device-dax device: the device settings as for a file, then the
+ * device itself (daxfile-devdax.h). Its descriptor, or -1. */
+static int
+devdax_validate(const DaxfileNvdimm *nv, GError **error)
+{
+    g_autoptr(DaxfileDevdax) d = NULL;
+    g_auto(DaxfileFd) fd = -1;
+
+    if (!daxfile_hook_check_device(nv, error))
+        return -1;
+    fd = daxfile_devdax_open(nv->path, &d, NULL, error);
+    if (fd < 0 || !daxfile_devdax_check(d, nv->path, nv->size,
+                                        nv->alignsize, error))
+        return -1;
+    return g_steal_fd(&fd);
+}
+
+/* Everything prepare checks about one device and its file (@root NULL:
+ * a device-dax device). */
 static int
 dev_validate(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
              GError **error)
@@ -159,6 +179,8 @@ dev_validate(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
     g_auto(DaxfileFd) fd = -1;
     struct stat st;
 
+    if (!root)
+        return devdax_validate(nv, error);
     if (!daxfile_hook_check_device(nv, error))
         return -1;
     fd = dev_open(h, nv, root, &st, error);
@@ -227,11 +249,19 @@ dev_root(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot **ret_root,
 
 typedef struct {
     DaxfileNvdimm *nv;
-    const DaxfileRoot *root;
+    const DaxfileRoot *root; /* NULL: a device-dax device */
 } ManagedDev;
 
-/* The nvdimms in a managed root that the hook acts on (ManagedDev), or
- * NULL when one of them is named by another spelling. */
+/* A device-dax nvdimm the hook manages (device_dax=true) */
+static gboolean
+dev_is_devdax(const Hook *h, const DaxfileNvdimm *nv)
+{
+    return h->conf->device_dax && nv->path && daxfile_devdax_is(nv->path);
+}
+
+/* The nvdimms in a managed root, and the managed device-dax ones, that
+ * the hook acts on (ManagedDev), or NULL when one of them is named by
+ * another spelling. */
 static GArray *
 managed_devices(const Hook *h, gboolean with_readonly, GError **error)
 {
@@ -246,7 +276,7 @@ managed_devices(const Hook *h, gboolean with_readonly, GError **error)
             dev_fail(h, d.nv, local, error);
             return NULL;
         }
-        if (!d.root)
+        if (!d.root && !dev_is_devdax(h, d.nv))
             continue;
         if (d.nv->readonly && !with_readonly)
             continue; /* the guest cannot write: nothing to freeze */
@@ -268,7 +298,7 @@ plain_devices(const Hook *h)
         if (d.nv->readonly || !daxfile_path_is_plain(d.nv->path))
             continue;
         d.root = daxfile_conf_managed_root(h->conf, d.nv->path);
-        if (d.root)
+        if (d.root || dev_is_devdax(h, d.nv))
             g_array_append_val(out, d);
     }
     return out;
@@ -450,7 +480,7 @@ dev_items(const Hook *h, GArray *devs, GArray *fds)
             .path = d->nv->path,
             .params = {.align = daxfile_nvdimm_page(d->nv),
                        .device = daxfile_device_model_to_string(d->nv->model),
-                       .allow_non_dax = d->root->allow_non_dax,
+                       .allow_non_dax = d->root && d->root->allow_non_dax,
                        .owner = h->owner,
                        .owner_uuid = h->dom->uuid,
                        .wait = TRUE},
@@ -544,28 +574,40 @@ hook_engage(const Hook *h, GError **error)
     g_autofree char *smaps = NULL;
     GError *local = NULL;
     guint failed = 0;
-    pid_t pid;
+    pid_t pid = -1;
     guint i;
 
     if (!devs)
         return FALSE;
-    if (devs->len == 0)
-        return TRUE;
-    pid = daxfile_attest_qemu_pid(h->conf->qemu_pid_dir, h->dom->name,
-                                  h->conf->path, error);
-    if (pid < 0 || !(smaps = daxfile_attest_read_smaps(pid, error)))
-        return FALSE;
     for (i = 0; i < devs->len; i++) {
         const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
         struct stat st;
-        int fd = dev_open(h, d->nv, d->root, &st, &local);
+        int fd;
 
+        /* A device-dax device is not attested: the kernel maps it shared
+         * and aligned to its pages or not at all, and it has no metadata
+         * that MAP_SYNC would protect. It is checked again. */
+        if (!d->root) {
+            fd = devdax_validate(d->nv, &local);
+        } else {
+            if (!smaps) {
+                pid = daxfile_attest_qemu_pid(h->conf->qemu_pid_dir,
+                                              h->dom->name, h->conf->path,
+                                              error);
+                if (pid < 0 ||
+                    !(smaps = daxfile_attest_read_smaps(pid, error)))
+                    return FALSE;
+            }
+            fd = dev_open(h, d->nv, d->root, &st, &local);
+        }
         if (fd < 0)
             return dev_fail(h, d->nv, local, error);
         g_array_append_val(fds, fd);
-        if (!attest(h, d->nv, pid, smaps, fd, &st, error))
+        if (d->root && !attest(h, d->nv, pid, smaps, fd, &st, error))
             return FALSE;
     }
+    if (devs->len == 0)
+        return TRUE;
     items = dev_items(h, devs, fds);
     if (!daxfile_static_enable_set((DaxfileStaticItem *)items->data,
                                    items->len, &failed, &local))
@@ -603,8 +645,12 @@ hook_release(const Hook *h, GError **error)
         devs = plain_devices(h);
     for (i = 0; i < devs->len; i++) {
         const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
-        int fd = daxfile_file_open_beneath(d->root->path, d->nv->path,
-                                           DAXFILE_OPEN_READ, NULL, NULL);
+        int fd = d->root ? daxfile_file_open_beneath(d->root->path,
+                                                     d->nv->path,
+                                                     DAXFILE_OPEN_READ, NULL,
+                                                     NULL)
+                         : open(d->nv->path, O_RDONLY | O_NOFOLLOW |
+                                                 O_CLOEXEC);
 
         if (fd < 0)
             continue;
@@ -720,7 +766,7 @@ daxfile_hook_run(const DaxfileHookCall *call, const DaxfileConf *conf,
     Hook h = {call, conf, NULL, NULL, notes};
 
     *ret_stdout = NULL;
-    if (conf->roots->len == 0)
+    if (conf->roots->len == 0 && !conf->device_dax)
         return TRUE; /* nothing is managed: leave every domain alone */
     if (!is_op(call, "prepare", "begin") && !is_op(call, "started", "begin") &&
         !is_op(call, "stopped", "end") && !is_op(call, "release", "end") &&

@@ -67,6 +67,50 @@ daxfile_proc_maps_inode(pid_t pid, guint64 dev, guint64 ino)
     return FALSE;
 }
 
+gboolean
+daxfile_proc_maps_rdev(pid_t pid, dev_t rdev)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/maps", (int)pid);
+    g_autofree char *maps = NULL;
+    g_auto(GStrv) lines = NULL;
+    guint i;
+
+    if (!g_file_get_contents(path, &maps, NULL, NULL))
+        return FALSE;
+    lines = g_strsplit(maps, "\n", -1);
+    for (i = 0; lines[i]; i++) {
+        g_autofree char *link = NULL;
+        unsigned long long inode = 0;
+        char range[64];
+        struct stat st;
+
+        /* start-end perms offset MAJ:MIN inode path */
+        if (sscanf(lines[i], "%63s %*s %*s %*x:%*x %llu", range, &inode) != 2 ||
+            inode == 0)
+            continue;
+        link = g_strdup_printf("/proc/%d/map_files/%s", (int)pid, range);
+        if (stat(link, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == rdev)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+GArray *
+daxfile_proc_mappers_rdev(dev_t rdev)
+{
+    g_autoptr(GArray) pids = proc_pids();
+    GArray *out = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    guint i;
+
+    for (i = 0; i < pids->len; i++) {
+        pid_t pid = g_array_index(pids, pid_t, i);
+
+        if (daxfile_proc_maps_rdev(pid, rdev))
+            g_array_append_val(out, pid);
+    }
+    return out;
+}
+
 GArray *
 daxfile_proc_mappers(guint64 dev, guint64 ino)
 {

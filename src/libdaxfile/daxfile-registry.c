@@ -28,6 +28,7 @@ static const char *const mech_names[] = {
     [DAXFILE_MECH_KERNEL] = "kernel",
     [DAXFILE_MECH_IMMUTABLE] = "immutable-guard",
     [DAXFILE_MECH_VERIFIED_ONLY] = "verified-only",
+    [DAXFILE_MECH_DEVICE_DAX] = "device-dax",
 };
 
 static const char *const state_names[] = {

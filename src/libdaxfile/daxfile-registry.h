@@ -28,6 +28,10 @@ typedef enum {
     DAXFILE_MECH_KERNEL,         /* daxctl(DAXCTL_F_STATIC) */
     DAXFILE_MECH_IMMUTABLE,      /* FS_IMMUTABLE_FL after the consumer mapped */
     DAXFILE_MECH_VERIFIED_ONLY,  /* checked, nothing enforced */
+    DAXFILE_MECH_DEVICE_DAX,     /* a device-dax device: it has no block
+                                  * map, nothing to enforce; held for its
+                                  * owner (entry key: its device number,
+                                  * inode 0) */
 } DaxfileMechanism;
 
 typedef struct {

@@ -41,6 +41,9 @@ iso_now(void)
     return g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
 }
 
+/* The registry key of what @fd is, in @st: a file's device and inode; a
+ * device-dax device's device number and inode 0 (its node in /dev is not
+ * what QEMU maps under libvirt: that is a node of QEMU's own /dev) */
 static gboolean
 fd_identity(int fd, const char *name, struct stat *st, GError **error)
 {
@@ -48,7 +51,17 @@ fd_identity(int fd, const char *name, struct stat *st, GError **error)
         daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
         return FALSE;
     }
+    if (S_ISCHR(st->st_mode)) {
+        st->st_dev = st->st_rdev;
+        st->st_ino = 0;
+    }
     return TRUE;
+}
+
+static gboolean
+entry_is_device(const DaxfileEntry *e)
+{
+    return e->ino == 0;
 }
 
 /* A copy of the inode's entry (NULL when none), read under the registry
@@ -350,6 +363,7 @@ engage(DaxfileMechanism mech, int fd, const char *name, gboolean on,
         return daxfile_guard_set_durable(fd, name, on, error);
     case DAXFILE_MECH_NONE:
     case DAXFILE_MECH_VERIFIED_ONLY:
+    case DAXFILE_MECH_DEVICE_DAX:
         break;
     }
     return TRUE;
@@ -602,7 +616,8 @@ static gboolean
 release_allowed(const DaxfileEntry *e, const char *name, GError **error)
 {
     return e->mechanism == DAXFILE_MECH_VERIFIED_ONLY ||
-           e->mechanism == DAXFILE_MECH_NONE || check_cap(name, error);
+           e->mechanism == DAXFILE_MECH_NONE ||
+           e->mechanism == DAXFILE_MECH_DEVICE_DAX || check_cap(name, error);
 }
 
 /* Undo the entry's mechanism on its inode (durably) and say what changed
@@ -616,7 +631,10 @@ release_inode(int fd, const DaxfileEntry *e, const char *name,
         return FALSE;
     result->mechanism = e->mechanism;
     result->owner = g_strdup(e->owner);
-    compare_layout(fd, e, name, result);
+    if (entry_is_device(e))
+        result->layout_unchanged = TRUE; /* it has no block map */
+    else
+        compare_layout(fd, e, name, result);
     return TRUE;
 }
 
@@ -773,6 +791,37 @@ reservation_new(const Member *m, pid_t holder, guint64 holder_start,
     return e;
 }
 
+/* A device-dax device (checked by the caller, daxfile-devdax.h): held for
+ * its owner, reserved at prepare and engaged at started, with nothing to
+ * engage on it. */
+static gboolean
+set_member_device(DaxfileRegistry *reg, Member *m, DaxfileEntry *cur,
+                  gboolean reserve, pid_t holder, guint64 holder_start)
+{
+    DaxfileStaticItem *it = m->item;
+    DaxfileReport none = {0};
+    DaxfileEntry *e;
+
+    it->result.mechanism = reserve ? DAXFILE_MECH_NONE
+                                   : DAXFILE_MECH_DEVICE_DAX;
+    if (cur && (reserve || cur->state == DAXFILE_STATE_ENGAGED)) {
+        m->skip = TRUE;
+        return TRUE;
+    }
+    m->old = cur ? daxfile_entry_copy(cur) : NULL;
+    e = entry_new(it->path, it->fd, &m->st, &it->params, &none,
+                  it->result.mechanism,
+                  reserve ? DAXFILE_STATE_RESERVED : DAXFILE_STATE_ENGAGED);
+    g_clear_pointer(&e->handle, g_free); /* its /dev node: nothing to find */
+    g_clear_pointer(&e->fsid, g_free);
+    if (reserve) {
+        e->holder_pid = holder_start ? holder : 0;
+        e->holder_start = holder_start;
+    }
+    daxfile_registry_put(reg, e);
+    return TRUE;
+}
+
 /* Check one file and put its entry, in its target state, in @reg. At
  * prepare (@reserve) that is a reservation, or, where the kernel
  * mechanism is at hand, static mode at once: daxctl() lets the consumer
@@ -794,6 +843,8 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
     if (owner_conflict(cur, it->params.owner, m->name, error) ||
         interrupted(cur, m->name, error))
         return FALSE;
+    if (S_ISCHR(m->st.st_mode))
+        return set_member_device(reg, m, cur, reserve, holder, holder_start);
     if (cur && (reserve || cur->state == DAXFILE_STATE_ENGAGED)) {
         m->skip = TRUE;
         if (reserve)
@@ -1126,7 +1177,8 @@ reservation_reason(const DaxfileEntry *e)
     if (e->holder_pid > 0 &&
         daxfile_proc_same((pid_t)e->holder_pid, e->holder_start))
         return NULL;
-    mappers = daxfile_proc_mappers(e->dev, e->ino);
+    mappers = entry_is_device(e) ? daxfile_proc_mappers_rdev(e->dev)
+                                 : daxfile_proc_mappers(e->dev, e->ino);
     if (mappers->len > 0)
         return NULL;
     return "the start that reserved it never finished (the process that "
@@ -1150,7 +1202,8 @@ repair_reason(const DaxfileEntry *e)
         return "its consumer process is gone";
     if (!owned_by_consumer(e))
         return NULL;
-    mappers = daxfile_proc_mappers(e->dev, e->ino);
+    mappers = entry_is_device(e) ? daxfile_proc_mappers_rdev(e->dev)
+                                 : daxfile_proc_mappers(e->dev, e->ino);
     return mappers->len == 0 ? "no process maps it any more" : NULL;
 }
 

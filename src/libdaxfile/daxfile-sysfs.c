@@ -60,3 +60,13 @@ daxfile_sysfs_exists(const char *relpath)
 
     return access(path, F_OK) == 0;
 }
+
+char *
+daxfile_sysfs_link_name(const char *relpath)
+{
+    g_autofree char *path = g_build_filename(daxfile_sysfs_root(), relpath,
+                                             NULL);
+    g_autofree char *target = g_file_read_link(path, NULL);
+
+    return target ? g_path_get_basename(target) : NULL;
+}

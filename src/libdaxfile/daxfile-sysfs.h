@@ -17,5 +17,8 @@ char *daxfile_sysfs_read(const char *relpath, GError **error);
 gboolean daxfile_sysfs_read_u64(const char *relpath, guint64 *ret_value,
                                 GError **error);
 gboolean daxfile_sysfs_exists(const char *relpath);
+/* The last component of the symbolic link @relpath's target (a driver,
+ * subsystem or device name), or NULL when it is no link */
+char *daxfile_sysfs_link_name(const char *relpath);
 
 G_END_DECLS

@@ -64,6 +64,8 @@ COUNT = int(os.environ.get("CHAIN_COUNT", "0") or 0)
 # QEMU only maps the files (virsh start --paused: enough for the guard)
 L2IO = os.environ.get("CHAIN_L2IO", "1") == "1"
 PEER = os.environ.get("CHAIN_PEER", "")
+# the devdax namespace of the third NVDIMM (first stage)
+DEVDAX = os.environ.get("CHAIN_DEVDAX", "")
 SEED = int(os.environ.get("CHAIN_SEED", "0") or 0)
 M = 1 << 20
 IMAGES = "/var/lib/libvirt/images/chain"
@@ -139,7 +141,7 @@ def install():
     os.makedirs("/etc/daxfile", exist_ok=True)
     with open("/etc/daxfile/daxfile.conf", "w") as f:
         f.write("[hook]\n" + HOOK_CONF.get(STAGE, "managed_roots=/mnt/xfs;"
-                                             "/mnt/ext4\n"))
+                                             "/mnt/ext4\ndevice_dax=true\n"))
     hooks = "/etc/libvirt/hooks/qemu.d"
     os.makedirs(hooks, exist_ok=True)
     shutil.copy2(build_path("libvirt-hooks", "daxfile-hook"),
@@ -374,6 +376,55 @@ def t_no_map_sync():
     os.unlink(NOSYNC)
 
 
+def devdax_entry():
+    return [e for e in entries() or [] if e["path"] == DEVDAX]
+
+
+def t_devdax():
+    """A device-dax device of the emulated host, wired by daxfile attach
+    (alignsize from sysfs) and started under libvirt: the hook holds it
+    for the domain (mechanism device-dax; QEMU maps it through a node of
+    its own /dev, which repair finds by the device number), refuses a
+    second domain, and lets it go at stop."""
+    one, two = "chain-devdax", "chain-devdax2"
+    errs = [domain(n, [DEVDAX]) for n in (one, two)]
+    xml = lv.virsh("dumpxml", "--inactive", one).stdout
+    if not tap.ok(errs == [None, None] and f"<path>{DEVDAX}</path>" in xml
+                  and "<alignsize unit='KiB'>2048</alignsize>" in xml,
+                  f"{DEVDAX}: attached to two domains, <alignsize> from "
+                  "sysfs", (errs, xml)):
+        return
+    res = lv.virsh("start", "--paused", one)
+    e = devdax_entry()
+    tap.ok(res.returncode == 0 and len(e) == 1 and
+           e[0]["mechanism"] == "device-dax" and e[0]["state"] == "engaged"
+           and e[0]["owner"] == f"domain:{one}",
+           f"{one}: started, the device held for it (mechanism device-dax)",
+           (res.stderr, e))
+    rep = daxfile("repair")
+    tap.ok(rep.rc == 0 and devdax_entry() == e,
+           "daxfile repair keeps it: QEMU maps the device (found by its "
+           "device number through /proc/PID/map_files)", (rep, devdax_entry()))
+    res2 = lv.virsh("start", "--paused", two)
+    tap.ok(res2.returncode != 0 and f"reserved for 'domain:{one}'" in
+           res2.stderr and lv.state(two) == "shut off",
+           f"{two}: its start is refused, the owner named", res2.stderr)
+    lv.virsh("destroy", one)
+    lv.wait_shutoff(one)
+    freed = devdax_entry()
+    res3 = lv.virsh("start", "--paused", two)
+    now = devdax_entry()
+    tap.ok(not freed and res3.returncode == 0 and len(now) == 1 and
+           now[0]["owner"] == f"domain:{two}",
+           f"{one} stopped: the device is free, and {two} starts with it",
+           (freed, res3.stderr, now))
+    lv.virsh("destroy", two)
+    lv.wait_shutoff(two)
+    tap.ok(not devdax_entry(), f"{two} stopped: released", devdax_entry())
+    for n in (one, two):
+        lv.cleanup_domain(n)
+
+
 def t_restart():
     stopped = libvirtd_stop()
     took = libvirtd_start() if stopped else None
@@ -545,6 +596,8 @@ def stage_first():
         t_stop(orig)
     if os.uname().release.startswith("6.1.0-"):  # once, on Debian's 6.1:
         t_no_map_sync()  # libvirt probes the stand-in QEMU (~10 s here)
+        if DEVDAX:
+            t_devdax()
     t_crash()
 
 
@@ -621,6 +674,25 @@ def t_verify():
                (entry_of(path), owner_mode(path), orig[path], xattrs))
 
 
+def t_wipe():
+    """daxfile wipe on real DAX: the file of a stopped domain zeroed
+    through MAP_SYNC with non-temporal stores, read back, its digest that
+    of zeros (and the bytes are zeros, read independently)"""
+    path = PHASES["chain-released"]
+    res = daxfile("wipe", "--json", path)
+    j = res.json() if res.rc == 0 else {}
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    zeros = hashlib.sha256(bytes(size)).hexdigest()
+    tap.ok(res.rc == 0 and j.get("map_sync") and
+           j.get("method", "").startswith("MAP_SYNC, non-temporal stores")
+           and j.get("verified") and j.get("zeroed") == size and
+           j.get("sha256") == zeros and not any(data),
+           f"daxfile wipe on real DAX (ext4 -o dax): MAP_SYNC, non-temporal "
+           f"stores, {size >> 20} MiB read back as zeros", (res, j))
+
+
 def stage_after():
     install()
     took = libvirtd_start()
@@ -633,6 +705,7 @@ def stage_after():
     t_after_crash()
     t_start_again()
     t_verify()
+    t_wipe()
 
 # ------------------------------------------------------- stages migrate
 

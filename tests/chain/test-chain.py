@@ -231,9 +231,11 @@ def main():
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         return tap.done()
+    # two for fsdax (xfs, ext4), a small one for devdax
     pmems = [vm.Pmem.create(os.path.join(vm.default_tmpdir(),
                                          f"{os.path.basename(workdir)}-{i}"),
-                            "1G", temporary=True) for i in range(2)]
+                            size, temporary=True)
+             for i, size in enumerate(("1G", "1G", "256M"))]
     disk = os.path.join(workdir, "state.img")
     with open(disk, "wb") as f:
         f.truncate(256 << 20)

@@ -91,7 +91,8 @@ class World:
         assert res.rc == 0, res
         return self.path(name)
 
-    def hook(self, xml, op="prepare", subop="begin", name="vm1", qemu=()):
+    def hook(self, xml, op="prepare", subop="begin", name="vm1", qemu=(),
+             env=None):
         """The hook as libvirtd runs it; at started and reconnect with a
         stand-in for the domain's QEMU mapping its files (@qemu: options
         of daxfile-consumer, or None for no QEMU at all)"""
@@ -103,7 +104,8 @@ class World:
                     self.extra_env, qemu))
             return subprocess.run(WRAPPER + [HOOK, name, op, subop, "-"],
                                   input=data, capture_output=True,
-                                  env=dict(os.environ, **self.env()))
+                                  env=dict(os.environ, **self.env(),
+                                           **(env or {})))
 
     def registry(self):
         path = os.path.join(self.state, "lib", "registry.json")
@@ -273,6 +275,105 @@ def virtio_pmem_device(tap, w):
                "<size unit='KiB'>8192</size>": ""}))),
            w.registry() == [])
     os.unlink(f)
+
+
+class FakeDevdax:
+    """A sysfs tree (DAXFILE_SYSFS_ROOT) in which the character device
+    /dev/null (1:3) is the device-dax device dax0.0: @size bytes, @align
+    pages, bound to @driver. The hook opens /dev/null, finds it a dax
+    device there, and checks and reserves it by its device number."""
+
+    PATH = "/dev/null"
+
+    def __init__(self, tmp, size=64 * M, align=2 * M, driver="device_dax"):
+        self.root = os.path.join(tmp, "sys")
+        dev = os.path.join(self.root, "devices", "platform", "dax0", "dax0.0")
+        bus = os.path.join(self.root, "bus", "dax")
+        os.makedirs(dev)
+        os.makedirs(os.path.join(bus, "drivers", driver))
+        os.makedirs(os.path.join(self.root, "dev", "char"))
+        for attr, value in (("size", size), ("align", align)):
+            with open(os.path.join(dev, attr), "w") as f:
+                f.write(f"{value}\n")
+        os.symlink(os.path.relpath(bus, dev), os.path.join(dev, "subsystem"))
+        os.symlink(os.path.relpath(os.path.join(bus, "drivers", driver), dev),
+                   os.path.join(dev, "driver"))
+        os.symlink("../../devices/platform/dax0/dax0.0",
+                   os.path.join(self.root, "dev", "char", "1:3"))
+        self.env = {"DAXFILE_SYSFS_ROOT": self.root}
+
+
+def devdax_nvdimm(**edit):
+    return nvdimm(FakeDevdax.PATH, **{
+        "<alignsize unit='KiB'>4</alignsize>":
+            "<alignsize unit='KiB'>2048</alignsize>",
+        "<size unit='KiB'>8192</size>": "<size unit='KiB'>65536</size>",
+        **edit})
+
+
+def device_dax(tap, w):
+    """With device_dax=true the hook validates and reserves an nvdimm
+    backed by a device-dax device instead of freezing a file: bound to
+    device_dax, <alignsize> its page size, <size> its size; one domain at
+    a time; released at stop, and by repair when no QEMU maps it."""
+    tmp = os.path.join(w.tmp, "devdax")
+    os.mkdir(tmp)
+    try:
+        ok = FakeDevdax(tmp)
+        kmem = FakeDevdax(os.path.join(tmp, "kmem"), driver="kmem")
+        xml = domain(devdax_nvdimm())
+        golden(tap, w, "prepare-devdax-off", w.hook(xml, env=ok.env),
+               w.registry() == [], w.registry())
+        w.write_conf("device_dax=true\n")
+        golden(tap, w, "prepare-devdax-ok", w.hook(xml, env=ok.env),
+               w.registry() == [("domain:vm1", "reserved", "none")],
+               w.registry())
+        golden(tap, w, "prepare-devdax-other-domain",
+               w.hook(domain(devdax_nvdimm(), name="vm2"), name="vm2",
+                      env=ok.env),
+               w.registry() == [("domain:vm1", "reserved", "none")],
+               w.registry())
+        golden(tap, w, "started-devdax-ok",
+               w.hook(xml, "started", qemu=None, env=ok.env),
+               w.registry() == [("domain:vm1", "engaged", "device-dax")],
+               w.registry())
+        lst = daxfile("list", "--json", env=dict(w.extra_env, **w.env()))
+        e = (lst.json() or [{}])[0] if lst.rc == 0 else {}
+        tap.ok(e.get("path") == FakeDevdax.PATH and
+               e.get("mechanism") == "device-dax" and
+               e.get("owner") == "domain:vm1",
+               "daxfile list shows the device-dax device beside files", lst)
+        golden(tap, w, "stopped-devdax-ok",
+               w.hook(xml, "stopped", "end", env=ok.env), w.registry() == [],
+               w.registry())
+        w.hook(xml, env=ok.env)
+        w.hook(xml, "started", qemu=None, env=ok.env)
+        rep = daxfile("repair", env=dict(w.extra_env, **w.env()))
+        tap.ok(rep.rc == 0 and w.registry() == [] and
+               "no process maps it any more" in rep.out + rep.err,
+               "repair releases a device-dax device no QEMU maps any more",
+               (rep, w.registry()))
+        for name, dev, env in (
+                ("kmem", devdax_nvdimm(), kmem.env),
+                ("align-mismatch", devdax_nvdimm(**{
+                    "<alignsize unit='KiB'>2048</alignsize>":
+                    "<alignsize unit='KiB'>4</alignsize>"}), ok.env),
+                ("size-mismatch", nvdimm(FakeDevdax.PATH, **{
+                    "<alignsize unit='KiB'>4</alignsize>":
+                    "<alignsize unit='KiB'>2048</alignsize>"}), ok.env)):
+            golden(tap, w, f"prepare-devdax-{name}",
+                   w.hook(domain(dev), env=env), w.registry() == [],
+                   w.registry())
+        link = os.path.join(tmp, "dax-link")
+        os.symlink(FakeDevdax.PATH, link)
+        golden(tap, w, "prepare-devdax-symlink",
+               w.hook(domain(devdax_nvdimm()).replace(
+                   f"<path>{FakeDevdax.PATH}</path>", f"<path>{link}</path>"),
+                   env=ok.env),
+               w.registry() == [], w.registry())
+        w.write_conf()
+    finally:
+        shutil.rmtree(tmp)
 
 
 def misconfigurations(w):
@@ -615,14 +716,15 @@ def main():
     tap = Tap()
     if ENGAGED:
         need_root(tap)
-    tap.plan(47 + 17 + 3 + 9 + 7 + 6)
+    tap.plan(47 + 17 + 3 + 9 + 7 + 6 + 11)
     with contextlib.ExitStack() as stack:
         if ENGAGED:
             efs = stack.enter_context(EngagedFs())
             w = World(efs.mnt, efs.env)
         else:
             w = World(stack.enter_context(tempdir()))
-        for func in (lifecycle, attestation, virtio_pmem_device, refusals, untrusted_owner, ignored, hostile,
+        for func in (lifecycle, attestation, virtio_pmem_device, device_dax,
+                     refusals, untrusted_owner, ignored, hostile,
                      migrate, bad_configs, spellings, other_elements,
                      other_domains, untrusted_configs, no_roots):
             tap.subtest(func.__name__, func, tap, w)

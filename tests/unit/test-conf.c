@@ -27,7 +27,8 @@ test_good(void)
     g_autoptr(DaxfileConf) c = parse(
         "# comment\n[hook]\nmanaged_roots=/mnt/pmem/;/var/lib/libvirt/pmem\n"
         "allow_non_dax=true\ntrusted_owners=root;1234\n"
-        "create_missing=true\npath_map=/mnt/a=/mnt/b;/x=/y\n", &error);
+        "create_missing=true\npath_map=/mnt/a=/mnt/b;/x=/y\n"
+        "device_dax=true\n", &error);
     g_autofree char *m1 = NULL;
     g_autofree char *m2 = NULL;
 
@@ -37,6 +38,7 @@ test_good(void)
     g_assert_cmpstr(root(c, 1)->path, ==, "/var/lib/libvirt/pmem");
     g_assert_true(root(c, 0)->allow_non_dax);
     g_assert_true(root(c, 1)->create_missing);
+    g_assert_true(c->device_dax);
     g_assert_true(daxfile_conf_trusts_uid(c, 0));
     g_assert_true(daxfile_conf_trusts_uid(c, 1234));
     g_assert_false(daxfile_conf_trusts_uid(c, 1000));
@@ -63,6 +65,7 @@ test_defaults(void)
 
     g_assert_nonnull(c);
     g_assert_cmpuint(c->roots->len, ==, 0);
+    g_assert_false(c->device_dax);
     g_assert_true(daxfile_conf_trusts_uid(c, 0));
     g_assert_nonnull(missing);
     g_assert_cmpuint(missing->roots->len, ==, 0);
@@ -79,6 +82,7 @@ test_bad(void)
         {"[hook]\nmanaged_roots=relative\n", "not an absolute path"},
         {"[hook]\nmanaged_roots=/a/../b\n", "'.' and '..' are not allowed"},
         {"[hook]\nallow_non_dax=maybe\n", "Invalid allow_non_dax"},
+        {"[hook]\ndevice_dax=yes please\n", "Invalid device_dax"},
         {"[hook]\ntrusted_owners=no-such-user-here\n", "no such user"},
         {"[hook]\npath_map=/a\n", "Invalid path_map entry '/a'"},
         {"[hook]\npath_map=/a=rel\n", "not an absolute path"},

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # chain-l1: an emulated pmem host for the chain suite (tests/chain): the
 # host's own root over 9p (--hostroot), two NVDIMMs in fsdax mode with xfs
-# (pmem0) and ext4 (pmem1) mounted -o dax, and a small virtio disk (vda)
+# (pmem0) and ext4 (pmem1) mounted -o dax, a third one in devdax mode
+# (CHAIN_DEVDAX: /dev/dax2.0, first stage only), and a small virtio disk (vda)
 # for what a real host keeps across a crash: daxfile's registry and
 # libvirt's domain definitions. Then tests/chain/l1-chain.py runs libvirtd,
 # the hook and QEMU for real on top of them.
@@ -34,6 +35,10 @@ storage() {
     if [ "$CHAIN_STAGE" = first ]; then
         dx_fsdax 0 && dx_mkfs xfs /mnt/xfs && dx_fsdax 1 &&
             dx_mkfs ext4 /mnt/ext4 || return 1
+        if [ -d /sys/bus/nd/devices/region2 ]; then
+            dx_devdax 2 || return 1
+            export CHAIN_DEVDAX="$DX_DAX"
+        fi
         dx_x mkfs.ext4 -q -F /dev/vda >&2 || return 1
     else
         dx_fsdax 0 && dx_mount /mnt/xfs --type xfs && dx_fsdax 1 &&
