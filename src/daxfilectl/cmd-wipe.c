@@ -3,10 +3,14 @@
  * daxfile wipe PATH [--json]: zero a file no domain holds, durably, and
  * prove it by reading it back
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 
+#include "daxfile-devdax.h"
+#include "daxfile-error.h"
 #include "daxfile-file.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
@@ -102,10 +106,21 @@ cli_wipe(int fd, const char *path, gboolean json)
 int
 cli_wipe_open(const char *path, gboolean follow, GError **error)
 {
-    return daxfile_file_open(path,
-                             DAXFILE_OPEN_WRITE |
-                                 (follow ? DAXFILE_OPEN_FOLLOW : 0),
-                             NULL, error);
+    int fd;
+
+    if (!daxfile_devdax_is(path))
+        return daxfile_file_open(path,
+                                 DAXFILE_OPEN_WRITE |
+                                     (follow ? DAXFILE_OPEN_FOLLOW : 0),
+                                 NULL, error);
+    /* a device-dax device, by its own node (daxfile-devdax.h) */
+    fd = open(path, O_RDWR | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+    if (fd < 0) {
+        g_autofree char *name = daxfile_escape(path);
+
+        daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
+    }
+    return fd;
 }
 
 int

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #endif
 
+#include "daxfile-devdax.h"
 #include "daxfile-error.h"
 #include "daxfile-file.h"
 #include "daxfile-guard.h"
@@ -96,6 +97,41 @@ unheld(DaxfileRegistry *reg, int fd, const struct stat *st, const char *name,
     return TRUE;
 }
 
+/* A device-dax device no domain holds (registry key: its device number,
+ * inode 0), in devdax mode; its description in *@ret_dev */
+static gboolean
+device_unheld(DaxfileRegistry *reg, const struct stat *st, const char *path,
+              DaxfileDevdax **ret_dev, GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+    const DaxfileEntry *e = daxfile_registry_lookup(reg, st->st_rdev, 0);
+    g_autoptr(DaxfileDevdax) d = daxfile_devdax_read(st->st_rdev, path,
+                                                     error);
+
+    if (!d)
+        return FALSE;
+    if (e) {
+        g_autofree char *owner = daxfile_escape(e->owner);
+
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                    "'%s' (%s) is %s for '%s'; fix: shut that domain down "
+                    "first ('daxfile repair' if it is gone)", name, d->name,
+                    daxfile_entry_state_to_string(e->state), owner);
+        return FALSE;
+    }
+    if (STRNEQ(daxfile_devdax_mode(d), "devdax")) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' (%s) is in %s mode, not devdax, and cannot be "
+                    "mapped; fix: 'daxctl reconfigure-device --mode=devdax "
+                    "%s' (a system-ram device is in use as memory)", name,
+                    d->name, daxfile_devdax_mode(d), d->name);
+        return FALSE;
+    }
+    if (ret_dev)
+        *ret_dev = g_steal_pointer(&d);
+    return TRUE;
+}
+
 gboolean
 daxfile_wipe_check(int fd, const char *path, GError **error)
 {
@@ -109,6 +145,8 @@ daxfile_wipe_check(int fd, const char *path, GError **error)
         daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
         return FALSE;
     }
+    if (S_ISCHR(st.st_mode))
+        return device_unheld(reg, &st, path, NULL, error);
     return daxfile_file_check_regular(&st, name, error) &&
            unheld(reg, fd, &st, name, error);
 }
@@ -186,6 +224,112 @@ read_back(const unsigned char *map, guint64 size, DaxfileWipeResult *ret)
     ret->verify_seconds = now() - t0;
 }
 
+/* @size bytes of @fd mapped shared at an address aligned to @align (a
+ * device-dax device refuses any other), or MAP_FAILED */
+static unsigned char *
+map_aligned(int fd, guint64 size, guint64 align)
+{
+    unsigned char *area = mmap(NULL, size + align, PROT_NONE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *at;
+    void *map;
+
+    if (area == MAP_FAILED)
+        return MAP_FAILED;
+    at = (unsigned char *)DAXFILE_ALIGN_UP((guintptr)area, align);
+    map = mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+               0);
+    if (map == MAP_FAILED) {
+        munmap(area, size + align);
+        return MAP_FAILED;
+    }
+    if (at > area)
+        munmap(area, at - area);
+    if (at + size < area + size + align)
+        munmap(at + size, area + size + align - (at + size));
+    return map;
+}
+
+/* A device-dax device: zeroed through its own mapping (synchronous: no
+ * page cache, no metadata), while the registry lock of the device keeps a
+ * domain's start waiting; nothing marks a partial wipe (a device has no
+ * extended attributes): run it again. */
+static gboolean
+wipe_device(int fd, const struct stat *st, const char *path,
+            const DaxfileWipeParams *p, DaxfileWipeResult *ret,
+            GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
+    g_autoptr(DaxfileDevdax) d = NULL;
+    g_auto(DaxfileFd) lock = -1;
+    unsigned char *map;
+    guint64 done = 0, align;
+    double t0;
+
+    if (!reg)
+        return FALSE;
+    lock = daxfile_registry_lock_inode(st->st_rdev, 0, name, FALSE, error);
+    if (lock < 0 || !device_unheld(reg, st, path, &d, error))
+        return FALSE;
+    g_clear_pointer(&reg, daxfile_registry_free);
+    ret->size = d->size;
+    align = MAX(d->align, (guint64)DAXFILE_SZ_2M);
+    map = map_aligned(fd, d->size, align);
+    if (map == MAP_FAILED) {
+        daxfile_set_error_errno(error, errno, "Cannot map '%s' (%s)", name,
+                                d->name);
+        return FALSE;
+    }
+    ret->map_sync = TRUE; /* a device-dax mapping is synchronous */
+#ifdef __x86_64__
+    ret->method = "device-dax mapping, non-temporal stores and a store fence";
+#else
+    ret->method = "device-dax mapping, stores";
+#endif
+    t0 = now();
+    while (done < d->size) {
+        guint64 n = MIN((guint64)WIPE_CHUNK, d->size - done);
+
+        if (p && p->cancel && g_atomic_int_get(p->cancel)) {
+            ret->interrupted = TRUE;
+            break;
+        }
+#ifdef __x86_64__
+        zero(map + done, n, n % 64 == 0);
+#else
+        zero(map + done, n, FALSE);
+#endif
+        done += n;
+        ret->zeroed += n;
+        if (p && p->progress)
+            p->progress(done, d->size, p->progress_data);
+    }
+    ret->seconds = now() - t0;
+    if (ret->interrupted) {
+        g_autofree char *have = daxfile_size_format(done);
+        g_autofree char *all = daxfile_size_format(d->size);
+
+        munmap(map, d->size);
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+                    "the wipe of '%s' (%s) was interrupted after %s of %s; "
+                    "fix: run 'daxfile wipe' on it again (a device keeps "
+                    "no mark: it holds old data past that point)", name,
+                    d->name, have, all);
+        return FALSE;
+    }
+    read_back(map, d->size, ret);
+    munmap(map, d->size);
+    if (!ret->verified) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+                    "'%s' (%s) does not read back as zeros at offset %"
+                    G_GUINT64_FORMAT " after it was wiped: the medium may "
+                    "be failing", name, d->name, ret->first_nonzero);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 gboolean
 daxfile_wipe(int fd, const char *path, const DaxfileWipeParams *p,
              DaxfileWipeResult *ret, GError **error)
@@ -202,6 +346,8 @@ daxfile_wipe(int fd, const char *path, const DaxfileWipeParams *p,
         daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
         return FALSE;
     }
+    if (S_ISCHR(st.st_mode))
+        return wipe_device(fd, &st, path, p, ret, error);
     if (!daxfile_file_check_regular(&st, name, error))
         return FALSE;
     if (st.st_size == 0) {

@@ -423,6 +423,15 @@ def t_devdax():
     tap.ok(not devdax_entry(), f"{two} stopped: released", devdax_entry())
     for n in (one, two):
         lv.cleanup_domain(n)
+    res = daxfile("wipe", "--json", DEVDAX)
+    j = res.json() if res.rc == 0 else {}
+    size = j.get("size", 0)
+    tap.ok(res.rc == 0 and size > 0 and j.get("zeroed") == size and
+           j.get("verified") and j.get("method", "").startswith(
+               "device-dax mapping, non-temporal stores") and
+           j.get("sha256") == hashlib.sha256(bytes(size)).hexdigest(),
+           f"daxfile wipe {DEVDAX}: {size >> 20} MiB zeroed through its "
+           "mapping and read back as zeros", (res, j))
 
 
 def t_restart():

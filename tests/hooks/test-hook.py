@@ -343,6 +343,12 @@ def device_dax(tap, w):
                e.get("mechanism") == "device-dax" and
                e.get("owner") == "domain:vm1",
                "daxfile list shows the device-dax device beside files", lst)
+        wipe = daxfile("wipe", FakeDevdax.PATH,
+                       env=dict(w.extra_env, **w.env(), **ok.env))
+        tap.ok(wipe.rc == 1 and len(wipe.err.splitlines()) == 1 and
+               "is engaged for 'domain:vm1'" in wipe.err,
+               "daxfile wipe of a device-dax device a domain holds: refused",
+               wipe)
         golden(tap, w, "stopped-devdax-ok",
                w.hook(xml, "stopped", "end", env=ok.env), w.registry() == [],
                w.registry())
@@ -716,7 +722,7 @@ def main():
     tap = Tap()
     if ENGAGED:
         need_root(tap)
-    tap.plan(47 + 17 + 3 + 9 + 7 + 6 + 11)
+    tap.plan(47 + 17 + 3 + 9 + 7 + 6 + 12)
     with contextlib.ExitStack() as stack:
         if ENGAGED:
             efs = stack.enter_context(EngagedFs())
