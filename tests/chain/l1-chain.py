@@ -406,7 +406,8 @@ def t_devdax():
            "daxfile repair keeps it: QEMU maps the device (found by its "
            "device number through /proc/PID/map_files)", (rep, devdax_entry()))
     res2 = lv.virsh("start", "--paused", two)
-    tap.ok(res2.returncode != 0 and f"reserved for 'domain:{one}'" in
+    tap.ok(res2.returncode != 0 and f"is static for 'domain:{one}'" in
+           res2.stderr and f"cannot be used by 'domain:{two}'" in
            res2.stderr and lv.state(two) == "shut off",
            f"{two}: its start is refused, the owner named", res2.stderr)
     lv.virsh("destroy", one)

@@ -235,7 +235,7 @@ def main():
     pmems = [vm.Pmem.create(os.path.join(vm.default_tmpdir(),
                                          f"{os.path.basename(workdir)}-{i}"),
                             size, temporary=True)
-             for i, size in enumerate(("1G", "1G", "256M"))]
+             for i, size in enumerate(("1G", "1G", "128M"))]
     disk = os.path.join(workdir, "state.img")
     with open(disk, "wb") as f:
         f.truncate(256 << 20)

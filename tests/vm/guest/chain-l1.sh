@@ -28,20 +28,38 @@ migrate_host() {
     fi
 }
 
+# The regions of the two 1 GiB NVDIMMs (xfs, ext4: FS_REGIONS) and of the
+# small one (devdax: DAX_REGION): QEMU does not number them in the order
+# they are given
+regions() {
+    local r
+    FS_REGIONS='' DAX_REGION=''
+    for r in /sys/bus/nd/devices/region*; do
+        if [ "$(cat "$r/size")" -lt 536870912 ]; then
+            DAX_REGION=${r##*region}
+        else
+            FS_REGIONS="$FS_REGIONS ${r##*region}"
+        fi
+    done
+}
+
 storage() {
     modprobe virtio_blk 2>/dev/null
     dx__wait_dev /dev/vda || return 1
     mkdir -p /persist
+    regions
+    # shellcheck disable=SC2086 # two region numbers
+    set -- $FS_REGIONS
     if [ "$CHAIN_STAGE" = first ]; then
-        dx_fsdax 0 && dx_mkfs xfs /mnt/xfs && dx_fsdax 1 &&
+        dx_fsdax "$1" && dx_mkfs xfs /mnt/xfs && dx_fsdax "$2" &&
             dx_mkfs ext4 /mnt/ext4 || return 1
-        if [ -d /sys/bus/nd/devices/region2 ]; then
-            dx_devdax 2 || return 1
+        if [ -n "$DAX_REGION" ]; then
+            dx_devdax "$DAX_REGION" || return 1
             export CHAIN_DEVDAX="$DX_DAX"
         fi
         dx_x mkfs.ext4 -q -F /dev/vda >&2 || return 1
     else
-        dx_fsdax 0 && dx_mount /mnt/xfs --type xfs && dx_fsdax 1 &&
+        dx_fsdax "$1" && dx_mount /mnt/xfs --type xfs && dx_fsdax "$2" &&
             dx_mount /mnt/ext4 --type ext4 || return 1
     fi
     dx_x mount -t ext4 /dev/vda /persist >&2 || return 1
