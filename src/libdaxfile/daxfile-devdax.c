@@ -116,6 +116,25 @@ daxfile_devdax_mode(const DaxfileDevdax *d)
 }
 
 gboolean
+daxfile_devdax_check_mode(const DaxfileDevdax *d, const char *path,
+                          GError **error)
+{
+    g_autofree char *name = NULL;
+
+    if (d->driver && STREQ(d->driver, "device_dax"))
+        return TRUE;
+    name = daxfile_escape(path);
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                "'%s' (%s) is in %s mode, not devdax, so it cannot be "
+                "mapped%s; fix: 'daxctl reconfigure-device --mode=devdax %s'",
+                name, d->name, daxfile_devdax_mode(d),
+                d->driver && STREQ(d->driver, "kmem")
+                    ? " (the host uses it as RAM)" : "",
+                d->name);
+    return FALSE;
+}
+
+gboolean
 daxfile_devdax_check(const DaxfileDevdax *d, const char *path, guint64 size,
                      guint64 align, GError **error)
 {
@@ -124,18 +143,9 @@ daxfile_devdax_check(const DaxfileDevdax *d, const char *path, guint64 size,
     g_autofree char *want = daxfile_size_format(size);
     g_autofree char *page = daxfile_size_format(d->align);
     g_autofree char *asked = daxfile_size_format(align);
-    const char *mode = daxfile_devdax_mode(d);
 
-    if (!d->driver || STRNEQ(d->driver, "device_dax")) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' (%s) is in %s mode, not devdax, so QEMU cannot map "
-                    "it%s; fix: 'daxctl reconfigure-device --mode=devdax %s'",
-                    name, d->name, mode,
-                    d->driver && STREQ(d->driver, "kmem")
-                        ? " (the host uses it as RAM)" : "",
-                    d->name);
+    if (!daxfile_devdax_check_mode(d, path, error))
         return FALSE;
-    }
     if (align && d->align && align != d->align) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' (%s) has %s pages but <alignsize> is %s, and its "

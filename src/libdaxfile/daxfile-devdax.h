@@ -47,6 +47,11 @@ gboolean daxfile_devdax_is(const char *path);
 int daxfile_devdax_open(const char *path, DaxfileDevdax **ret_dev,
                         struct stat *ret_st, GError **error);
 
+/* @d is bound to device_dax (devdax mode), so it can be mapped; else the
+ * error names @path, its mode and the daxctl command that fixes it */
+gboolean daxfile_devdax_check_mode(const DaxfileDevdax *d, const char *path,
+                                   GError **error);
+
 /* @d can back a device of @size bytes with <alignsize> @align (0: do not
  * check it): bound to device_dax, that page size, that size. The error
  * names @path, the cause and the fix. */

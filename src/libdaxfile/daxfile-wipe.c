@@ -119,14 +119,8 @@ device_unheld(DaxfileRegistry *reg, const struct stat *st, const char *path,
                     daxfile_entry_state_to_string(e->state), owner);
         return FALSE;
     }
-    if (STRNEQ(daxfile_devdax_mode(d), "devdax")) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' (%s) is in %s mode, not devdax, and cannot be "
-                    "mapped; fix: 'daxctl reconfigure-device --mode=devdax "
-                    "%s' (a system-ram device is in use as memory)", name,
-                    d->name, daxfile_devdax_mode(d), d->name);
+    if (!daxfile_devdax_check_mode(d, path, error))
         return FALSE;
-    }
     if (ret_dev)
         *ret_dev = g_steal_pointer(&d);
     return TRUE;
