@@ -43,8 +43,38 @@ proc_pids(void)
     return pids;
 }
 
-gboolean
-daxfile_proc_maps_inode(pid_t pid, guint64 dev, guint64 ino)
+/* What a mapping is matched by: a file's inode, or (@rdev non-zero) a
+ * character device by its device number, whatever node maps it */
+typedef struct {
+    guint64 dev;
+    guint64 ino;
+    dev_t rdev;
+} MapKey;
+
+/* One line of /proc/@pid/maps ("start-end perms offset MAJ:MIN inode
+ * path") maps @key */
+static gboolean
+map_line_matches(pid_t pid, const char *line, const MapKey *key)
+{
+    g_autofree char *link = NULL;
+    unsigned long long inode = 0;
+    unsigned int maj, min;
+    char range[64];
+    struct stat st;
+
+    if (sscanf(line, "%63s %*s %*s %x:%x %llu", range, &maj, &min,
+               &inode) != 4 || inode == 0)
+        return FALSE;
+    if (!key->rdev)
+        return inode == key->ino && maj == major(key->dev) &&
+               min == minor(key->dev);
+    link = g_strdup_printf("/proc/%d/map_files/%s", (int)pid, range);
+    return stat(link, &st) == 0 && S_ISCHR(st.st_mode) &&
+           st.st_rdev == key->rdev;
+}
+
+static gboolean
+pid_maps(pid_t pid, const MapKey *key)
 {
     g_autofree char *path = g_strdup_printf("/proc/%d/maps", (int)pid);
     g_autofree char *maps = NULL;
@@ -55,48 +85,14 @@ daxfile_proc_maps_inode(pid_t pid, guint64 dev, guint64 ino)
         return FALSE;
     lines = g_strsplit(maps, "\n", -1);
     for (i = 0; lines[i]; i++) {
-        unsigned int maj, min;
-        unsigned long long inode;
-
-        /* start-end perms offset MAJ:MIN inode path */
-        if (sscanf(lines[i], "%*s %*s %*s %x:%x %llu", &maj, &min, &inode) != 3)
-            continue;
-        if (inode == ino && maj == major(dev) && min == minor(dev))
+        if (map_line_matches(pid, lines[i], key))
             return TRUE;
     }
     return FALSE;
 }
 
-gboolean
-daxfile_proc_maps_rdev(pid_t pid, dev_t rdev)
-{
-    g_autofree char *path = g_strdup_printf("/proc/%d/maps", (int)pid);
-    g_autofree char *maps = NULL;
-    g_auto(GStrv) lines = NULL;
-    guint i;
-
-    if (!g_file_get_contents(path, &maps, NULL, NULL))
-        return FALSE;
-    lines = g_strsplit(maps, "\n", -1);
-    for (i = 0; lines[i]; i++) {
-        g_autofree char *link = NULL;
-        unsigned long long inode = 0;
-        char range[64];
-        struct stat st;
-
-        /* start-end perms offset MAJ:MIN inode path */
-        if (sscanf(lines[i], "%63s %*s %*s %*x:%*x %llu", range, &inode) != 2 ||
-            inode == 0)
-            continue;
-        link = g_strdup_printf("/proc/%d/map_files/%s", (int)pid, range);
-        if (stat(link, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == rdev)
-            return TRUE;
-    }
-    return FALSE;
-}
-
-GArray *
-daxfile_proc_mappers_rdev(dev_t rdev)
+static GArray *
+mappers(const MapKey *key)
 {
     g_autoptr(GArray) pids = proc_pids();
     GArray *out = g_array_new(FALSE, FALSE, sizeof(pid_t));
@@ -105,26 +101,34 @@ daxfile_proc_mappers_rdev(dev_t rdev)
     for (i = 0; i < pids->len; i++) {
         pid_t pid = g_array_index(pids, pid_t, i);
 
-        if (daxfile_proc_maps_rdev(pid, rdev))
+        if (pid_maps(pid, key))
             g_array_append_val(out, pid);
     }
     return out;
+}
+
+gboolean
+daxfile_proc_maps_inode(pid_t pid, guint64 dev, guint64 ino)
+{
+    MapKey key = {.dev = dev, .ino = ino};
+
+    return pid_maps(pid, &key);
 }
 
 GArray *
 daxfile_proc_mappers(guint64 dev, guint64 ino)
 {
-    g_autoptr(GArray) pids = proc_pids();
-    GArray *out = g_array_new(FALSE, FALSE, sizeof(pid_t));
-    guint i;
+    MapKey key = {.dev = dev, .ino = ino};
 
-    for (i = 0; i < pids->len; i++) {
-        pid_t pid = g_array_index(pids, pid_t, i);
+    return mappers(&key);
+}
 
-        if (daxfile_proc_maps_inode(pid, dev, ino))
-            g_array_append_val(out, pid);
-    }
-    return out;
+GArray *
+daxfile_proc_mappers_rdev(dev_t rdev)
+{
+    MapKey key = {.rdev = rdev};
+
+    return mappers(&key);
 }
 
 static gboolean

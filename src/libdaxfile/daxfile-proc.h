@@ -16,12 +16,9 @@ gboolean daxfile_proc_maps_inode(pid_t pid, guint64 dev, guint64 ino);
 /* PIDs (GArray of pid_t) of every process mapping the inode */
 GArray *daxfile_proc_mappers(guint64 dev, guint64 ino);
 
-/* TRUE when process @pid maps the character device @rdev, by whatever
+/* PIDs of every process mapping the character device @rdev, by whatever
  * node (QEMU under libvirt maps a node of its own /dev): each mapped
  * inode is looked at through /proc/PID/map_files (root only) */
-gboolean daxfile_proc_maps_rdev(pid_t pid, dev_t rdev);
-
-/* PIDs of every process mapping the character device @rdev */
 GArray *daxfile_proc_mappers_rdev(dev_t rdev);
 
 /* PIDs (GArray of pid_t) holding an fd open for writing on the inode,

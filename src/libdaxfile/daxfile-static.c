@@ -1159,6 +1159,14 @@ daxfile_static_list_json(const GPtrArray *entries)
     return json_builder_get_root(b);
 }
 
+/* The processes mapping the entry's file, or its device-dax device */
+static GArray *
+entry_mappers(const DaxfileEntry *e)
+{
+    return entry_is_device(e) ? daxfile_proc_mappers_rdev(e->dev)
+                              : daxfile_proc_mappers(e->dev, e->ino);
+}
+
 static gboolean
 owned_by_consumer(const DaxfileEntry *e)
 {
@@ -1177,8 +1185,7 @@ reservation_reason(const DaxfileEntry *e)
     if (e->holder_pid > 0 &&
         daxfile_proc_same((pid_t)e->holder_pid, e->holder_start))
         return NULL;
-    mappers = entry_is_device(e) ? daxfile_proc_mappers_rdev(e->dev)
-                                 : daxfile_proc_mappers(e->dev, e->ino);
+    mappers = entry_mappers(e);
     if (mappers->len > 0)
         return NULL;
     return "the start that reserved it never finished (the process that "
@@ -1202,8 +1209,7 @@ repair_reason(const DaxfileEntry *e)
         return "its consumer process is gone";
     if (!owned_by_consumer(e))
         return NULL;
-    mappers = entry_is_device(e) ? daxfile_proc_mappers_rdev(e->dev)
-                                 : daxfile_proc_mappers(e->dev, e->ino);
+    mappers = entry_mappers(e);
     return mappers->len == 0 ? "no process maps it any more" : NULL;
 }
 

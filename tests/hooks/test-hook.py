@@ -40,20 +40,21 @@ def template(name):
         return f.read()
 
 
-def nvdimm(path, **edit):
-    xml = template("nvdimm.xml.in").replace("@PATH@", path)
+def device(name, path, **edit):
+    """tests/data/hooks/@name with @path, each key of @edit replaced"""
+    xml = template(name).replace("@PATH@", path)
     for old, new in edit.items():
         assert old in xml, old
         xml = xml.replace(old, new)
     return xml
+
+
+def nvdimm(path, **edit):
+    return device("nvdimm.xml.in", path, **edit)
 
 
 def virtio_pmem(path, **edit):
-    xml = template("virtio-pmem.xml.in").replace("@PATH@", path)
-    for old, new in edit.items():
-        assert old in xml, old
-        xml = xml.replace(old, new)
-    return xml
+    return device("virtio-pmem.xml.in", path, **edit)
 
 
 def domain(devices, name="vm1", uuid=UUID1):
