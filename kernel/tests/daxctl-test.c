@@ -6,6 +6,7 @@
  *   daxctl-test --label NAME [--dir DIR] [--misaligned-dir DIR]
  *               [--offset-dir DIR] [--nondax-dir DIR] [--tmpfs-dir DIR]
  *               [--align BYTES] [--number-from N] [--no-plan]
+ *   daxctl-test --label NAME --persist-write|--persist-verify FILE --seed N
  *
  * DIR is on a DAX mount whose allocator gives align-aligned extents (ext4
  * -E stride=512,stripe_width=512 or xfs -d su=2m,sw=1); --misaligned-dir on
@@ -13,7 +14,8 @@
  * whose start is not align-aligned (the DAX partition offset must count);
  * --nondax-dir on a dax=never mount of ext4 or xfs; --tmpfs-dir on tmpfs.
  * Each directory given runs its section (at least one is needed): --dir
- * the life cycle and the error cases, the others their own cases; xfs
+ * the life cycle, the fault path and the error cases, the others their
+ * own cases (--persist-*: see persist_write()); xfs
  * allows one DAX filesystem per DAX device (holder), so a guest script may
  * have to mount them one at a time.  --number-from and --no-plan let a
  * guest script splice several runs into one TAP stream.
@@ -743,67 +745,346 @@ static void test_layout_refused(const char *p, int fd, bool reflink)
     free(renamed);
 }
 
+/* ---------------------------------------------------------- fault path */
+
 /*
- * Count fs_dax:dax_pmd_fault_done events of one fresh MAP_SYNC mapping
- * written once per 2 MiB: all must be NOPAGE (mapped by a PMD, no
- * NEEDDSYNC: no metadata to sync), none FALLBACK.
+ * What the kernel did for this process's faults, from tracepoints: the
+ * filesystem's journal handles (ext4) and transactions (xfs), MAP_SYNC
+ * syncs (dax_insert_pfn_mkwrite runs only after a fault had to sync the
+ * metadata), and the DAX fault results.
+ */
+struct fault_trace {
+    long handles;       /* jbd2:jbd2_handle_start + xfs:xfs_trans_alloc */
+    long syncs;         /* fs_dax:dax_insert_pfn_mkwrite */
+    long pte, pmd;      /* fs_dax:dax_{pte,pmd}_fault_done */
+    long clean;         /* of those, NOPAGE without NEEDDSYNC/FALLBACK */
+};
+
+static const char *const fault_events[] = {
+    "jbd2/jbd2_handle_start", "xfs/xfs_trans_alloc",
+    "fs_dax/dax_insert_pfn_mkwrite", "fs_dax/dax_pte_fault_done",
+    "fs_dax/dax_pmd_fault_done",
+};
+
+static bool write_str(const char *path, const char *str)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    bool ok = fd >= 0 && write(fd, str, strlen(str)) == (ssize_t)strlen(str);
+
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* Every event in fault_events, for this process only; trace emptied first */
+static bool trace_faults(bool on)
+{
+    char path[256], pid[32];
+    bool ok = true;
+
+    if (on) {
+        snprintf(pid, sizeof(pid), "%d", (int)getpid());
+        ok = write_str(TRACEFS "/trace", "") &&
+             write_str(TRACEFS "/set_event_pid", pid);
+    }
+    for (size_t i = 0; i < sizeof(fault_events) / sizeof(*fault_events); i++) {
+        snprintf(path, sizeof(path), TRACEFS "/events/%s/enable",
+                 fault_events[i]);
+        ok = write_str(path, on ? "1" : "0") && ok;
+    }
+    return ok;
+}
+
+static bool trace_read(struct fault_trace *ft)
+{
+    FILE *f = fopen(TRACEFS "/trace", "re");
+    char line[1024];
+
+    memset(ft, 0, sizeof(*ft));
+    if (!f)
+        return false;
+    while (fgets(line, sizeof(line), f)) {
+        bool pte = strstr(line, " dax_pte_fault_done: "),
+             pmd = strstr(line, " dax_pmd_fault_done: ");
+
+        if (strstr(line, " jbd2_handle_start: ") ||
+            strstr(line, " xfs_trans_alloc: "))
+            ft->handles++;
+        else if (strstr(line, " dax_insert_pfn_mkwrite: "))
+            ft->syncs++;
+        if (!pte && !pmd)
+            continue;
+        ft->pte += pte;
+        ft->pmd += pmd;
+        if (strstr(line, "NOPAGE") && !strstr(line, "NEEDDSYNC") &&
+            !strstr(line, "FALLBACK"))
+            ft->clean++;
+    }
+    fclose(f);
+    return true;
+}
+
+enum fault_how {
+    FAULT_PTE,          /* MADV_NOHUGEPAGE: one write fault per 4 KiB page */
+    FAULT_PMD,          /* one write fault per 2 MiB, mapped by a PMD */
+    FAULT_READ_WRITE,   /* read every page, then write it: pfn_mkwrite */
+};
+
+/*
+ * Store into every page (or 2 MiB) of a fresh shared mapping of @fd, with
+ * the fault events traced; @sync adds MAP_SYNC.  Returns the number of
+ * write faults expected, or -1.
+ */
+static long traced_writes(int fd, enum fault_how how, bool sync,
+                          struct fault_trace *ft)
+{
+    size_t step = how == FAULT_PMD ? 2 * MIB : 4096;
+    volatile char *m;
+    bool traced;
+
+    m = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE,
+             sync ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        diag("  mmap: %s", strerror(errno));
+        return -1;
+    }
+    if (how == FAULT_PMD && (uintptr_t)m % (2 * MIB))
+        diag("  mapping at %p is not 2 MiB aligned", (void *)m);
+    if (how != FAULT_PMD)
+        madvise((void *)m, FILE_SIZE, MADV_NOHUGEPAGE);
+    traced = trace_faults(true);
+    if (how == FAULT_READ_WRITE) {
+        char sum = 0;
+
+        for (size_t off = 0; off < FILE_SIZE; off += step)
+            sum += m[off];
+        m[0] = sum;
+    }
+    for (size_t off = 0; off < FILE_SIZE; off += step)
+        m[off + 64] = (char)(off >> 12);
+    trace_faults(false);
+    munmap((void *)m, FILE_SIZE);
+    if (!traced || !trace_read(ft)) {
+        diag("  cannot trace through %s", TRACEFS);
+        return -1;
+    }
+    return (long)(FILE_SIZE / step);
+}
+
+static void diag_trace(const struct fault_trace *ft)
+{
+    diag("  traced: %ld journal handles/transactions, %ld MAP_SYNC syncs, "
+         "%ld PTE and %ld PMD faults (%ld NOPAGE)", ft->handles, ft->syncs,
+         ft->pte, ft->pmd, ft->clean);
+}
+
+static bool have_tracing(void)
+{
+    return access(TRACEFS "/events/fs_dax/dax_pte_fault_done/enable",
+                  W_OK) == 0;
+}
+
+/*
+ * MAP_SYNC write faults on a static file, 2 MiB at a time: all clean PMD
+ * faults (no FALLBACK, no NEEDDSYNC), no handle, no sync.
  */
 static void test_pmd_faults(int fd)
 {
-    const char *en = TRACEFS "/events/fs_dax/dax_pmd_fault_done/enable";
-    long chunks = FILE_SIZE / (2 * MIB), nopage = 0, other = 0;
-    char line[1024];
-    FILE *f;
-    char *m;
-    int t;
+    const char *what = "MAP_SYNC write faults on a static file are clean "
+                       "PMD faults, with no journal handle or transaction";
+    struct fault_trace ft;
+    long n;
 
-    if (access(en, W_OK) != 0 || align % (2 * MIB) != 0) {
-        skip(access(en, W_OK) ? "no fs_dax tracepoints (tracefs)" :
-             "align is not a multiple of 2 MiB",
-             "MAP_SYNC write faults on a static file are clean PMD faults");
+    if (!have_tracing() || align % (2 * MIB) != 0) {
+        skip(have_tracing() ? "align is not a multiple of 2 MiB" :
+             "no fs_dax tracepoints (tracefs)", "%s", what);
         return;
     }
-    t = open(TRACEFS "/trace", O_WRONLY | O_TRUNC | O_CLOEXEC);
-    if (t >= 0)
-        close(t);
-    f = fopen(en, "we");
-    if (f) {
-        fputs("1", f);
-        fclose(f);
-    }
-    m = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE,
-             MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
+    n = traced_writes(fd, FAULT_PMD, true, &ft);
+    if (!report(n > 0 && ft.pmd == n && ft.clean == n && ft.pte == 0 &&
+                ft.handles == 0 && ft.syncs == 0, "%s (%ld)", what, n))
+        diag_trace(&ft);
+}
+
+static bool stat_times(int fd, struct timespec *m, struct timespec *c)
+{
+    struct stat st;
+
+    if (fstat(fd, &st) < 0)
+        return false;
+    *m = st.st_mtim;
+    *c = st.st_ctim;
+    return true;
+}
+
+static int ts_cmp(struct timespec a, struct timespec b)
+{
+    if (a.tv_sec != b.tv_sec)
+        return a.tv_sec < b.tv_sec ? -1 : 1;
+    return a.tv_nsec < b.tv_nsec ? -1 : a.tv_nsec > b.tv_nsec;
+}
+
+/* One page stored through a fresh mapping (a write fault) */
+static void store_one(int fd)
+{
+    char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
     if (m != MAP_FAILED) {
-        if ((uintptr_t)m % (2 * MIB))
-            diag("  mapping at %p is not 2 MiB aligned", (void *)m);
-        for (long i = 0; i < chunks; i++)
-            m[i * 2 * MIB + 64] = 'P';
-        munmap(m, FILE_SIZE);
+        m[100]++;
+        munmap(m, 4096);
     }
-    f = fopen(en, "we");
-    if (f) {
-        fputs("0", f);
-        fclose(f);
+}
+
+/* One page loaded through a fresh mapping (a read fault) */
+static void load_one(int fd)
+{
+    volatile char *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+
+    if (m != MAP_FAILED) {
+        (void)m[300];
+        munmap((void *)m, 4096);
     }
-    f = fopen(TRACEFS "/trace", "re");
-    while (f && fgets(line, sizeof(line), f)) {
-        if (!strstr(line, "dax_pmd_fault_done"))
+}
+
+/*
+ * The timestamp rule (kernel/README.md): write faults on a static file
+ * leave mtime and ctime alone; fsync()/msync(MS_SYNC) and release stamp
+ * both if the file was written through a mapping since the last stamp.
+ * 20 ms pauses let the kernel's coarse clock move between the steps.
+ */
+static void test_fault_times(const char *p, int fd)
+{
+    struct timespec m0, c0, m1, c1;
+    char *m;
+    bool ok;
+
+    ok = daxctl(p, DAXCTL_F_STATIC, align) == 0 && stat_times(fd, &m0, &c0);
+    usleep(20000);
+    store_one(fd);
+    ok = ok && stat_times(fd, &m1, &c1);
+    report(ok && ts_cmp(m1, m0) == 0 && ts_cmp(c1, c0) == 0,
+           "write faults on a static file leave mtime and ctime alone");
+
+    usleep(20000);
+    ok = ok && fsync(fd) == 0 && stat_times(fd, &m1, &c1);
+    report(ok && ts_cmp(m1, m0) > 0 && ts_cmp(c1, c0) > 0,
+           "fsync(2) of a static file written through a mapping stamps "
+           "mtime and ctime");
+
+    m0 = m1;
+    c0 = c1;
+    usleep(20000);
+    ok = ok && fsync(fd) == 0 && stat_times(fd, &m1, &c1);
+    report(ok && ts_cmp(m1, m0) == 0 && ts_cmp(c1, c0) == 0,
+           "fsync(2) again, nothing written since: mtime and ctime stay");
+
+    usleep(20000);
+    m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m != MAP_FAILED) {
+        m[200]++;
+        ok = ok && msync(m, 4096, MS_SYNC) == 0;
+        munmap(m, 4096);
+    }
+    ok = ok && m != MAP_FAILED && stat_times(fd, &m1, &c1);
+    report(ok && ts_cmp(m1, m0) > 0 && ts_cmp(c1, c0) > 0,
+           "msync(MS_SYNC) after a store stamps mtime and ctime");
+
+    m0 = m1;
+    c0 = c1;
+    usleep(20000);
+    store_one(fd);
+    usleep(20000);
+    ok = ok && daxctl(p, 0, 0) == 0 && stat_times(fd, &m1, &c1);
+    report(ok && ts_cmp(m1, m0) > 0 && ts_cmp(c1, c0) > 0,
+           "release of a static file written since the last stamp stamps "
+           "mtime and ctime");
+
+    m0 = m1;
+    c0 = c1;
+    usleep(20000);
+    ok = ok && daxctl(p, DAXCTL_F_STATIC, align) == 0;
+    load_one(fd);
+    usleep(20000);
+    ok = ok && daxctl(p, 0, 0) == 0 && stat_times(fd, &m1, &c1);
+    report(ok && ts_cmp(m1, m0) == 0 && ts_cmp(c1, c0) == 0,
+           "release of a static file only read leaves mtime and ctime");
+}
+
+/*
+ * The fault path of a static file: 4 KiB, 2 MiB and read-then-write
+ * faults, with and without MAP_SYNC, start no journal handle or
+ * transaction and never sync; the same faults after release do (so the
+ * count can fail), and MAP_SYNC faults on unwritten extents sync.
+ */
+static void test_fault_path(void)
+{
+    static const struct {
+        enum fault_how how;
+        bool sync;
+        const char *what;
+    } cases[] = {
+        /* first: PTE entries left in the mapping would make it fall back */
+        { FAULT_PMD, true, "2 MiB MAP_SYNC write faults" },
+        { FAULT_PTE, false, "4 KiB write faults" },
+        { FAULT_PTE, true, "4 KiB MAP_SYNC write faults" },
+        { FAULT_READ_WRITE, true, "4 KiB MAP_SYNC read faults, then writes" },
+    };
+    char *p = path_in(dir, "faults.img"), *u = path_in(dir, "unwritten.img");
+    struct fault_trace ft;
+    int fd = -1, ufd = -1;
+    long n;
+
+    if (!have_tracing()) {
+        skip("no fs_dax tracepoints (tracefs)", "the fault path of a static "
+             "file (tracepoints)");
+        goto out;
+    }
+    if (make_file(p, FILE_SIZE, 5, true, true) < 0 ||
+        make_file(u, FILE_SIZE, 6, false, true) < 0 ||
+        (fd = open(p, O_RDWR | O_CLOEXEC)) < 0 ||
+        (ufd = open(u, O_RDWR | O_CLOEXEC)) < 0) {
+        report(false, "create the fault-path test files");
+        goto out;
+    }
+
+    expect_rc(CALL(daxctl(p, DAXCTL_F_STATIC, align)), 0,
+              "F_STATIC on the fault-path test file");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        if (cases[i].how == FAULT_PMD && align % (2 * MIB)) {
+            skip("align is not a multiple of 2 MiB", "static file: %s",
+                 cases[i].what);
             continue;
-        if (strstr(line, "NOPAGE") && !strstr(line, "NEEDDSYNC") &&
-            !strstr(line, "FALLBACK"))
-            nopage++;
-        else {
-            other++;
-            diag("  %s", strtok(line, "\n"));
         }
+        n = traced_writes(fd, cases[i].how, cases[i].sync, &ft);
+        if (!report(n > 0 && ft.handles == 0 && ft.syncs == 0 &&
+                    ft.clean >= n && ft.clean == ft.pte + ft.pmd,
+                    "static file: %s start no journal handle or transaction "
+                    "and never sync (%ld faults)", cases[i].what, n))
+            diag_trace(&ft);
     }
-    if (f)
-        fclose(f);
-    if (!report(m != MAP_FAILED && nopage == chunks && other == 0,
-                "MAP_SYNC write faults on a static file are %ld PMD faults, "
-                "all NOPAGE (no FALLBACK, no NEEDDSYNC)", chunks))
-        diag("  got %ld NOPAGE and %ld other dax_pmd_fault_done events",
-             nopage, other);
+    expect_rc(CALL(daxctl(p, 0, 0)), 0, "release the fault-path test file");
+
+    n = traced_writes(fd, FAULT_PTE, true, &ft);
+    if (!report(n > 0 && ft.handles > 0, "after release the same 4 KiB "
+                "write faults go through the filesystem (%ld handles or "
+                "transactions)", ft.handles))
+        diag_trace(&ft);
+    n = traced_writes(ufd, FAULT_PTE, true, &ft);
+    if (!report(n > 0 && ft.syncs > 0, "MAP_SYNC write faults on unwritten "
+                "extents sync (%ld of %ld), which a static file never needs",
+                ft.syncs, n))
+        diag_trace(&ft);
+
+    test_fault_times(p, fd);
+out:
+    if (fd >= 0)
+        close(fd);
+    if (ufd >= 0)
+        close(ufd);
+    unlink(p);
+    unlink(u);
+    free(p);
+    free(u);
 }
 
 /* Drop CAP_LINUX_IMMUTABLE in a child and try to change the state. */
@@ -1296,16 +1577,81 @@ static void test_nondax(void)
     }
 }
 
+/*
+ * --persist-write FILE: a provisioned file made static, then SEED's
+ * pattern stored through a plain shared mapping (no MAP_SYNC, no msync,
+ * no fsync), then "# DAXCTL-KILL-POINT" and a wait for the host to
+ * SIGKILL QEMU.  --persist-verify FILE, after the next boot: the file
+ * holds the pattern.
+ */
+static void persist_write(const char *p, unsigned seed)
+{
+    char *m;
+    int fd;
+
+    if (make_file(p, FILE_SIZE, seed + 1000, true, true) < 0) {
+        report(false, "create %s", p);
+        return;
+    }
+    fd = open(p, O_RDWR | O_CLOEXEC);
+
+    expect_rc(CALL(daxctl(p, DAXCTL_F_STATIC, align)), 0,
+              "F_STATIC on %s", p);
+    m = fd < 0 ? MAP_FAILED : mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE,
+                                   MAP_SHARED, fd, 0);
+    if (!report(m != MAP_FAILED, "a plain shared mapping of the static file"))
+        return;
+    for (off_t off = 0; off < FILE_SIZE; off += MIB)
+        fill(m + off, MIB, seed + (unsigned)(off / MIB));
+    report(true, "seed %u stored through it, no msync or fsync", seed);
+    printf("# DAXCTL-KILL-POINT\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
+static void persist_verify(const char *p, unsigned seed)
+{
+    char *buf = malloc(MIB), *want = malloc(MIB);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    off_t bad = -1;
+
+    report(fd >= 0, "open %s after the SIGKILL", p);
+    for (off_t off = 0; fd >= 0 && buf && want && off < FILE_SIZE; off += MIB) {
+        fill(want, MIB, seed + (unsigned)(off / MIB));
+        if (pread(fd, buf, MIB, off) != MIB || memcmp(buf, want, MIB)) {
+            bad = off;
+            break;
+        }
+    }
+    report(fd >= 0 && bad < 0, "the file holds seed %u, stored through the "
+           "mapping of the static file before QEMU was killed%s", seed,
+           bad < 0 ? "" : " (it does not)");
+    if (bad >= 0)
+        diag("  first difference in the MiB at offset %lld", (long long)bad);
+    expect_rc(CALL(daxctl(p, DAXCTL_F_GET, 0)), 0,
+              "after a reboot the file is not static (in-core state only)");
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    free(want);
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: daxctl-test --label NAME [--dir DIR] "
             "[--misaligned-dir DIR] [--offset-dir DIR] [--nondax-dir DIR] "
             "[--tmpfs-dir DIR] [--align BYTES] [--number-from N] "
-            "[--no-plan]\n");
+            "[--no-plan]\n"
+            "       daxctl-test --label NAME --persist-write|--persist-verify "
+            "FILE --seed N\n");
 }
 
 int main(int argc, char **argv)
 {
+    const char *persist = NULL;
+    bool persist_w = false;
+    unsigned seed = 1;
     bool reflink;
 
     for (int i = 1; i < argc; i++) {
@@ -1335,13 +1681,20 @@ int main(int argc, char **argv)
             tmpfs_dir = v;
         else if (strcmp(a, "--align") == 0)
             align = strtol(v, NULL, 0);
+        else if (strcmp(a, "--persist-write") == 0 ||
+                 strcmp(a, "--persist-verify") == 0) {
+            persist = v;
+            persist_w = strcmp(a, "--persist-write") == 0;
+        } else if (strcmp(a, "--seed") == 0)
+            seed = (unsigned)strtoul(v, NULL, 0);
         else {
             usage();
             return 2;
         }
         i++;
     }
-    if (!(dir || misaligned_dir || offset_dir || nondax_dir || tmpfs_dir) ||
+    if (!(dir || misaligned_dir || offset_dir || nondax_dir || tmpfs_dir ||
+          persist) ||
         align <= 0 || test_no < 0) {
         usage();
         return 2;
@@ -1353,10 +1706,20 @@ int main(int argc, char **argv)
                SYSFS_NR);
         return 1;
     }
+    if (persist) {
+        if (persist_w)
+            persist_write(persist, seed);
+        else
+            persist_verify(persist, seed);
+        if (!no_plan)
+            printf("1..%d\n", test_no);
+        return failed ? 1 : 0;
+    }
     if (dir) {
         reflink = reflink_works();
         diag("%s: reflink %s", label, reflink ? "works" : "is not available");
         test_lifecycle(reflink);
+        test_fault_path();
         test_errors(reflink);
     }
     if (misaligned_dir)
