@@ -48,11 +48,14 @@ FLAVOURS = {
     '6.1': 'linux-image-amd64',
     '6.12': 'linux-image-6.12-amd64',
     'daxctl': None,
+    'daxctl-6.12': None,
 }
 
-# The daxctl() kernel: --kernel-image, else $DAXFILE_VM_KERNEL_IMAGE, else
-# whatever kernel/build-kernel prints (it caches by the hash of its inputs).
+# The daxctl() kernels: --kernel-image, else $DAXFILE_VM_KERNEL_IMAGE, else
+# whatever kernel/build-kernel prints (it caches by the hash of its inputs):
+# 'daxctl' is the 6.1 series, 'daxctl-6.12' the 6.12 one.
 BUILD_KERNEL = SRC_ROOT / 'kernel' / 'build-kernel'
+DAXCTL_SERIES = {'daxctl': '6.1', 'daxctl-6.12': '6.12'}
 
 # Modules loaded in the guest, in this order (their modules.dep closure is
 # added in front of each). crc32c_generic/crc32c_intel satisfy the
@@ -328,17 +331,21 @@ def _cached_debian_kernels(prefix):
 
 
 def get_kernel(flavour, kernel_image=None):
-    """Resolve a flavour ('6.1', '6.12', 'daxctl') to a Kernel, fetching it
-    into the cache when needed. kernel_image forces a built-in image."""
+    """Resolve a flavour ('6.1', '6.12', 'daxctl', 'daxctl-6.12') to a
+    Kernel, fetching it into the cache when needed. kernel_image forces a
+    built-in image."""
+    series = DAXCTL_SERIES.get(flavour)
     if kernel_image is None and flavour == 'daxctl':
         kernel_image = os.environ.get('DAXFILE_VM_KERNEL_IMAGE')
-    if kernel_image is None and flavour == 'daxctl':
+    if kernel_image is None and series:
         if not BUILD_KERNEL.exists():
-            raise VmError(f"no daxctl kernel: '{BUILD_KERNEL}' does not exist; "
-                          f"pass --kernel-image")
+            raise VmError(f"no {flavour} kernel: '{BUILD_KERNEL}' does not "
+                          f"exist; pass --kernel-image")
         # Prints the cached bzImage at once, or builds it (minutes) first.
-        _log(f'running {BUILD_KERNEL.relative_to(SRC_ROOT)} for the daxctl kernel')
-        out = _run([str(BUILD_KERNEL), '--quiet'], stderr=None).stdout.split()
+        _log(f'running {BUILD_KERNEL.relative_to(SRC_ROOT)} for the '
+             f'{flavour} kernel')
+        out = _run([str(BUILD_KERNEL), '--quiet', '--flavour', series],
+                   stderr=None).stdout.split()
         if not out:
             raise VmError(f"'{BUILD_KERNEL}' printed no bzImage path")
         kernel_image = out[-1]
