@@ -83,7 +83,7 @@ main(int argc, char **argv)
             g_auto(DaxfileAttestation) a = {0};
 
             daxfile_attest(pid, text, fds[i], &sts[i], argv[3 + i],
-                           sts[i].st_size, align, &a, NULL);
+                           sts[i].st_size, align, TRUE, &a, NULL);
         }
         t_read[r] = t1 - t0;
         t_all[r] = now_us() - t0;
@@ -103,7 +103,7 @@ main(int argc, char **argv)
             double t0 = now_us();
 
             ok = daxfile_attest(pid, smaps, fds[i], &sts[i], argv[3 + i],
-                                sts[i].st_size, align, &a, NULL);
+                                sts[i].st_size, align, TRUE, &a, NULL);
             t[r] = now_us() - t0;
         }
         qsort(t, ROUNDS, sizeof(t[0]), cmp_double);
