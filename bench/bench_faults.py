@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """faults: first-write fault latency on real fsdax in a TCG guest
 (tests/vm/guest/bench-faults.sh), daxfile-created vs sparse vs fallocated
-files (all MAP_SYNC) against device-dax in the same boot."""
+files (all MAP_SYNC) against device-dax in the same boot; on the daxctl()
+kernels (kernel/, both series) also the created file made static in the
+kernel (the fault path of patch 5), with the filesystem's journal handles
+and transactions per fault."""
 
 import json
 import os
@@ -9,9 +12,12 @@ import os
 from benchlib import BenchError, goal, log, median, ratio, table
 
 NAME = "faults"
-KINDS = ("devdax", "created", "sparse", "falloc")
+KINDS = ("devdax", "created", "static", "sparse", "falloc")
 STATIC_VS_DEVDAX = 1.5   # goal: static p50 <= 1.5 x device-dax p50
 SPARSE_VS_STATIC = 30.0  # goal: sparse MAP_SYNC p50 >= 30 x static p50
+# the kernel arm (a file static through daxctl()) against device-dax
+KERNEL_P50 = 1.1         # goal: p50 <= 1.1 x device-dax
+KERNEL_P99 = 1.5         # goal: p99 <= 1.5 x device-dax
 
 
 def parse_bench_lines(tap, bench):
@@ -64,6 +70,8 @@ def summarise(records):
     faults = sum(r["result"]["faults"] for r in records)
     extra = [r["result"]["pmd_extra_faults"] for r in records]
     p50s = [f["p50_us"] for f in firsts]
+    handles = sum(r.get("handles", 0) for r in records)
+    traced = sum(r.get("traced_faults", 0) for r in records)
     return {
         "rounds": len(records),
         "n_per_round": records[0]["result"]["n"],
@@ -76,6 +84,7 @@ def summarise(records):
         "faults_per_store": faults / n if n else None,
         "pmd": (all(e == 0 for e in extra)
                 if records[0]["mode"] == "2m" else None),
+        "handles_per_fault": handles / traced if traced else None,
     }
 
 
@@ -92,6 +101,12 @@ def run(ctx):
         "stores": "one byte per page, timed with CLOCK_MONOTONIC; 4 KiB "
                   "mode maps with MADV_NOHUGEPAGE; MAP_SHARED_VALIDATE|"
                   "MAP_SYNC everywhere",
+        "handles": "after each timed run, 64 stores of a new mapping of "
+                   "the same file with jbd2:jbd2_handle_start and "
+                   "xfs:xfs_trans_alloc traced: events of bench-dax per "
+                   "fault",
+        "static": "daxctl() kernels only: `daxfile create`, then `daxfile "
+                  "enable --mechanism kernel`",
         "per_round": f"{env['BF_PAGES_4K']} x 4 KiB and "
                      f"{env['BF_PAGES_2M']} x 2 MiB stores per file, fresh "
                      "files each round",
@@ -125,7 +140,10 @@ def run(ctx):
                         md[kind] = summarise(sel)
                 dev, st = md.get("devdax"), md.get("created")
                 sp, fa = md.get("sparse"), md.get("falloc")
+                kst = md.get("static")
                 md["ratios_p50"] = {
+                    "kernel_static_vs_devdax": ratio(kst and kst["p50_us"],
+                                                     dev and dev["p50_us"]),
                     "static_vs_devdax": ratio(st and st["p50_us"],
                                               dev and dev["p50_us"]),
                     "sparse_vs_static": ratio(sp and sp["p50_us"],
@@ -133,9 +151,29 @@ def run(ctx):
                     "falloc_vs_static": ratio(fa and fa["p50_us"],
                                               st and st["p50_us"]),
                 }
+                md["ratios_p99"] = {
+                    "kernel_static_vs_devdax": ratio(kst and kst["p99_us"],
+                                                     dev and dev["p99_us"]),
+                }
                 r = md["ratios_p50"]
                 size = "2 MiB" if mode == "2m" else "4 KiB"
                 where = f"{kernel} {fs} {size}"
+                if kst:
+                    k50 = r["kernel_static_vs_devdax"]
+                    k99 = md["ratios_p99"]["kernel_static_vs_devdax"]
+                    goals.append(goal(
+                        f"faults: kernel static <= {KERNEL_P50}x device-dax "
+                        f"p50 ({where})", k50, KERNEL_P50,
+                        k50 is not None and k50 <= KERNEL_P50, "x"))
+                    goals.append(goal(
+                        f"faults: kernel static <= {KERNEL_P99}x device-dax "
+                        f"p99 ({where})", k99, KERNEL_P99,
+                        k99 is not None and k99 <= KERNEL_P99, "x"))
+                    hpf = kst["handles_per_fault"]
+                    goals.append(goal(
+                        f"faults: kernel static: 0 journal handles or "
+                        f"transactions per fault ({where})", hpf, 0,
+                        hpf == 0, "/fault"))
                 goals.append(goal(
                     f"faults: static <= {STATIC_VS_DEVDAX}x device-dax p50 "
                     f"({where})", r["static_vs_devdax"], STATIC_VS_DEVDAX,
@@ -156,6 +194,7 @@ def run(ctx):
                                  ratio(s["p50_us"],
                                        dev and dev["p50_us"]),
                                  s["faults_per_store"],
+                                 s["handles_per_fault"],
                                  "-" if s["pmd"] is None else
                                  ("yes" if s["pmd"] else "NO")])
         data["kernels"][kernel] = kd
@@ -168,5 +207,6 @@ def run(ctx):
         tables.append((f"First-write fault latency, guest {kernel} "
                        f"(µs, TCG; ratio = p50 / device-dax p50)",
                        table(["fs", "page", "file", "p50", "p99", "max",
-                              "x devdax", "faults/store", "PMD"], rows)))
+                              "x devdax", "faults/store", "handles/fault",
+                              "PMD"], rows)))
     return {"data": data, "goals": goals, "tables": tables, "notes": notes}
