@@ -1319,6 +1319,30 @@ add_action(GPtrArray *list, const DaxfileEntry *e, const char *name,
         daxfile_mechanism_to_string(e->mechanism), e->owner, why));
 }
 
+/* A file static in the kernel when an earlier boot ended: a kernel that
+ * serves its faults from the frozen map (kernel/README.md, "Fault path")
+ * stamps mtime only at fsync and release, so stores since the last stamp
+ * may not show. Stamp it now, so that backups see it changed. */
+static char *
+stamp_left_static(const DaxfileEntry *e, int hint_fd, const char *why)
+{
+    g_autoptr(GError) local = NULL;
+    g_auto(DaxfileFd) fd = -1;
+    gboolean gone = FALSE;
+    const struct timespec now[2] = {
+        { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW },
+    };
+
+    fd = repair_resolve(e, hint_fd, &gone, &local);
+    if (fd < 0)
+        return g_strdup(why);
+    if (futimens(fd, now) < 0)
+        return g_strdup_printf("%s; its mtime could not be set to now: %s",
+                               why, g_strerror(errno));
+    return g_strdup_printf("%s; its mtime is now (it may have been written "
+                           "while static, after its last stamp)", why);
+}
+
 /* Repair one entry; TRUE when it is done with (and removed). */
 static gboolean
 repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, const char *why,
@@ -1329,6 +1353,12 @@ repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, const char *why,
     g_auto(DaxfileFd) fd = -1;
     gboolean gone = FALSE;
 
+    if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_entry_is_stale(e)) {
+        g_autofree char *done = stamp_left_static(e, hint_fd, why);
+
+        add_action(result->actions, e, name, "released", done);
+        return TRUE;
+    }
     if (!needs_inode(e)) {
         add_action(result->actions, e, name, "released", why);
         return TRUE;
