@@ -266,7 +266,7 @@ cmd_detach(int argc, char **argv)
     if (arg_wipe) {
         /* opened once, by the name given, and checked before the domain
          * changes: a held file refuses both */
-        fd = cli_wipe_open(argv[2], FALSE, &error);
+        fd = daxfile_wipe_open(argv[2], FALSE, &error);
         if (fd < 0 || !daxfile_wipe_check(fd, argv[2], &error))
             return cli_report_error(error);
     }

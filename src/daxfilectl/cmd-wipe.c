@@ -3,15 +3,11 @@
  * daxfile wipe PATH [--json]: zero a file no domain holds, durably, and
  * prove it by reading it back
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 
-#include "daxfile-devdax.h"
 #include "daxfile-error.h"
-#include "daxfile-file.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
 #include "daxfile-wipe.h"
@@ -104,26 +100,6 @@ cli_wipe(int fd, const char *path, gboolean json)
 }
 
 int
-cli_wipe_open(const char *path, gboolean follow, GError **error)
-{
-    int fd;
-
-    if (!daxfile_devdax_is(path))
-        return daxfile_file_open(path,
-                                 DAXFILE_OPEN_WRITE |
-                                     (follow ? DAXFILE_OPEN_FOLLOW : 0),
-                                 NULL, error);
-    /* a device-dax device, by its own node (daxfile-devdax.h) */
-    fd = open(path, O_RDWR | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
-    if (fd < 0) {
-        g_autofree char *name = daxfile_escape(path);
-
-        daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
-    }
-    return fd;
-}
-
-int
 cmd_wipe(int argc, char **argv)
 {
     g_autoptr(GError) error = NULL;
@@ -139,7 +115,7 @@ cmd_wipe(int argc, char **argv)
     if (argc != 2)
         return cli_usage_error("wipe", argc < 2 ? "missing PATH"
                                                 : "exactly one PATH");
-    fd = cli_wipe_open(argv[1], arg_follow, &error);
+    fd = daxfile_wipe_open(argv[1], arg_follow, &error);
     if (fd < 0)
         return cli_report_error(error);
     return cli_wipe(fd, argv[1], arg_json);

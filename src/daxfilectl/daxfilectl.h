@@ -61,9 +61,8 @@ int cmd_wipe(int argc, char **argv);
 /* the exit status of a command stopped by SIGINT, as a shell reports it */
 #define CLI_EXIT_INTERRUPTED 130
 
-/* wipe: open @path for it; then wipe @fd as `daxfile wipe` does (signals,
+/* wipe @fd (daxfile_wipe_open()) as `daxfile wipe` does (signals,
  * progress, the result line or @json), returning the exit status */
-int cli_wipe_open(const char *path, gboolean follow, GError **error);
 int cli_wipe(int fd, const char *path, gboolean json);
 /* attach, detach, domain-xml: exec daxfile-virt (cmd-virt.c), which runs
  * these three */
@@ -71,3 +70,4 @@ int cmd_virt(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_detach(int argc, char **argv);
 int cmd_domain_xml(int argc, char **argv);
+int cmd_watch(int argc, char **argv);

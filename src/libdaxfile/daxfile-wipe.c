@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -124,6 +125,26 @@ device_unheld(DaxfileRegistry *reg, const struct stat *st, const char *path,
     if (ret_dev)
         *ret_dev = g_steal_pointer(&d);
     return TRUE;
+}
+
+int
+daxfile_wipe_open(const char *path, gboolean follow, GError **error)
+{
+    int fd;
+
+    if (!daxfile_devdax_is(path))
+        return daxfile_file_open(path,
+                                 DAXFILE_OPEN_WRITE |
+                                     (follow ? DAXFILE_OPEN_FOLLOW : 0),
+                                 NULL, error);
+    /* a device-dax device, by its own node (daxfile-devdax.h) */
+    fd = open(path, O_RDWR | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+    if (fd < 0) {
+        g_autofree char *name = daxfile_escape(path);
+
+        daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
+    }
+    return fd;
 }
 
 gboolean

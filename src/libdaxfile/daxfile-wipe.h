@@ -52,6 +52,10 @@ typedef struct {
 void daxfile_wipe_result_clear(DaxfileWipeResult *r);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileWipeResult, daxfile_wipe_result_clear)
 
+/* Open @path for daxfile_wipe(): a regular file (O_NOFOLLOW unless
+ * @follow) or a device-dax device by its own node; -1 with @error */
+int daxfile_wipe_open(const char *path, gboolean follow, GError **error);
+
 /* What daxfile_wipe() refuses (a regular file no one holds), checked
  * now, for a caller that must not change anything else first */
 gboolean daxfile_wipe_check(int fd, const char *path, GError **error);
