@@ -18,6 +18,7 @@ static const CliCommand commands[] = {
     {"repair", cmd_repair, "Finish interrupted operations, drop stale entries"},
     {"selftest", cmd_selftest, "Test whether the immutable guard is safe here"},
     {"wipe", cmd_wipe, "Zero a file no domain holds, durably, and prove it"},
+    {"watch", cmd_virt, "Wipe the files of domains when they are undefined"},
 };
 
 int

@@ -90,7 +90,7 @@ normalise_root(const char *conf_path, const char *key, const char *root,
 
 static const char *const known_keys[] = {
     "managed_roots", "allow_non_dax", "trusted_owners", "create_missing",
-    "path_map", "qemu_pid_dir", "device_dax",
+    "path_map", "qemu_pid_dir", "device_dax", "wipe_on_undefine",
 };
 
 /* A key that is absent is fine; a value GKeyFile cannot read is not: the
@@ -152,7 +152,8 @@ check_text(const char *data, gsize len, const char *path, GError **error)
 
 static gboolean
 conf_roots(DaxfileConf *conf, GKeyFile *kf, const char *path,
-           gboolean allow_non_dax, gboolean create_missing, GError **error)
+           gboolean allow_non_dax, gboolean create_missing,
+           gboolean wipe_on_undefine, GError **error)
 {
     g_autoptr(GError) local = NULL;
     g_auto(GStrv) roots = g_key_file_get_string_list(kf, GROUP,
@@ -176,6 +177,7 @@ conf_roots(DaxfileConf *conf, GKeyFile *kf, const char *path,
         root->path = norm;
         root->allow_non_dax = allow_non_dax;
         root->create_missing = create_missing;
+        root->wipe_on_undefine = wipe_on_undefine;
         root->conf = g_strdup(path);
         g_ptr_array_add(conf->roots, root);
     }
@@ -303,6 +305,7 @@ conf_merge(DaxfileConf *conf, const char *data, gsize len, const char *path,
     gboolean allow_non_dax = FALSE;
     gboolean create_missing = FALSE;
     gboolean device_dax = FALSE;
+    gboolean wipe_on_undefine = FALSE;
 
     if (!check_text(data, len, path, error))
         return FALSE;
@@ -315,11 +318,14 @@ conf_merge(DaxfileConf *conf, const char *data, gsize len, const char *path,
         !conf_bool(kf, "allow_non_dax", path, &allow_non_dax, error) ||
         !conf_bool(kf, "create_missing", path, &create_missing, error) ||
         !conf_bool(kf, "device_dax", path, &device_dax, error) ||
-        !conf_roots(conf, kf, path, allow_non_dax, create_missing, error) ||
+        !conf_bool(kf, "wipe_on_undefine", path, &wipe_on_undefine, error) ||
+        !conf_roots(conf, kf, path, allow_non_dax, create_missing,
+                    wipe_on_undefine, error) ||
         !conf_path_map(conf, kf, path, error) ||
         !conf_pid_dir(conf, kf, path, error))
         return FALSE;
     conf->device_dax |= device_dax;
+    conf->wipe_devdax |= device_dax && wipe_on_undefine;
     owners = g_key_file_get_string(kf, GROUP, "trusted_owners", &local);
     if (!key_error(local, "trusted_owners", path, error))
         return FALSE;

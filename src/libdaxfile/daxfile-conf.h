@@ -10,6 +10,7 @@
  *   path_map=/mnt/pmem-a=/mnt/pmem-b
  *   qemu_pid_dir=/run/libvirt/qemu
  *   device_dax=false
+ *   wipe_on_undefine=false
  *
  * DAXFILE_CONF overrides the path. Files "<path>.d/NAME.conf" are read
  * after it, in name order: each adds its managed roots, with its own
@@ -19,6 +20,9 @@
  * means no managed roots: the hook leaves every domain alone.
  * device_dax=true (in any of the files) has the hook manage nvdimms
  * backed by a device-dax device as well (daxfile-devdax.h).
+ * wipe_on_undefine=true has `daxfile watch` wipe the files under that
+ * file's roots (and, with device_dax=true in the same file, device-dax
+ * devices) of a domain that is undefined, once no other domain uses them.
  */
 #pragma once
 
@@ -31,6 +35,8 @@ typedef struct {
     char *path;              /* absolute, normalised, no trailing slash */
     gboolean allow_non_dax;  /* files here may lack DAX (development) */
     gboolean create_missing; /* migrate/restore: create a missing file */
+    gboolean wipe_on_undefine; /* daxfile watch wipes a domain's files here
+                                * when it is undefined */
     char *conf;              /* the file that declared it */
 } DaxfileRoot;
 
@@ -43,6 +49,7 @@ typedef struct {
                             * the system daemon's (root) or the session
                             * daemon's by default */
     gboolean device_dax;   /* manage device-dax nvdimms too */
+    gboolean wipe_devdax;  /* daxfile watch wipes them at undefine */
 } DaxfileConf;
 
 /* Where the system libvirtd keeps its QEMU pid files (a session daemon:

@@ -69,7 +69,7 @@ touch a.img b.img
 mkdir sub
 
 commands="attach check create detach disable domain-xml enable list repair"
-commands+=" run selftest status wipe"
+commands+=" run selftest status watch wipe"
 expect "--help --version $commands" daxfile ""
 expect "status" daxfile st
 expect "--align --allow-non-dax --help --json --size --version" \
@@ -86,10 +86,11 @@ expect "a.img b.img sub" daxfile run --file ""
 expect_has "true" daxfile run -f a.img -- tru
 expect "a.img b.img sub" daxfile attach --uri test:///default dom ""
 expect "qemu:///session qemu:///system" daxfile detach -c ""
+expect "qemu:///session qemu:///system" daxfile watch --connect ""
 
 # every command's long options, as its --help lists them
 for cmd in create check status enable disable run attach detach domain-xml \
-    list repair selftest wipe; do
+    list repair selftest wipe watch; do
     want=$("$daxfile" "$cmd" --help | grep -o -- '--[a-z][a-z-]*' | sort -u |
         tr '\n' ' ' | sed 's/ $//')
     got=$(complete_words daxfile "$cmd" --)

@@ -5,8 +5,9 @@ installed files, their modes and the hook symlink must match the golden
 list tests/data/install/files.txt.
 
 The golden list is independent of the prefix: paths are written with
-${prefix}, ${bindir}, ${libexecdir}, ${mandir}, ${sysconfdir}, ${hookdir}
-and ${bashcompletiondir}, which this build's values replace. A line
+${prefix}, ${bindir}, ${libexecdir}, ${mandir}, ${sysconfdir}, ${hookdir},
+${bashcompletiondir} and ${systemdunitdir}, which this build's values
+replace. A line
 "[TAG,...] ..." is expected only when the build has every TAG (given with
 --tag): "docs" (scdoc found), "guest" (daxfile-guest is built).
 

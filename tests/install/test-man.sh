@@ -30,7 +30,7 @@ for page in "$@"; do
         text=$(MANWIDTH=80 man -l "$page" 2>/dev/null)
         missing=""
         for cmd in create check status enable disable run list repair \
-            selftest attach detach domain-xml; do
+            selftest attach detach domain-xml wipe watch; do
             grep -q "^       $cmd\b" <<<"$text" || missing+=" $cmd"
         done
         [ -z "$missing" ]

@@ -28,7 +28,7 @@ test_good(void)
         "# comment\n[hook]\nmanaged_roots=/mnt/pmem/;/var/lib/libvirt/pmem\n"
         "allow_non_dax=true\ntrusted_owners=root;1234\n"
         "create_missing=true\npath_map=/mnt/a=/mnt/b;/x=/y\n"
-        "device_dax=true\n", &error);
+        "device_dax=true\nwipe_on_undefine=true\n", &error);
     g_autofree char *m1 = NULL;
     g_autofree char *m2 = NULL;
 
@@ -39,6 +39,8 @@ test_good(void)
     g_assert_true(root(c, 0)->allow_non_dax);
     g_assert_true(root(c, 1)->create_missing);
     g_assert_true(c->device_dax);
+    g_assert_true(root(c, 0)->wipe_on_undefine);
+    g_assert_true(c->wipe_devdax);
     g_assert_true(daxfile_conf_trusts_uid(c, 0));
     g_assert_true(daxfile_conf_trusts_uid(c, 1234));
     g_assert_false(daxfile_conf_trusts_uid(c, 1000));
@@ -66,6 +68,7 @@ test_defaults(void)
     g_assert_nonnull(c);
     g_assert_cmpuint(c->roots->len, ==, 0);
     g_assert_false(c->device_dax);
+    g_assert_false(c->wipe_devdax);
     g_assert_true(daxfile_conf_trusts_uid(c, 0));
     g_assert_nonnull(missing);
     g_assert_cmpuint(missing->roots->len, ==, 0);
@@ -83,6 +86,7 @@ test_bad(void)
         {"[hook]\nmanaged_roots=/a/../b\n", "'.' and '..' are not allowed"},
         {"[hook]\nallow_non_dax=maybe\n", "Invalid allow_non_dax"},
         {"[hook]\ndevice_dax=yes please\n", "Invalid device_dax"},
+        {"[hook]\nwipe_on_undefine=1x\n", "Invalid wipe_on_undefine"},
         {"[hook]\ntrusted_owners=no-such-user-here\n", "no such user"},
         {"[hook]\npath_map=/a\n", "Invalid path_map entry '/a'"},
         {"[hook]\npath_map=/a=rel\n", "not an absolute path"},
@@ -118,13 +122,19 @@ test_dropins(void)
                                       "[hook]\nmanaged_roots=/mnt/pmem\n",
                                       -1, NULL));
     g_assert_true(g_file_set_contents(d1, "[hook]\nmanaged_roots=/tmp/q\n"
-                                      "allow_non_dax=true\n", -1, NULL));
+                                      "allow_non_dax=true\n"
+                                      "wipe_on_undefine=true\n", -1, NULL));
     g_assert_true(g_file_set_contents(d2, "garbage", -1, NULL));
     c = daxfile_conf_load(main_conf, &error);
     g_assert_no_error(error);
     g_assert_cmpuint(c->roots->len, ==, 2);
     g_assert_false(daxfile_conf_managed_root(c, "/mnt/pmem/a")->allow_non_dax);
     g_assert_true(daxfile_conf_managed_root(c, "/tmp/q/a")->allow_non_dax);
+    /* wipe_on_undefine is per file too; device_dax was not set with it */
+    g_assert_false(daxfile_conf_managed_root(c, "/mnt/pmem/a")
+                       ->wipe_on_undefine);
+    g_assert_true(daxfile_conf_managed_root(c, "/tmp/q/a")->wipe_on_undefine);
+    g_assert_false(c->wipe_devdax);
     g_assert_cmpstr(daxfile_conf_managed_root(c, "/tmp/q/a")->conf, ==, d1);
     g_assert_true(daxfile_conf_trusts_uid(c, 0));
     g_unlink(d1);

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile watch [--connect URI]: follow libvirt's domains and wipe what an
+ * undefined domain leaves behind, where daxfile.conf asks for it
+ * (wipe_on_undefine). libvirt has no hook at undefine, so this is a client
+ * of its event API, run as a service (daxfile-watch.service).
+ */
+#include <signal.h>
+#include <stdio.h>
+
+#include "daxfile-conf.h"
+#include "daxfile-size.h"
+#include "daxfile-util.h"
+#include "daxfile-virt.h"
+#include "daxfilectl.h"
+
+/* nothing to do (EX_CONFIG): daxfile-watch.service takes it as success */
+#define WATCH_EXIT_NOTHING 78
+
+static char *arg_connect;
+static volatile gint stop;
+
+static const GOptionEntry watch_options[] = {
+    {"connect", 'c', 0, G_OPTION_ARG_STRING, &arg_connect,
+     "libvirt URI (default: libvirt's default, qemu:///system for root)",
+     "URI"},
+    {NULL},
+};
+
+static void
+on_signal(int sig)
+{
+    g_atomic_int_set(&stop, 1);
+}
+
+/* One line on stderr per event: it is a log, stdout stays empty */
+static void
+report(const DaxfileWatchEvent *ev, gpointer data)
+{
+    g_autofree char *path = ev->path ? daxfile_escape(ev->path) : NULL;
+    g_autofree char *dom = ev->domain ? daxfile_escape(ev->domain) : NULL;
+    g_autofree char *size = NULL;
+
+    switch (ev->kind) {
+    case DAXFILE_WATCH_READY:
+        fprintf(stderr, "%s: watching %u defined domains (%u files to wipe "
+                "when undefined)\n", cli_program(), ev->domains, ev->files);
+        break;
+    case DAXFILE_WATCH_WIPED:
+        size = daxfile_size_format(ev->wipe->size);
+        fprintf(stderr, "%s: wiped '%s' of undefined domain '%s': %s read "
+                "back as zeros (sha256 %s)\n", cli_program(), path, dom, size,
+                ev->wipe->sha256);
+        break;
+    case DAXFILE_WATCH_KEPT:
+        fprintf(stderr, "%s: kept '%s' of undefined domain '%s': %s\n",
+                cli_program(), path, dom, ev->why);
+        break;
+    case DAXFILE_WATCH_WAITING:
+        fprintf(stderr, "%s: domain '%s' was undefined while it runs: its "
+                "files are wiped when it stops\n", cli_program(), dom);
+        break;
+    case DAXFILE_WATCH_FAILED:
+        fprintf(stderr, "%s: cannot wipe '%s' of undefined domain '%s': %s\n",
+                cli_program(), path, dom, ev->why);
+        break;
+    case DAXFILE_WATCH_LOST:
+        fprintf(stderr, "%s: lost the connection to libvirt (%s); "
+                "reconnecting\n", cli_program(), ev->why);
+        break;
+    }
+    fflush(stderr);
+}
+
+/* Something in the configuration asks for wipes */
+static gboolean
+wants_wipes(const DaxfileConf *conf)
+{
+    guint i;
+
+    for (i = 0; i < conf->roots->len; i++)
+        if (((DaxfileRoot *)g_ptr_array_index(conf->roots, i))
+                ->wipe_on_undefine)
+            return TRUE;
+    return conf->wipe_devdax;
+}
+
+int
+cmd_watch(int argc, char **argv)
+{
+    g_autoptr(DaxfileConf) conf = NULL;
+    g_autoptr(GError) error = NULL;
+    struct sigaction sa = {.sa_handler = on_signal};
+    int ret = CLI_EXIT_OK;
+
+    if (!cli_parse("watch", "",
+                   "Follow libvirt's domains and wipe the files of a domain "
+                   "that is undefined, under the managed roots with "
+                   "wipe_on_undefine=true, once no other domain uses them.",
+                   watch_options, &argc, &argv, &ret))
+        return ret;
+    if (argc != 1)
+        return cli_usage_error("watch", "no arguments expected");
+    conf = daxfile_conf_load(NULL, &error);
+    if (!conf)
+        return cli_report_error(error);
+    if (!wants_wipes(conf)) {
+        g_autofree char *name = daxfile_escape(conf->path);
+
+        fprintf(stderr, "%s watch: nothing to do: no managed root of '%s' "
+                "has wipe_on_undefine=true; fix: set it in its [hook] "
+                "section or a drop-in (daxfile.conf(5))\n", cli_program(),
+                name);
+        return WATCH_EXIT_NOTHING;
+    }
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if (!daxfile_virt_watch(arg_connect, conf, &stop, report, NULL, &error))
+        return cli_report_error(error);
+    return CLI_EXIT_OK;
+}
