@@ -89,16 +89,31 @@ class Libvirtd:
         shutil.copy2(QEMU_CONF, self.conf_backup)
         with open(QEMU_CONF, "a") as f:
             f.write('\n# added while daxfile tests run\nstdio_handler = "file"\n')
+        self._start()
+        self.ours = True
+        log("started libvirtd")
+        return self
+
+    def _start(self):
         run(["taskset", "-c", "0", "libvirtd", "-d", "-p", PIDFILE],
             check=True)
-        self.ours = True
         deadline = time.monotonic() + 90
         while not self.running():
             if time.monotonic() > deadline:
                 raise RuntimeError("libvirtd did not come up in 90 s")
             time.sleep(0.2)
-        log("started libvirtd")
-        return self
+
+    def restart(self):
+        """Stop and start the daemon started here (clients lose their
+        connections); False when it is not ours to restart."""
+        if not self.ours:
+            return False
+        pid = self.pid()
+        if pid:
+            terminate(pid)
+        self._start()
+        log("restarted libvirtd")
+        return True
 
     def pid(self):
         for path in (PIDFILE, "/run/libvirtd.pid", "/var/run/libvirtd.pid"):

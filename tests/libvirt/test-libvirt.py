@@ -8,6 +8,7 @@ test and removed after. Guests are TCG with the VM harness's kernel.
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -323,6 +324,13 @@ class Watcher:
             return None
 
 
+def ready_counts(line):
+    """(domains, files) of a "watching N defined domains (M files" line"""
+    m = re.search(r"watching (\d+) defined domains \((\d+) files",
+                  line or "")
+    return (int(m.group(1)), int(m.group(2))) if m else (-100, -100)
+
+
 def scribble(path):
     with open(path, "r+b") as f:
         f.write(b"\xa5" * M)
@@ -335,7 +343,9 @@ def test_watch(w):
     tap = w.tap
     watcher = Watcher()
     try:
-        tap.ok(watcher.wait("watching") is not None,
+        first = watcher.wait("watching")
+        d0, f0 = ready_counts(first)
+        tap.ok(first is not None,
                "daxfile watch connects and learns the defined domains",
                watcher.lines)
         a, b, c, d = dom("wa"), dom("wb"), dom("wc"), dom("wd")
@@ -350,7 +360,8 @@ def test_watch(w):
             scribble(f)
         # attach changes the definitions without an event: the watcher
         # sees them at its next rescan, and says so
-        seen = watcher.wait("(4 files to wipe")
+        seen = watcher.wait(f"watching {d0 + 4} defined domains ({f0 + 4} "
+                            f"files")
         tap.ok(ok and seen, "four domains: a, b and c sharing one file, d; "
                "the watcher sees their files", seen)
         lv.virsh("undefine", a)
@@ -371,6 +382,19 @@ def test_watch(w):
         line = watcher.wait(f"'{fd}'")
         tap.ok(line and line.startswith("daxfile: wiped") and zeros(fd),
                "d stops: its file is wiped", line)
+        if w.daemon.restart():
+            lost = watcher.wait("lost the connection")
+            back = watcher.wait(f"watching {d0 + 1} defined domains "
+                                f"({f0 + 1} files")
+            tap.ok(lost and back, "libvirtd restarts: the watcher says so, "
+                   "reconnects and knows c again", (lost, back))
+        else:
+            tap.skip("libvirtd restarts: the watcher reconnects",
+                     "the running libvirtd is not the test's to restart")
+        lv.virsh("undefine", c)
+        line = watcher.wait(f"'{fb}'")
+        tap.ok(line and line.startswith("daxfile: wiped") and zeros(fb),
+               "undefine c, the last user of b's file: now it is wiped", line)
     finally:
         rc = watcher.stop()
     tap.ok(rc == 0, "daxfile watch exits 0 on SIGTERM", rc)
@@ -379,7 +403,7 @@ def test_watch(w):
 def main():
     tap = Tap()
     need_root(tap)
-    tap.plan(23 + 4 + 7)
+    tap.plan(23 + 4 + 9)
     bins = [build_path("tests", "vm", "dax-probe")]
     with lv.Libvirtd() as daemon, lv.LoopDir() as loop:
         image = lv.GuestImage(loop.tmp, bins)
