@@ -277,17 +277,18 @@ cmd_fault(int argc, char **argv)
 
 /* ------------------------------------------------------------- fill */
 
-/* Run argv and wait; quiet: its stdout goes to /dev/null */
+/* Run argv and wait; its stdout goes to @out (a path) unless NULL */
 static int
-run_argv_out(char *const argv[], bool quiet)
+run_argv_to(char *const argv[], const char *out)
 {
     posix_spawn_file_actions_t fa;
     pid_t pid;
     int status, rc;
 
     posix_spawn_file_actions_init(&fa);
-    if (quiet)
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    if (out)
+        posix_spawn_file_actions_addopen(&fa, 1, out,
+                                         O_WRONLY | O_CREAT | O_TRUNC, 0600);
     rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
@@ -305,9 +306,15 @@ run_argv_out(char *const argv[], bool quiet)
 }
 
 static int
+run_argv_out(char *const argv[], bool quiet)
+{
+    return run_argv_to(argv, quiet ? "/dev/null" : NULL);
+}
+
+static int
 run_argv(char *const argv[])
 {
-    return run_argv_out(argv, false);
+    return run_argv_to(argv, NULL);
 }
 
 static int
@@ -421,13 +428,45 @@ fill_create(const char *path, uint64_t size, const char *daxfile,
     return run_argv(argv);
 }
 
-/* daxfile wipe of the file create made (untimed, before) */
-static int
-fill_wipe(const char *path, const char *daxfile)
+/* A number field of daxfile's JSON output, or -1 */
+static double
+json_number(const char *json, const char *key)
 {
-    char *argv[] = {(char *)daxfile, "wipe", (char *)path, NULL};
+    char pat[64];
+    const char *p;
 
-    return run_argv(argv);
+    snprintf(pat, sizeof(pat), "\"%s\"", key);
+    p = strstr(json, pat);
+    if (!p)
+        return -1;
+    p += strlen(pat);
+    while (*p == ' ' || *p == ':')
+        p++;
+    return strtod(p, NULL);
+}
+
+/* daxfile wipe --json of the file create made (untimed, before); its own
+ * zeroing and read-back times into @zero_s and @verify_s */
+static int
+fill_wipe(const char *path, const char *daxfile, double *zero_s,
+          double *verify_s)
+{
+    char out[] = "/tmp/bench-dax-wipe.XXXXXX";
+    char *argv[] = {(char *)daxfile, "wipe", "--json", (char *)path, NULL};
+    char json[4096] = "";
+    int fd = mkstemp(out), rc;
+    ssize_t n;
+
+    if (fd < 0)
+        return fail("cannot make a temporary file in", "/tmp");
+    rc = run_argv_to(argv, out);
+    n = pread(fd, json, sizeof(json) - 1, 0);
+    json[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(out);
+    *zero_s = json_number(json, "seconds");
+    *verify_s = json_number(json, "verify_seconds");
+    return rc;
 }
 
 static int
@@ -437,6 +476,7 @@ cmd_fill(int argc, char **argv)
     bool allow_non_dax = false;
     const char *path, *method;
     uint64_t size, t0, ns;
+    double zero_s = -1, verify_s = -1;
     int i, rc;
 
     if (argc < 5 || dax_parse_size(argv[3], &size) < 0 || size == 0 ||
@@ -457,7 +497,7 @@ cmd_fill(int argc, char **argv)
         return 1;
     t0 = now_ns();
     if (streq(method, "wipe"))
-        rc = fill_wipe(path, daxfile);
+        rc = fill_wipe(path, daxfile, &zero_s, &verify_s);
     else if (streq(method, "raw-dd"))
         rc = fill_dd(path, size, true);
     else if (streq(method, "falloc-dd"))
@@ -480,8 +520,12 @@ cmd_fill(int argc, char **argv)
     if (rc != 0)
         return 1;
     printf("{\"path\": \"%s\", \"method\": \"%s\", \"bytes\": %" PRIu64
-           ", \"seconds\": %.6f, \"mib_per_s\": %.1f}\n", path, method, size,
+           ", \"seconds\": %.6f, \"mib_per_s\": %.1f", path, method, size,
            (double)ns / 1e9, (double)size / MIB / ((double)ns / 1e9));
+    if (zero_s >= 0 && verify_s >= 0)
+        printf(", \"zero_seconds\": %.6f, \"verify_seconds\": %.6f", zero_s,
+               verify_s);
+    printf("}\n");
     return 0;
 }
 

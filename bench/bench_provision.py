@@ -29,6 +29,12 @@ def summarise(records, size):
         out[m] = {"seconds": secs, "median_s": med}
         if m != "daxfile-version":
             out[m]["mib_per_s"] = size / MIB / med
+        # the wipe's own split: zeroing, and reading back with SHA-256
+        for part in ("zero_seconds", "verify_seconds"):
+            got = [r["result"][part] for r in records
+                   if r["method"] == m and part in r["result"]]
+            if got:
+                out[m][f"{part[:-8]}_median_s"] = median(got)
     ver = out.pop("daxfile-version", None)
     if ver and "create" in out:
         net = out["create"]["median_s"] - ver["median_s"]
@@ -85,6 +91,12 @@ def rows_for(where, fs, methods, ratios):
             continue
         rows.append([where, fs, m, v["median_s"], v["mib_per_s"],
                      "-" if m == "create" else ratios.get(f"create_vs_{m}")])
+        for part, label in (("zero", "(wipe: zeroing)"),
+                            ("verify", "(wipe: read back, SHA-256)")):
+            t = v.get(f"{part}_median_s")
+            if t:
+                rows.append([where, fs, label, t,
+                             v["mib_per_s"] * v["median_s"] / t, "-"])
         if m == "create" and v.get("process_start_s") is not None:
             rows.append([where, fs, "(daxfile --version)",
                          v["process_start_s"], "-", "-"])
