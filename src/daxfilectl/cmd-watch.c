@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "daxfile-conf.h"
+#include "daxfile-error.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
 #include "daxfile-virt.h"
@@ -107,10 +108,11 @@ cmd_watch(int argc, char **argv)
     if (!wants_wipes(conf)) {
         g_autofree char *name = daxfile_escape(conf->path);
 
-        fprintf(stderr, "%s watch: nothing to do: no managed root of '%s' "
-                "has wipe_on_undefine=true; fix: set it in its [hook] "
-                "section or a drop-in (daxfile.conf(5))\n", cli_program(),
-                name);
+        g_set_error(&error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Nothing to watch: no managed root of '%s' has "
+                    "wipe_on_undefine=true; fix: set it in its [hook] "
+                    "section or a drop-in (daxfile.conf(5))", name);
+        cli_report_error(error);
         return WATCH_EXIT_NOTHING;
     }
     sigaction(SIGINT, &sa, NULL);

@@ -51,6 +51,9 @@ CASES = [
     ("check-odd-name", ["check", "odd\nname.img"]),
     ("status-missing", ["status", "--json", "missing.img"]),
     ("status-two-errors", ["status", "missing.img", "dir"]),
+    ("watch-argument", ["watch", "frob"]),
+    # a configuration that asks for no wipes: nothing to watch, exit 78
+    ("watch-nothing", ["watch"], {"DAXFILE_CONF": "hook.conf"}),
 ]
 
 
@@ -64,6 +67,8 @@ def populate(d):
     os.mkdir(os.path.join(d, "dir"))
     os.mkfifo(os.path.join(d, "fifo"))
     os.symlink("regular.img", os.path.join(d, "link.img"))
+    with open(os.path.join(d, "hook.conf"), "w") as f:
+        f.write("[hook]\nmanaged_roots=/var/lib/libvirt/pmem\n")
 
 
 def main():
@@ -73,8 +78,8 @@ def main():
     with tempdir() as d:
         populate(d)
         os.chdir(d)
-        for name, argv in CASES:
-            got = render(daxfile(*argv))
+        for name, argv, *env in CASES:
+            got = render(daxfile(*argv, env=env[0] if env else None))
             path = os.path.join(GOLDEN, name + ".out")
             if regen:
                 with open(path, "w", errors="surrogateescape") as f:
