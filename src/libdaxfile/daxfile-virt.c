@@ -195,6 +195,20 @@ typedef struct {
     guint reported_domains, reported_files;  /* at the last READY */
 } Watch;
 
+/* The backends of every known domain */
+static guint
+watch_files(const Watch *w)
+{
+    GHashTableIter iter;
+    gpointer value;
+    guint files = 0;
+
+    g_hash_table_iter_init(&iter, w->domains);
+    while (g_hash_table_iter_next(&iter, NULL, &value))
+        files += ((WatchDomain *)value)->paths->len;
+    return files;
+}
+
 static void
 watch_report(Watch *w, DaxfileWatchKind kind, const char *domain,
              const char *path, const char *why,
@@ -203,13 +217,9 @@ watch_report(Watch *w, DaxfileWatchKind kind, const char *domain,
     DaxfileWatchEvent ev = {
         .kind = kind, .domain = domain, .path = path, .why = why,
         .wipe = wipe, .domains = g_hash_table_size(w->domains),
+        .files = watch_files(w),
     };
-    GHashTableIter iter;
-    gpointer value;
 
-    g_hash_table_iter_init(&iter, w->domains);
-    while (g_hash_table_iter_next(&iter, NULL, &value))
-        ev.files += ((WatchDomain *)value)->paths->len;
     w->report(&ev, w->data);
     if (kind == DAXFILE_WATCH_READY) {
         w->reported_domains = ev.domains;
@@ -261,6 +271,24 @@ watch_scan(Watch *w, virDomainPtr dom, GHashTable *into)
     g_hash_table_replace(into, g_strdup(uuid), wd);
 }
 
+/* Every persistent domain, scanned into @into; FALSE when libvirt cannot
+ * list them */
+static gboolean
+watch_scan_all(Watch *w, GHashTable *into)
+{
+    virDomainPtr *doms = NULL;
+    int n, i;
+
+    n = virConnectListAllDomains(w->conn, &doms,
+                                 VIR_CONNECT_LIST_DOMAINS_PERSISTENT);
+    for (i = 0; i < n; i++) {
+        watch_scan(w, doms[i], into);
+        virDomainFree(doms[i]);
+    }
+    free(doms);
+    return n >= 0;
+}
+
 /* Every persistent domain again: libvirt sends no event when a device is
  * added to a definition alone (virDomainAttachDeviceFlags with
  * AFFECT_CONFIG, as `daxfile attach` and `virsh attach-device --config`
@@ -269,23 +297,8 @@ watch_scan(Watch *w, virDomainPtr dom, GHashTable *into)
 static void
 watch_rescan(Watch *w)
 {
-    virDomainPtr *doms = NULL;
-    int n, i;
-    guint files = 0;
-    GHashTableIter iter;
-    gpointer value;
-
-    n = virConnectListAllDomains(w->conn, &doms,
-                                 VIR_CONNECT_LIST_DOMAINS_PERSISTENT);
-    for (i = 0; i < n; i++) {
-        watch_scan(w, doms[i], w->domains);
-        virDomainFree(doms[i]);
-    }
-    free(doms);
-    g_hash_table_iter_init(&iter, w->domains);
-    while (g_hash_table_iter_next(&iter, NULL, &value))
-        files += ((WatchDomain *)value)->paths->len;
-    if (files != w->reported_files ||
+    watch_scan_all(w, w->domains);
+    if (watch_files(w) != w->reported_files ||
         g_hash_table_size(w->domains) != w->reported_domains)
         watch_report(w, DAXFILE_WATCH_READY, NULL, NULL, NULL, NULL);
 }
@@ -298,7 +311,8 @@ same_backend(const char *a, const struct stat *sa, const char *b)
 
     if (STREQ(a, b))
         return TRUE;
-    if (!sa || stat(b, &sb) < 0 || (sa->st_mode & S_IFMT) != (sb.st_mode & S_IFMT))
+    if (!sa || stat(b, &sb) < 0 ||
+        (sa->st_mode & S_IFMT) != (sb.st_mode & S_IFMT))
         return FALSE;
     if (S_ISCHR(sa->st_mode))
         return sa->st_rdev == sb.st_rdev;
@@ -344,7 +358,8 @@ watch_wipe(Watch *w, const char *domain, const char *path)
         return;
     }
     fd = daxfile_wipe_open(path, FALSE, &error);
-    if (fd < 0 && g_error_matches(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND)) {
+    if (fd < 0 &&
+        g_error_matches(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND)) {
         watch_report(w, DAXFILE_WATCH_KEPT, domain, path,
                      "it no longer exists", NULL);
         return;
@@ -483,8 +498,6 @@ watch_connect(Watch *w, const char *uri, GError **error)
     g_autoptr(GHashTable) now = g_hash_table_new_full(g_str_hash,
                                                       g_str_equal, g_free,
                                                       watch_domain_free);
-    virDomainPtr *doms = NULL;
-    int n, i;
 
     w->conn = virConnectOpen(uri);
     if (!w->conn) {
@@ -500,18 +513,11 @@ watch_connect(Watch *w, const char *uri, GError **error)
         (w->callback = virConnectDomainEventRegisterAny(
              w->conn, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
              VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle), w, NULL)) < 0 ||
-        (n = virConnectListAllDomains(w->conn, &doms,
-                                      VIR_CONNECT_LIST_DOMAINS_PERSISTENT))
-            < 0) {
+        !watch_scan_all(w, now)) {
         set_virt_error(error, "Cannot follow libvirt's domains");
         watch_disconnect(w);
         return FALSE;
     }
-    for (i = 0; i < n; i++) {
-        watch_scan(w, doms[i], now);
-        virDomainFree(doms[i]);
-    }
-    free(doms);
     watch_reconcile(w, now);
     g_hash_table_unref(w->domains);
     w->domains = g_steal_pointer(&now);
