@@ -156,8 +156,23 @@ dx_x() {
 }
 
 dx__json() {
-    # dx__json KEY < json: first string value of "KEY" (ndctl/daxctl output).
-    sed -n "s/.*\"$1\":\"\\([^\"]*\\)\".*/\\1/p" | head -n 1
+    # dx__json KEY JSON: sets dx_val to the first string value of "KEY" in
+    # JSON (ndctl/daxctl output), empty if none. Shell only: no process.
+    dx_val=
+    case "$2" in
+    *"\"$1\":\""*)
+        dx_val=${2#*\"$1\":\"}
+        dx_val=${dx_val%%\"*}
+        ;;
+    esac
+}
+
+dx__read() {
+    # dx__read FILE: sets dx_val to FILE's first line (a sysfs attribute),
+    # empty if it cannot be read. The shell's own read: no process.
+    dx_val=
+    [ -r "$1" ] && IFS= read -r dx_val <"$1"
+    return 0
 }
 
 dx__wait_dev() {
@@ -177,19 +192,25 @@ dx__region() {
         echo "dx: no $dx_region (is there an NVDIMM? --pmem none?)" >&2
         return 1
     fi
-    dx_nmem=$(cut -d, -f1 "/sys/bus/nd/devices/$dx_region/mapping0")
+    dx__read "/sys/bus/nd/devices/$dx_region/mapping0"
+    dx_nmem=${dx_val%%,*}
 }
 
 dx__fsdax_now() {
     # What `ndctl list -n $dx_ns` says of a namespace already in fsdax mode
     # (dev, mode, blockdev), read from sysfs; nothing if it is not. ndctl's
     # process start costs seconds under nested TCG (tests/chain).
-    local holder blk
-    [ "$(cat "/sys/bus/nd/devices/$dx_ns/mode" 2>/dev/null)" = memory ] ||
-        return 0
-    holder=$(cat "/sys/bus/nd/devices/$dx_ns/holder")
+    # No process is started here either (a quarter of a second each).
+    local holder blk=
+    dx__read "/sys/bus/nd/devices/$dx_ns/mode"
+    [ "$dx_val" = memory ] || return 0
+    dx__read "/sys/bus/nd/devices/$dx_ns/holder"
+    holder=$dx_val
     case "$holder" in pfn*) ;; *) return 0 ;; esac
-    blk=$(ls "/sys/bus/nd/devices/$holder/block" 2>/dev/null)
+    for blk in "/sys/bus/nd/devices/$holder/block/"*; do
+        [ -e "$blk" ] && blk=${blk##*/} && break
+        blk=
+    done
     [ -n "$blk" ] || return 0
     echo "{\"dev\":\"$dx_ns\",\"mode\":\"fsdax\",\"blockdev\":\"$blk\"}"
 }
@@ -232,7 +253,8 @@ dx__namespace() {
         json=$(dx_x ndctl create-namespace -f -e "$dx_ns" -m "$mode") || return 1
     fi
     echo "$json" >&2
-    DX_NAMESPACE=$(echo "$json" | dx__json dev)
+    dx__json dev "$json"
+    DX_NAMESPACE=$dx_val
     dx_json=$json
 }
 
@@ -242,9 +264,11 @@ dx_fsdax() {
     # (the NVDIMM needs --pmem FILE,label=128K). An existing fsdax namespace
     # is kept unless --force.
     dx__namespace fsdax "$@" || return 1
-    DX_PMEM=/dev/$(echo "$dx_json" | dx__json blockdev)
+    dx__json blockdev "$dx_json"
+    DX_PMEM=/dev/$dx_val
     dx__wait_dev "$DX_PMEM" || return 1
-    [ "$(cat "/sys/block/${DX_PMEM#/dev/}/queue/dax")" = 1 ] || {
+    dx__read "/sys/block/${DX_PMEM#/dev/}/queue/dax"
+    [ "$dx_val" = 1 ] || {
         echo "dx: $DX_PMEM has queue/dax=0" >&2
         return 1
     }
@@ -265,14 +289,16 @@ dx_dax_pair() {
 dx_devdax() {
     # dx_devdax [--label] [--force] [INDEX]: devdax mode; sets DX_DAX.
     dx__namespace devdax "$@" || return 1
-    DX_DAX=/dev/$(echo "$dx_json" | dx__json chardev)
+    dx__json chardev "$dx_json"
+    DX_DAX=/dev/$dx_val
     dx__wait_dev "$DX_DAX"
 }
 
 dx_raw() {
     # dx_raw [--label] [--force] [INDEX]: raw mode (no DAX); sets DX_PMEM.
     dx__namespace raw "$@" || return 1
-    DX_PMEM=/dev/$(echo "$dx_json" | dx__json blockdev)
+    dx__json blockdev "$dx_json"
+    DX_PMEM=/dev/$dx_val
     dx__wait_dev "$DX_PMEM"
 }
 
@@ -304,7 +330,8 @@ dx_mkfs() {
     xfs-default) fs=xfs; dx_x mkfs.xfs -q -f -m reflink=0 "$dev" >&2 ;;
     *) echo "dx_mkfs: unknown type '$type'" >&2; return 2 ;;
     esac || return 1
-    dx_mount "$mnt" --dev "$dev" --type "$fs" $([ "$dax" = dax ] || echo --no-dax)
+    [ "$dax" = dax ] && dax= || dax=--no-dax
+    dx_mount "$mnt" --dev "$dev" --type "$fs" $dax
 }
 
 dx_mount() {
@@ -321,7 +348,7 @@ dx_mount() {
         esac
         shift
     done
-    mkdir -p "$mnt" || return 1
+    [ -d "$mnt" ] || mkdir -p "$mnt" || return 1
     dx_x mount ${type:+-t "$type"} -o "$dax" "$dev" "$mnt" >&2 || return 1
     DX_MNT=$mnt
     DX_MOUNTS="$DX_MOUNTS $mnt"

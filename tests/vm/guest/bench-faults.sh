@@ -99,7 +99,8 @@ devdax4k() {
     json=$(dx_x ndctl create-namespace -f -e namespace2.0 -m devdax -a 4096) ||
         return 1
     echo "$json"
-    DAX4K=/dev/$(echo "$json" | dx__json chardev)
+    dx__json chardev "$json"
+    DAX4K=/dev/$dx_val
     [ -e "$DAX4K" ]
 }
 
