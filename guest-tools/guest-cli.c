@@ -6,7 +6,6 @@
 #include "daxfile-nvdimm.h"
 #include "daxfile-report.h"
 #include "daxfile-size.h"
-#include "daxfile-util.h"
 #include "guest-cli.h"
 
 gboolean

@@ -6,12 +6,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daxfile-align.h"
 #include "daxfile-bench.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
+#include "daxfile-mmap.h"
 #include "daxfile-probe.h"
 #include "daxfile-size.h"
 #include "daxfile-target.h"
-#include "daxfile-util.h"
 
 #define SZ_4K DAXFILE_SZ_4K
 #define SZ_2M DAXFILE_SZ_2M

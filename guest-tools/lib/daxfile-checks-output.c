@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "daxfile-checks.h"
+#include "daxfile-escape.h"
 #include "daxfile-json.h"
-#include "daxfile-util.h"
 
 #define TITLE_WIDTH 60
 

@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "daxfile-align.h"
 #include "daxfile-checks.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"

@@ -12,6 +12,7 @@
 
 #include "daxfile-checks.h"
 #include "daxfile-error.h"
+#include "daxfile-fd.h"
 #include "daxfile-fs.h"
 #include "daxfile-sysfs.h"
 #include "daxfile-util.h"

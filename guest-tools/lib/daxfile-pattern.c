@@ -3,8 +3,8 @@
 
 #include "daxfile-error.h"
 #include "daxfile-pattern.h"
+#include "daxfile-seam.h"
 #include "daxfile-size.h"
-#include "daxfile-util.h"
 
 #define BS DAXFILE_PATTERN_BLOCK_SIZE
 #define HEADER_MAGIC "DXFGUEST"

@@ -7,11 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daxfile-align.h"
 #include "daxfile-error.h"
+#include "daxfile-fd.h"
 #include "daxfile-fiemap.h"
+#include "daxfile-mmap.h"
 #include "daxfile-probe.h"
 #include "daxfile-size.h"
-#include "daxfile-util.h"
 
 #define SZ_2M DAXFILE_SZ_2M
 #define SZ_4K DAXFILE_SZ_4K

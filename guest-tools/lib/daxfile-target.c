@@ -8,7 +8,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "daxfile-align.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-fiemap.h"
 #include "daxfile-nvdimm.h"
 #include "daxfile-pattern.h"

@@ -10,7 +10,7 @@
 #include <json-glib/json-glib.h>
 
 #include "daxfile-cpu.h"
-#include "daxfile-util.h"
+#include "daxfile-mmap.h"
 
 G_BEGIN_DECLS
 

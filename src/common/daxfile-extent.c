@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <linux/fiemap.h>
 
+#include "daxfile-align.h"
 #include "daxfile-error.h"
 #include "daxfile-extent.h"
-#include "daxfile-util.h"
 
 static const struct {
     const char *token;

@@ -7,7 +7,6 @@
 
 #include "daxfile-error.h"
 #include "daxfile-fiemap.h"
-#include "daxfile-util.h"
 
 #define FIEMAP_BATCH 512
 

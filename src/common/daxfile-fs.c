@@ -14,7 +14,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "daxfile-align.h"
 #include "daxfile-error.h"
+#include "daxfile-fd.h"
 #include "daxfile-fs.h"
 #include "daxfile-mount.h"
 #include "daxfile-size.h"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
+#include "daxfile-fd.h"
 #include "daxfile-mount.h"
 #include "daxfile-util.h"
 

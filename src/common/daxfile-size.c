@@ -2,8 +2,8 @@
 #include <string.h>
 
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
 #include "daxfile-size.h"
-#include "daxfile-util.h"
 
 static const struct {
     char letter;

@@ -2,7 +2,10 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "daxfile-align.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-file.h"
 #include "daxfile-size.h"
 #include "daxfile-static.h"

@@ -5,9 +5,10 @@
  */
 #include <stdio.h>
 
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-file.h"
 #include "daxfile-static.h"
-#include "daxfile-util.h"
 #include "daxfilectl.h"
 
 #define DEFAULT_OWNER "manual"

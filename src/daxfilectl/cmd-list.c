@@ -5,9 +5,9 @@
  */
 #include <stdio.h>
 
+#include "daxfile-escape.h"
 #include "daxfile-registry.h"
 #include "daxfile-static.h"
-#include "daxfile-util.h"
 #include "daxfilectl.h"
 
 static gboolean arg_json;

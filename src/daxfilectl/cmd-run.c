@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
 #include "daxfile-file.h"
 #include "daxfile-proc.h"
 #include "daxfile-static.h"

@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "daxfile-align.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-fs.h"
 #include "daxfile-guard.h"
-#include "daxfile-util.h"
 #include "daxfilectl.h"
 
 static gboolean arg_dax;

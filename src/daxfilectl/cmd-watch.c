@@ -10,8 +10,8 @@
 
 #include "daxfile-conf.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
 #include "daxfile-size.h"
-#include "daxfile-util.h"
 #include "daxfile-virt.h"
 #include "daxfilectl.h"
 

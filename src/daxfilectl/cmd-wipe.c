@@ -8,8 +8,9 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-size.h"
-#include "daxfile-util.h"
 #include "daxfile-wipe.h"
 #include "daxfilectl.h"
 

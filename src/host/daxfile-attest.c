@@ -3,11 +3,11 @@
 
 #include "daxfile-attest.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
 #include "daxfile-fs.h"
 #include "daxfile-json.h"
 #include "daxfile-size.h"
 #include "daxfile-trust.h"
-#include "daxfile-util.h"
 
 void
 daxfile_attestation_clear(DaxfileAttestation *a)

@@ -8,6 +8,8 @@
 #include "config.h"
 #include "daxfile-conf.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-mount.h"
 #include "daxfile-trust.h"
 #include "daxfile-util.h"

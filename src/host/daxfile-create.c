@@ -13,10 +13,15 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "daxfile-align.h"
 #include "daxfile-create.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
 #include "daxfile-extent.h"
+#include "daxfile-fd.h"
 #include "daxfile-fiemap.h"
+#include "daxfile-mmap.h"
+#include "daxfile-seam.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
 

@@ -6,6 +6,8 @@
 
 #include "daxfile-devdax.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-json.h"
 #include "daxfile-size.h"
 #include "daxfile-sysfs.h"

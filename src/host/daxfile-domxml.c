@@ -6,8 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "daxfile-align.h"
 #include "daxfile-domxml.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
 #include "daxfile-file.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"

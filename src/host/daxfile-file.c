@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-file.h"
 #include "daxfile-sysfs.h"
 #include "daxfile-util.h"

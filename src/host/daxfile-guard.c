@@ -15,8 +15,9 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
+#include "daxfile-fd.h"
 #include "daxfile-guard.h"
-#include "daxfile-util.h"
+#include "daxfile-seam.h"
 
 #define CAP_LINUX_IMMUTABLE_BIT 9
 #define PROBE_PAGES 4

@@ -5,10 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daxfile-align.h"
 #include "daxfile-attest.h"
 #include "daxfile-create.h"
 #include "daxfile-devdax.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-file.h"
 #include "daxfile-hook.h"
 #include "daxfile-registry.h"

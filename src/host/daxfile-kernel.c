@@ -6,7 +6,6 @@
 #include "daxfile-error.h"
 #include "daxfile-kernel.h"
 #include "daxfile-sysfs.h"
-#include "daxfile-util.h"
 
 #define SYSCALL_NR_MAX 1024
 

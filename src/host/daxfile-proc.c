@@ -10,7 +10,6 @@
 
 #include "daxfile-json.h"
 #include "daxfile-proc.h"
-#include "daxfile-util.h"
 
 gboolean
 daxfile_pid_in(const GArray *pids, pid_t pid)

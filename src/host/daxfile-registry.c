@@ -10,8 +10,11 @@
 
 #include "config.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-json.h"
 #include "daxfile-registry.h"
+#include "daxfile-seam.h"
 #include "daxfile-util.h"
 
 #define REGISTRY_VERSION 1

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
 #include "daxfile-fiemap.h"
 #include "daxfile-json.h"
 #include "daxfile-report.h"
 #include "daxfile-size.h"
-#include "daxfile-util.h"
 #include "daxfile-wipe.h"
 
 void

@@ -9,6 +9,8 @@
 #include "daxfile-attest.h"
 #include "daxfile-conf.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-fiemap.h"
 #include "daxfile-file.h"
 #include "daxfile-guard.h"
@@ -17,6 +19,7 @@
 #include "daxfile-mount.h"
 #include "daxfile-proc.h"
 #include "daxfile-registry.h"
+#include "daxfile-seam.h"
 #include "daxfile-static.h"
 #include "daxfile-util.h"
 

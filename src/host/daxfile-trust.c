@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-file.h"
 #include "daxfile-trust.h"
 #include "daxfile-util.h"

@@ -7,6 +7,8 @@
 
 #include "daxfile-devdax.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-util.h"
 #include "daxfile-virt.h"
 

@@ -10,15 +10,17 @@
 #include <immintrin.h>
 #endif
 
+#include "daxfile-align.h"
 #include "daxfile-devdax.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
 #include "daxfile-file.h"
 #include "daxfile-guard.h"
 #include "daxfile-json.h"
 #include "daxfile-kernel.h"
 #include "daxfile-registry.h"
 #include "daxfile-size.h"
-#include "daxfile-util.h"
 #include "daxfile-wipe.h"
 
 /* zeroed and made durable between two progress marks */

@@ -8,7 +8,6 @@
 #include "daxfile-domxml.h"
 #include "daxfile-error.h"
 #include "daxfile-test-util.h"
-#include "daxfile-util.h"
 
 #define K (G_GUINT64_CONSTANT(1) << 10)
 #define M (G_GUINT64_CONSTANT(1) << 20)

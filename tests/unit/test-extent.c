@@ -7,7 +7,6 @@
 
 #include "daxfile-error.h"
 #include "daxfile-extent.h"
-#include "daxfile-util.h"
 
 #define K (G_GUINT64_CONSTANT(1) << 10)
 #define M (G_GUINT64_CONSTANT(1) << 20)

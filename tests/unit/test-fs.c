@@ -3,7 +3,6 @@
  * mountinfo parsing, mount options and filesystem geometry verdicts
  */
 #include "daxfile-fs.h"
-#include "daxfile-util.h"
 
 /* Lines as the 6.1 guest and the 6.18 host printed them */
 static const char mountinfo[] =

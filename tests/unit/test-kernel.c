@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
+#include "daxfile-fd.h"
 #include "daxfile-guard.h"
 #include "daxfile-kernel.h"
 #include "daxfile-test-util.h"
-#include "daxfile-util.h"
 
 static char *tmpdir;
 

@@ -6,7 +6,6 @@
 
 #include "daxfile-report.h"
 #include "daxfile-test-util.h"
-#include "daxfile-util.h"
 
 #define M (G_GUINT64_CONSTANT(1) << 20)
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "daxfile-align.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
 #include "daxfile-size.h"
-#include "daxfile-util.h"
 
 static void
 test_parse_good(void)

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-seam.h: test-only seams, driven by environment variables
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Test-only fault injection: when DAXFILE_TEST_CRASH names @point, the
+ * process kills itself with SIGKILL right there (crash-safety tests). */
+void daxfile_test_crash_point(const char *point);
+
+/* Test-only: when DAXFILE_TEST_PAUSE names @point, the process stops itself
+ * (SIGSTOP) there until a test sends SIGCONT (race tests). */
+void daxfile_test_pause_point(const char *point);
+
+/* Test-only: DAXFILE_TEST_NO_TMPFILE=1 makes create use its named
+ * temporary file, as on filesystems without O_TMPFILE. */
+gboolean daxfile_test_no_tmpfile(void);
+
+/* Test-only: DAXFILE_TEST_MISPLACED=N makes create treat its first N
+ * allocations as placed misaligned (as a fragmented ext4 places some), so
+ * that holding and allocating again can be tested on any filesystem. */
+gboolean daxfile_test_misplaced(guint attempt);
+
+G_END_DECLS
