@@ -4,7 +4,6 @@
 #include "config.h"
 #include "daxfile-error.h"
 #include "daxfile-nvdimm.h"
-#include "daxfile-report.h"
 #include "daxfile-size.h"
 #include "guest-cli.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "daxfile-checks.h"
-#include "daxfile-report.h"
+#include "daxfile-json.h"
 #include "daxfile-test-util.h"
 #include "daxfile-util.h"
 

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "daxfile-error.h"
+#include "daxfile-json.h"
 #include "daxfile-pattern.h"
-#include "daxfile-report.h"
 #include "daxfile-test-util.h"
 
 #define BS DAXFILE_PATTERN_BLOCK_SIZE

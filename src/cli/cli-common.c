@@ -5,7 +5,7 @@
 
 #include "cli-common.h"
 #include "config.h"
-#include "daxfile-report.h"
+#include "daxfile-json.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
 
