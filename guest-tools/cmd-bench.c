@@ -4,9 +4,9 @@
  */
 #include <stdio.h>
 
-#include "daxfile-bench.h"
-#include "daxfile-checks.h"
 #include "daxfile-error.h"
+#include "daxguest-bench.h"
+#include "daxguest-checks.h"
 #include "guest-cli.h"
 
 static char *arg_dir;
@@ -34,13 +34,13 @@ static const GOptionEntry bench_options[] = {
 static char *
 find_dax_mount(GError **error)
 {
-    g_autoptr(DaxfileGuestFacts) facts = daxfile_guest_facts_gather(error);
+    g_autoptr(DaxguestFacts) facts = daxguest_facts_gather(error);
     guint i;
 
     if (!facts)
         return NULL;
     for (i = 0; i < facts->pmems->len; i++) {
-        const DaxfilePmemFacts *p = g_ptr_array_index(facts->pmems, i);
+        const DaxguestPmemFacts *p = g_ptr_array_index(facts->pmems, i);
 
         if (p->mount_point)
             return g_strdup(p->mount_point);
@@ -55,9 +55,9 @@ int
 cmd_bench(int argc, char **argv)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileBenchReport) report = NULL;
+    g_autoptr(DaxguestBenchReport) report = NULL;
     g_autofree char *dir = NULL;
-    DaxfileFlushChoice choice;
+    DaxguestFlushChoice choice;
     guint64 size = 0;
     int ret = CLI_EXIT_OK;
 
@@ -72,19 +72,19 @@ cmd_bench(int argc, char **argv)
     if (!cli_flush_choice(&choice, &error))
         return cli_report_error(error);
     if (arg_dev) {
-        report = daxfile_bench_dev(arg_dev, size, &choice, &error);
+        report = daxguest_bench_dev(arg_dev, size, &choice, &error);
     } else {
         dir = arg_dir ? g_strdup(arg_dir) : find_dax_mount(&error);
-        report = dir ? daxfile_bench_dir(dir, size, arg_allow_non_dax,
-                                         &choice, &error)
+        report = dir ? daxguest_bench_dir(dir, size, arg_allow_non_dax,
+                                          &choice, &error)
                      : NULL;
     }
     if (!report)
         return cli_report_error(error);
     if (arg_json) {
-        cli_print_json(daxfile_bench_to_json(report));
+        cli_print_json(daxguest_bench_to_json(report));
     } else {
-        g_autofree char *table = daxfile_bench_format_table(report);
+        g_autofree char *table = daxguest_bench_format_table(report);
 
         fputs(table, stdout);
     }

@@ -4,7 +4,7 @@
  */
 #include <stdio.h>
 
-#include "daxfile-checks.h"
+#include "daxguest-checks.h"
 #include "guest-cli.h"
 
 static gboolean arg_json;
@@ -26,21 +26,21 @@ print_summary(const GPtrArray *checks)
     guint i;
 
     for (i = 0; i < checks->len; i++) {
-        const DaxfileCheck *c = g_ptr_array_index((GPtrArray *)checks, i);
+        const DaxguestCheck *c = g_ptr_array_index((GPtrArray *)checks, i);
 
         counts[c->result]++;
     }
     fprintf(stderr, "daxfile-guest: %u checks: %u passed, %u with a warning, "
                     "%u failed\n",
-            checks->len, counts[DAXFILE_CHECK_PASS],
-            counts[DAXFILE_CHECK_WARN], counts[DAXFILE_CHECK_FAIL]);
+            checks->len, counts[DAXGUEST_CHECK_PASS],
+            counts[DAXGUEST_CHECK_WARN], counts[DAXGUEST_CHECK_FAIL]);
 }
 
 int
 cmd_check(int argc, char **argv)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileGuestFacts) facts = NULL;
+    g_autoptr(DaxguestFacts) facts = NULL;
     g_autoptr(GPtrArray) checks = NULL;
     g_autofree char *text = NULL;
     int ret = CLI_EXIT_OK;
@@ -55,18 +55,18 @@ cmd_check(int argc, char **argv)
         return ret;
     if (arg_json && arg_tap)
         return cli_usage_error("check", "--json and --tap exclude each other");
-    facts = daxfile_guest_facts_gather(&error);
+    facts = daxguest_facts_gather(&error);
     if (!facts)
         return cli_report_error(error);
-    checks = daxfile_checks_run(facts);
+    checks = daxguest_checks_run(facts);
     if (arg_json) {
-        cli_print_json(daxfile_checks_to_json(checks));
+        cli_print_json(daxguest_checks_to_json(checks));
     } else {
-        text = arg_tap ? daxfile_checks_format_tap(checks)
-                       : daxfile_checks_format_text(checks);
+        text = arg_tap ? daxguest_checks_format_tap(checks)
+                       : daxguest_checks_format_text(checks);
         fputs(text, stdout);
     }
     if (!arg_json && !arg_tap)
         print_summary(checks);
-    return daxfile_checks_failed(checks) ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+    return daxguest_checks_failed(checks) ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }

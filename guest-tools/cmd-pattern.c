@@ -5,10 +5,10 @@
 #include <stdio.h>
 
 #include "daxfile-error.h"
-#include "daxfile-pattern.h"
 #include "daxfile-size.h"
-#include "daxfile-target.h"
 #include "daxfile-util.h"
+#include "daxguest-pattern.h"
+#include "daxguest-target.h"
 #include "guest-cli.h"
 
 static char *arg_dir;
@@ -88,18 +88,18 @@ parse_args(const char *cmd, const char *summary, const GOptionEntry *entries,
            cli_parse_size(cmd, "size", arg_size, &args->size, ret_exit);
 }
 
-static DaxfileTarget *
-open_target(guint64 size, DaxfileTargetFlags flags, GError **error)
+static DaxguestTarget *
+open_target(guint64 size, DaxguestTargetFlags flags, GError **error)
 {
     if (arg_dir)
-        return daxfile_target_open_dir(arg_dir, size, flags, error);
-    return daxfile_target_open_dev(arg_dev, size, flags, error);
+        return daxguest_target_open_dir(arg_dir, size, flags, error);
+    return daxguest_target_open_dev(arg_dev, size, flags, error);
 }
 
 static const char *
-mapping_name(const DaxfileTarget *t)
+mapping_name(const DaxguestTarget *t)
 {
-    if (t->kind == DAXFILE_TARGET_DEVDAX)
+    if (t->kind == DAXGUEST_TARGET_DEVDAX)
         return "device-dax MAP_SHARED";
     if (t->map_sync)
         return "MAP_SYNC";
@@ -108,7 +108,7 @@ mapping_name(const DaxfileTarget *t)
 }
 
 static JsonNode *
-write_to_json(const DaxfileTarget *t, guint64 seed, guint64 sequence,
+write_to_json(const DaxguestTarget *t, guint64 seed, guint64 sequence,
               const char *flush)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
@@ -135,11 +135,11 @@ cmd_write(int argc, char **argv)
 {
     PatternArgs args = {0, 0, 0};
     g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileTarget) t = NULL;
+    g_autoptr(DaxguestTarget) t = NULL;
     g_autofree char *flush = NULL;
     g_autofree char *size = NULL;
-    DaxfileTargetFlags flags = DAXFILE_TARGET_WRITE;
-    DaxfileFlushChoice choice;
+    DaxguestTargetFlags flags = DAXGUEST_TARGET_WRITE;
+    DaxguestFlushChoice choice;
     guint64 sequence = 0;
     int ret = CLI_EXIT_OK;
 
@@ -151,14 +151,14 @@ cmd_write(int argc, char **argv)
                     write_options, argc, argv, &args, &ret))
         return ret;
     if (arg_allow_non_dax)
-        flags |= DAXFILE_TARGET_ALLOW_NON_DAX;
+        flags |= DAXGUEST_TARGET_ALLOW_NON_DAX;
     if (!cli_flush_choice(&choice, &error))
         return cli_report_error(error);
     t = open_target(args.size, flags, &error);
-    if (!t || !daxfile_target_write_pattern(t, args.seed, &choice, &sequence,
-                                            &error))
+    if (!t || !daxguest_target_write_pattern(t, args.seed, &choice, &sequence,
+                                             &error))
         return cli_report_error(error);
-    flush = daxfile_flush_choice_describe(&choice);
+    flush = daxguest_flush_choice_describe(&choice);
     size = daxfile_size_format(t->size);
     if (arg_json)
         cli_print_json(write_to_json(t, args.seed, sequence, flush));
@@ -173,9 +173,9 @@ cmd_verify(int argc, char **argv)
 {
     PatternArgs args = {0, 0, 0};
     g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileTarget) t = NULL;
+    g_autoptr(DaxguestTarget) t = NULL;
     g_autofree char *size = NULL;
-    DaxfilePatternResult result;
+    DaxguestPatternResult result;
     gboolean ok;
     int ret = CLI_EXIT_OK;
 
@@ -184,14 +184,14 @@ cmd_verify(int argc, char **argv)
                     "exit 1 naming the first offset that differs.",
                     verify_options, argc, argv, &args, &ret))
         return ret;
-    t = open_target(args.size, DAXFILE_TARGET_READ, &error);
+    t = open_target(args.size, DAXGUEST_TARGET_READ, &error);
     if (!t)
         return cli_report_error(error);
-    ok = daxfile_pattern_verify(t->map.addr, t->size, args.seed, t->path,
-                                &result, &error);
+    ok = daxguest_pattern_verify(t->map.addr, t->size, args.seed, t->path,
+                                 &result, &error);
     if (arg_json)
         cli_print_json(cli_json_array_of(
-            daxfile_pattern_result_to_json(t->path, &result)));
+            daxguest_pattern_result_to_json(t->path, &result)));
     if (!ok)
         return cli_report_error(error);
     size = daxfile_size_format(t->size);
@@ -206,8 +206,8 @@ cmd_locate(int argc, char **argv)
 {
     PatternArgs args = {0, 0, 0};
     g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileTarget) t = NULL;
-    g_auto(DaxfileLocation) loc = {0};
+    g_autoptr(DaxguestTarget) t = NULL;
+    g_auto(DaxguestLocation) loc = {0};
     int ret = CLI_EXIT_OK;
 
     if (!parse_args("locate",
@@ -216,12 +216,12 @@ cmd_locate(int argc, char **argv)
                     "region (for QEMU: the offset in the backing file).",
                     locate_options, argc, argv, &args, &ret))
         return ret;
-    t = open_target(0, DAXFILE_TARGET_NO_MAP, &error);
-    if (!t || !daxfile_target_locate(t, args.offset, &loc, &error))
+    t = open_target(0, DAXGUEST_TARGET_NO_MAP, &error);
+    if (!t || !daxguest_target_locate(t, args.offset, &loc, &error))
         return cli_report_error(error);
     if (arg_json) {
         cli_print_json(cli_json_array_of(
-            daxfile_location_to_json(t->path, &loc)));
+            daxguest_location_to_json(t->path, &loc)));
         return CLI_EXIT_OK;
     }
     printf("%s offset 0x%" G_GINT64_MODIFIER "x: %s offset 0x%"

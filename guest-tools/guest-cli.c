@@ -3,8 +3,8 @@
 
 #include "config.h"
 #include "daxfile-error.h"
-#include "daxfile-nvdimm.h"
 #include "daxfile-size.h"
+#include "daxguest-nvdimm.h"
 #include "guest-cli.h"
 
 gboolean
@@ -54,17 +54,17 @@ cli_check_target(const char *cmd, const char *dir, const char *dev,
 }
 
 gboolean
-cli_flush_choice(DaxfileFlushChoice *ret_choice, GError **error)
+cli_flush_choice(DaxguestFlushChoice *ret_choice, GError **error)
 {
-    g_autoptr(DaxfileNvInventory) inv = daxfile_nv_inventory_read(error);
-    DaxfileCpuFeatures cpu;
-    DaxfileFlushEnv env;
+    g_autoptr(DaxguestNvInventory) inv = daxguest_nv_inventory_read(error);
+    DaxguestCpuFeatures cpu;
+    DaxguestFlushEnv env;
 
     if (!inv)
         return FALSE;
-    daxfile_cpu_features_detect(&cpu);
-    daxfile_flush_env_get(&env);
-    daxfile_flush_choose(&cpu, &env, daxfile_nv_auto_flush(inv), ret_choice);
+    daxguest_cpu_features_detect(&cpu);
+    daxguest_flush_env_get(&env);
+    daxguest_flush_choose(&cpu, &env, daxguest_nv_auto_flush(inv), ret_choice);
     return TRUE;
 }
 

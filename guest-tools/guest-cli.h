@@ -7,7 +7,7 @@
 #include <json-glib/json-glib.h>
 
 #include "cli-common.h"
-#include "daxfile-cpu.h"
+#include "daxguest-cpu.h"
 
 /* cli_parse() (src/cli), and no positional argument: the guest commands
  * take options only. */
@@ -25,7 +25,7 @@ gboolean cli_check_target(const char *cmd, const char *dir, const char *dev,
                           gboolean optional, int *ret_exit);
 
 /* libpmem's flush choice here (CPUID, environment, persistence domain). */
-gboolean cli_flush_choice(DaxfileFlushChoice *ret_choice, GError **error);
+gboolean cli_flush_choice(DaxguestFlushChoice *ret_choice, GError **error);
 
 /* One object wrapped in an array, as every --json output is. */
 JsonNode *cli_json_array_of(JsonNode *object);

@@ -6,21 +6,21 @@
  */
 #include <string.h>
 
-#include "daxfile-checks.h"
 #include "daxfile-json.h"
 #include "daxfile-test-util.h"
 #include "daxfile-util.h"
+#include "daxguest-checks.h"
 
 #define M (G_GUINT64_CONSTANT(1) << 20)
 #define G (G_GUINT64_CONSTANT(1) << 30)
 #define REGION_SPA G_GUINT64_CONSTANT(0x100000000)
 
-typedef void (*Scenario)(DaxfileGuestFacts *facts);
+typedef void (*Scenario)(DaxguestFacts *facts);
 
-static DaxfileGuestFacts *
+static DaxguestFacts *
 facts_base(void)
 {
-    DaxfileGuestFacts *f = daxfile_guest_facts_new(daxfile_nv_inventory_new());
+    DaxguestFacts *f = daxguest_facts_new(daxguest_nv_inventory_new());
 
     f->cpu.clflush = TRUE;
     f->cpu.clflushopt = TRUE;
@@ -29,11 +29,11 @@ facts_base(void)
 }
 
 /* One QEMU NVDIMM without labels: ndbus0, nmem0, region0 (1 GiB) */
-static DaxfileNvRegion *
-add_nvdimm(DaxfileGuestFacts *f, DaxfileNvPersistence persistence)
+static DaxguestNvRegion *
+add_nvdimm(DaxguestFacts *f, DaxguestNvPersistence persistence)
 {
-    DaxfileNvBus *bus = g_new0(DaxfileNvBus, 1);
-    DaxfileNvRegion *r = daxfile_nv_region_new("region0", "ndbus0");
+    DaxguestNvBus *bus = g_new0(DaxguestNvBus, 1);
+    DaxguestNvRegion *r = daxguest_nv_region_new("region0", "ndbus0");
 
     f->inv->nfit_table = TRUE;
     bus->name = g_strdup("ndbus0");
@@ -48,11 +48,11 @@ add_nvdimm(DaxfileGuestFacts *f, DaxfileNvPersistence persistence)
     return r;
 }
 
-static DaxfileNvNamespace *
-add_namespace(DaxfileNvRegion *r, const char *mode, guint64 align)
+static DaxguestNvNamespace *
+add_namespace(DaxguestNvRegion *r, const char *mode, guint64 align)
 {
-    DaxfileNvNamespace *ns = daxfile_nv_namespace_new("namespace0.0",
-                                                      r->name, mode);
+    DaxguestNvNamespace *ns = daxguest_nv_namespace_new("namespace0.0",
+                                                        r->name, mode);
 
     ns->size = STREQ(mode, "raw") ? G : 1006 * M;
     ns->align = align;
@@ -64,11 +64,11 @@ add_namespace(DaxfileNvRegion *r, const char *mode, guint64 align)
 }
 
 /* fsdax ext4 mounted at /mnt/pmem with everything working */
-static DaxfilePmemFacts *
-add_mounted_pmem(DaxfileGuestFacts *f, const char *dax_mode)
+static DaxguestPmemFacts *
+add_mounted_pmem(DaxguestFacts *f, const char *dax_mode)
 {
-    DaxfilePmemFacts *p = daxfile_pmem_facts_new("/dev/pmem0",
-                                                 "namespace0.0");
+    DaxguestPmemFacts *p = daxguest_pmem_facts_new("/dev/pmem0",
+                                                   "namespace0.0");
 
     p->present = TRUE;
     p->queue_dax = DAXFILE_TRI_YES;
@@ -91,27 +91,27 @@ add_mounted_pmem(DaxfileGuestFacts *f, const char *dax_mode)
 }
 
 static void
-scenario_no_nvdimm(DaxfileGuestFacts *f)
+scenario_no_nvdimm(DaxguestFacts *f)
 {
 }
 
 static void
-scenario_fsdax_ok(DaxfileGuestFacts *f)
+scenario_fsdax_ok(DaxguestFacts *f)
 {
-    add_namespace(add_nvdimm(f, DAXFILE_NV_PERSIST_UNKNOWN), "fsdax", 2 * M);
+    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "fsdax", 2 * M);
     add_mounted_pmem(f, "always");
 }
 
 /* A virtio-pmem-pci device: its own bus, no NFIT, no DIMMs; the region
  * maps the namespace (no pfn device) and refuses MAP_SYNC */
 static void
-scenario_virtio_pmem(DaxfileGuestFacts *f)
+scenario_virtio_pmem(DaxguestFacts *f)
 {
-    DaxfileNvBus *bus = g_new0(DaxfileNvBus, 1);
-    DaxfileNvRegion *r = daxfile_nv_region_new("region0", "ndbus0");
-    DaxfileNvNamespace *ns = daxfile_nv_namespace_new("namespace0.0",
-                                                      "region0", "fsdax");
-    DaxfilePmemFacts *p;
+    DaxguestNvBus *bus = g_new0(DaxguestNvBus, 1);
+    DaxguestNvRegion *r = daxguest_nv_region_new("region0", "ndbus0");
+    DaxguestNvNamespace *ns = daxguest_nv_namespace_new("namespace0.0",
+                                                        "region0", "fsdax");
+    DaxguestPmemFacts *p;
 
     bus->name = g_strdup("ndbus0");
     bus->provider = g_strdup("virtio-pmem");
@@ -132,17 +132,17 @@ scenario_virtio_pmem(DaxfileGuestFacts *f)
 }
 
 static void
-scenario_raw(DaxfileGuestFacts *f)
+scenario_raw(DaxguestFacts *f)
 {
-    add_namespace(add_nvdimm(f, DAXFILE_NV_PERSIST_UNKNOWN), "raw", 0);
+    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "raw", 0);
 }
 
 static void
-scenario_devdax_ok(DaxfileGuestFacts *f)
+scenario_devdax_ok(DaxguestFacts *f)
 {
-    DaxfileNvRegion *r = add_nvdimm(f, DAXFILE_NV_PERSIST_MEM_CTRL);
-    DaxfileNvDaxDev *d = daxfile_nv_daxdev_new("dax0.0");
-    DaxfileDaxFacts *df = daxfile_dax_facts_new("dax0.0");
+    DaxguestNvRegion *r = add_nvdimm(f, DAXGUEST_NV_PERSIST_MEM_CTRL);
+    DaxguestNvDaxDev *d = daxguest_nv_daxdev_new("dax0.0");
+    DaxguestDaxFacts *df = daxguest_dax_facts_new("dax0.0");
 
     add_namespace(r, "devdax", 2 * M);
     d->region = g_strdup("region0");
@@ -161,20 +161,20 @@ scenario_devdax_ok(DaxfileGuestFacts *f)
 
 /* eADR claimed (nvdimm-persistence=cpu): WARN, and libpmem stops flushing */
 static void
-scenario_cpu_cache(DaxfileGuestFacts *f)
+scenario_cpu_cache(DaxguestFacts *f)
 {
-    add_namespace(add_nvdimm(f, DAXFILE_NV_PERSIST_CPU_CACHE), "fsdax",
+    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_CPU_CACHE), "fsdax",
                   2 * M);
     add_mounted_pmem(f, "always");
 }
 
 /* mounted with dax=never: statx and MAP_SYNC say no */
 static void
-scenario_dax_never(DaxfileGuestFacts *f)
+scenario_dax_never(DaxguestFacts *f)
 {
-    DaxfilePmemFacts *p;
+    DaxguestPmemFacts *p;
 
-    add_namespace(add_nvdimm(f, DAXFILE_NV_PERSIST_UNKNOWN), "fsdax", 2 * M);
+    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "fsdax", 2 * M);
     p = add_mounted_pmem(f, "never");
     p->probe.dax = DAXFILE_TRI_NO;
     p->probe.map_sync = FALSE;
@@ -183,11 +183,11 @@ scenario_dax_never(DaxfileGuestFacts *f)
 
 /* default mkfs.xfs: extents at 96 KiB mod 2 MiB, PMD faults fall back */
 static void
-scenario_misaligned(DaxfileGuestFacts *f)
+scenario_misaligned(DaxguestFacts *f)
 {
-    DaxfilePmemFacts *p;
+    DaxguestPmemFacts *p;
 
-    add_namespace(add_nvdimm(f, DAXFILE_NV_PERSIST_UNKNOWN), "fsdax", 2 * M);
+    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "fsdax", 2 * M);
     p = add_mounted_pmem(f, "always");
     g_free(p->fs_type);
     p->fs_type = g_strdup("xfs");
@@ -202,12 +202,12 @@ scenario_misaligned(DaxfileGuestFacts *f)
 
 /* fsdax namespace with 4 KiB pages, not mounted; PMEM_NO_FLUSH=1 set */
 static void
-scenario_unmounted(DaxfileGuestFacts *f)
+scenario_unmounted(DaxguestFacts *f)
 {
-    DaxfilePmemFacts *p = daxfile_pmem_facts_new("/dev/pmem0",
-                                                 "namespace0.0");
+    DaxguestPmemFacts *p = daxguest_pmem_facts_new("/dev/pmem0",
+                                                   "namespace0.0");
 
-    add_namespace(add_nvdimm(f, DAXFILE_NV_PERSIST_UNKNOWN), "fsdax",
+    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "fsdax",
                   4096);
     p->present = TRUE;
     p->queue_dax = DAXFILE_TRI_YES;
@@ -218,9 +218,9 @@ scenario_unmounted(DaxfileGuestFacts *f)
 /* devdax namespace but the device_dax driver is not loaded; a guest CPU
  * with clflush only */
 static void
-scenario_no_daxdev(DaxfileGuestFacts *f)
+scenario_no_daxdev(DaxguestFacts *f)
 {
-    add_namespace(add_nvdimm(f, DAXFILE_NV_PERSIST_UNKNOWN), "devdax",
+    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "devdax",
                   2 * M);
     f->cpu.clflushopt = FALSE;
     f->cpu.clwb = FALSE;
@@ -228,7 +228,7 @@ scenario_no_daxdev(DaxfileGuestFacts *f)
 
 /* nfit module not loaded: the table exists but there is no bus */
 static void
-scenario_no_bus(DaxfileGuestFacts *f)
+scenario_no_bus(DaxguestFacts *f)
 {
     f->inv->nfit_table = TRUE;
 }
@@ -269,7 +269,7 @@ assert_valid_tap(const char *tap, const GPtrArray *checks)
         g_autoptr(GMatchInfo) m = NULL;
         g_autofree char *num = NULL;
         g_autofree char *word = NULL;
-        const DaxfileCheck *c;
+        const DaxguestCheck *c;
 
         if (g_str_has_prefix(lines[i], "# "))
             continue;
@@ -279,7 +279,7 @@ assert_valid_tap(const char *tap, const GPtrArray *checks)
         g_assert_cmpuint(g_ascii_strtoull(num, NULL, 10), ==, ++n);
         c = g_ptr_array_index((GPtrArray *)checks, n - 1);
         g_assert_cmpint(STREQ(word, "not ok"), ==,
-                        c->result == DAXFILE_CHECK_FAIL);
+                        c->result == DAXGUEST_CHECK_FAIL);
     }
     g_assert_cmpuint(n, ==, checks->len);
 }
@@ -288,7 +288,7 @@ static void
 test_scenario(gconstpointer data)
 {
     guint idx = GPOINTER_TO_UINT(data);
-    g_autoptr(DaxfileGuestFacts) facts = facts_base();
+    g_autoptr(DaxguestFacts) facts = facts_base();
     g_autoptr(GPtrArray) checks = NULL;
     g_autoptr(JsonNode) json = NULL;
     g_autofree char *text = NULL;
@@ -301,18 +301,18 @@ test_scenario(gconstpointer data)
     guint i;
 
     scenarios[idx].func(facts);
-    checks = daxfile_checks_run(facts);
+    checks = daxguest_checks_run(facts);
     for (i = 0; i < checks->len; i++) {
-        const DaxfileCheck *c = g_ptr_array_index(checks, i);
+        const DaxguestCheck *c = g_ptr_array_index(checks, i);
 
         /* every WARN and FAIL carries a hint */
-        g_assert_true(c->result == DAXFILE_CHECK_PASS || c->hint);
+        g_assert_true(c->result == DAXGUEST_CHECK_PASS || c->hint);
     }
-    g_assert_cmpint(daxfile_checks_failed(checks), ==,
+    g_assert_cmpint(daxguest_checks_failed(checks), ==,
                     scenarios[idx].fails);
-    text = daxfile_checks_format_text(checks);
-    tap = daxfile_checks_format_tap(checks);
-    json = daxfile_checks_to_json(checks);
+    text = daxguest_checks_format_text(checks);
+    tap = daxguest_checks_format_tap(checks);
+    json = daxguest_checks_to_json(checks);
     json_text = daxfile_json_to_string(json);
     assert_valid_tap(tap, checks);
     daxfile_test_golden(p_text, text);
@@ -343,13 +343,13 @@ test_trace_parse(void)
         "dax_pmd_insert_mapping: dev 259:0 ino 0xe\n";
     guint pmd, fallback;
 
-    daxfile_trace_count_pmd(trace, 215, &pmd, &fallback);
+    daxguest_trace_count_pmd(trace, 215, &pmd, &fallback);
     g_assert_cmpuint(pmd, ==, 1);
     g_assert_cmpuint(fallback, ==, 1);
-    daxfile_trace_count_pmd(trace, 99, &pmd, &fallback);
+    daxguest_trace_count_pmd(trace, 99, &pmd, &fallback);
     g_assert_cmpuint(pmd, ==, 0);
     g_assert_cmpuint(fallback, ==, 1);
-    daxfile_trace_count_pmd("", 1, &pmd, &fallback);
+    daxguest_trace_count_pmd("", 1, &pmd, &fallback);
     g_assert_cmpuint(pmd + fallback, ==, 0);
 }
 

@@ -4,14 +4,14 @@
  * clflush < clflushopt < clwb; PMEM_NO_CLWB, PMEM_NO_CLFLUSHOPT,
  * PMEM_NO_FLUSH; eADR when every region reports cpu_cache)
  */
-#include "daxfile-cpu.h"
+#include "daxguest-cpu.h"
 
 typedef struct {
     const char *name;
-    DaxfileCpuFeatures cpu;
-    DaxfileFlushEnv env;
+    DaxguestCpuFeatures cpu;
+    DaxguestFlushEnv env;
     gboolean eadr;
-    DaxfileFlushInsn insn;
+    DaxguestFlushInsn insn;
     gboolean flush;
     gboolean fence;
     const char *describe;
@@ -21,38 +21,38 @@ typedef struct {
 #define NO_ENV {NULL, NULL, NULL}
 
 static const Case cases[] = {
-    {"all", ALL, NO_ENV, FALSE, DAXFILE_FLUSH_CLWB, TRUE, TRUE,
+    {"all", ALL, NO_ENV, FALSE, DAXGUEST_FLUSH_CLWB, TRUE, TRUE,
      "clwb, then sfence: the best the CPU offers"},
     {"no-clwb-cpu", {TRUE, TRUE, FALSE}, NO_ENV, FALSE,
-     DAXFILE_FLUSH_CLFLUSHOPT, TRUE, TRUE,
+     DAXGUEST_FLUSH_CLFLUSHOPT, TRUE, TRUE,
      "clflushopt, then sfence: the best the CPU offers"},
     {"clflush-only", {TRUE, FALSE, FALSE}, NO_ENV, FALSE,
-     DAXFILE_FLUSH_CLFLUSH, TRUE, FALSE, "clflush: the best the CPU offers"},
-    {"nothing", {FALSE, FALSE, FALSE}, NO_ENV, FALSE, DAXFILE_FLUSH_NONE,
+     DAXGUEST_FLUSH_CLFLUSH, TRUE, FALSE, "clflush: the best the CPU offers"},
+    {"nothing", {FALSE, FALSE, FALSE}, NO_ENV, FALSE, DAXGUEST_FLUSH_NONE,
      FALSE, TRUE,
      "no flush, sfence only: the CPU offers no flush instruction"},
-    {"env-no-clwb", ALL, {"1", NULL, NULL}, FALSE, DAXFILE_FLUSH_CLFLUSHOPT,
+    {"env-no-clwb", ALL, {"1", NULL, NULL}, FALSE, DAXGUEST_FLUSH_CLFLUSHOPT,
      TRUE, TRUE, "clflushopt, then sfence: PMEM_NO_CLWB=1"},
     {"env-no-clwb-no-clflushopt", ALL, {"1", "1", NULL}, FALSE,
-     DAXFILE_FLUSH_CLFLUSH, TRUE, FALSE,
+     DAXGUEST_FLUSH_CLFLUSH, TRUE, FALSE,
      "clflush: PMEM_NO_CLWB=1 and PMEM_NO_CLFLUSHOPT=1"},
     /* clwb still wins: PMEM_NO_CLFLUSHOPT alone changes nothing */
-    {"env-no-clflushopt", ALL, {NULL, "1", NULL}, FALSE, DAXFILE_FLUSH_CLWB,
+    {"env-no-clflushopt", ALL, {NULL, "1", NULL}, FALSE, DAXGUEST_FLUSH_CLWB,
      TRUE, TRUE, "clwb, then sfence: the best the CPU offers"},
     {"env-no-clflushopt-no-clwb-cpu", {TRUE, TRUE, FALSE}, {NULL, "1", NULL},
-     FALSE, DAXFILE_FLUSH_CLFLUSH, TRUE, FALSE,
+     FALSE, DAXGUEST_FLUSH_CLFLUSH, TRUE, FALSE,
      "clflush: PMEM_NO_CLFLUSHOPT=1"},
     /* libpmem compares with "1" exactly */
-    {"env-not-one", ALL, {"yes", "true", "2"}, FALSE, DAXFILE_FLUSH_CLWB,
+    {"env-not-one", ALL, {"yes", "true", "2"}, FALSE, DAXGUEST_FLUSH_CLWB,
      TRUE, TRUE, "clwb, then sfence: the best the CPU offers"},
-    {"env-no-flush", ALL, {NULL, NULL, "1"}, FALSE, DAXFILE_FLUSH_CLWB,
+    {"env-no-flush", ALL, {NULL, NULL, "1"}, FALSE, DAXGUEST_FLUSH_CLWB,
      FALSE, TRUE, "no flush, sfence only: PMEM_NO_FLUSH=1"},
-    {"eadr", ALL, NO_ENV, TRUE, DAXFILE_FLUSH_CLWB, FALSE, TRUE,
+    {"eadr", ALL, NO_ENV, TRUE, DAXGUEST_FLUSH_CLWB, FALSE, TRUE,
      "no flush, sfence only: eADR, every region reports cpu_cache"},
-    {"eadr-forced-flush", ALL, {NULL, NULL, "0"}, TRUE, DAXFILE_FLUSH_CLWB,
+    {"eadr-forced-flush", ALL, {NULL, NULL, "0"}, TRUE, DAXGUEST_FLUSH_CLWB,
      TRUE, TRUE, "clwb, then sfence: PMEM_NO_FLUSH=0 overrides eADR"},
     {"eadr-clflush-forced", {TRUE, FALSE, FALSE}, {NULL, NULL, "0"}, TRUE,
-     DAXFILE_FLUSH_CLFLUSH, TRUE, FALSE,
+     DAXGUEST_FLUSH_CLFLUSH, TRUE, FALSE,
      "clflush: PMEM_NO_FLUSH=0 overrides eADR"},
 };
 
@@ -60,11 +60,11 @@ static void
 test_choose(gconstpointer data)
 {
     const Case *c = data;
-    DaxfileFlushChoice choice;
+    DaxguestFlushChoice choice;
     g_autofree char *text = NULL;
 
-    daxfile_flush_choose(&c->cpu, &c->env, c->eadr, &choice);
-    text = daxfile_flush_choice_describe(&choice);
+    daxguest_flush_choose(&c->cpu, &c->env, c->eadr, &choice);
+    text = daxguest_flush_choice_describe(&choice);
     g_assert_cmpint(choice.insn, ==, c->insn);
     g_assert_cmpint(choice.flush, ==, c->flush);
     g_assert_cmpint(choice.fence, ==, c->fence);
@@ -74,12 +74,12 @@ test_choose(gconstpointer data)
 static void
 test_env(void)
 {
-    DaxfileFlushEnv env;
+    DaxguestFlushEnv env;
 
     g_setenv("PMEM_NO_CLWB", "1", TRUE);
     g_unsetenv("PMEM_NO_CLFLUSHOPT");
     g_setenv("PMEM_NO_FLUSH", "0", TRUE);
-    daxfile_flush_env_get(&env);
+    daxguest_flush_env_get(&env);
     g_assert_cmpstr(env.no_clwb, ==, "1");
     g_assert_null(env.no_clflushopt);
     g_assert_cmpstr(env.no_flush, ==, "0");
@@ -92,14 +92,14 @@ test_env(void)
 static void
 test_execute(void)
 {
-    DaxfileCpuFeatures cpu;
+    DaxguestCpuFeatures cpu;
     g_autofree guint64 *buf = g_malloc0(4096);
-    DaxfileFlushInsn insns[] = {DAXFILE_FLUSH_CLFLUSH,
-                                DAXFILE_FLUSH_CLFLUSHOPT, DAXFILE_FLUSH_CLWB};
+    DaxguestFlushInsn insns[] = {DAXGUEST_FLUSH_CLFLUSH,
+                                DAXGUEST_FLUSH_CLFLUSHOPT, DAXGUEST_FLUSH_CLWB};
     gboolean have[3];
     guint i;
 
-    daxfile_cpu_features_detect(&cpu);
+    daxguest_cpu_features_detect(&cpu);
 #if defined(__x86_64__)
     g_assert_true(cpu.clflush); /* part of SSE2, so of x86-64 */
 #endif
@@ -109,14 +109,14 @@ test_execute(void)
     for (i = 0; i < G_N_ELEMENTS(insns); i++) {
         buf[i] = i + 1;
         if (have[i])
-            daxfile_flush_range(insns[i], buf, 4096);
+            daxguest_flush_range(insns[i], buf, 4096);
     }
-    daxfile_fence();
-    daxfile_nt_fill(buf, G_GUINT64_CONSTANT(0x1122334455667788), 4096);
-    daxfile_fence();
+    daxguest_fence();
+    daxguest_nt_fill(buf, G_GUINT64_CONSTANT(0x1122334455667788), 4096);
+    daxguest_fence();
     for (i = 0; i < 512; i++)
         g_assert_cmphex(buf[i], ==, G_GUINT64_CONSTANT(0x1122334455667788));
-    g_assert_cmpstr(daxfile_flush_insn_name(DAXFILE_FLUSH_CLWB), ==, "clwb");
+    g_assert_cmpstr(daxguest_flush_insn_name(DAXGUEST_FLUSH_CLWB), ==, "clwb");
 }
 
 int

@@ -13,17 +13,17 @@
 #include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-fiemap.h"
-#include "daxfile-nvdimm.h"
-#include "daxfile-pattern.h"
-#include "daxfile-probe.h"
 #include "daxfile-size.h"
 #include "daxfile-sysfs.h"
-#include "daxfile-target.h"
+#include "daxguest-nvdimm.h"
+#include "daxguest-pattern.h"
+#include "daxguest-probe.h"
+#include "daxguest-target.h"
 
 #define SZ_2M DAXFILE_SZ_2M
 
 void
-daxfile_target_free(DaxfileTarget *target)
+daxguest_target_free(DaxguestTarget *target)
 {
     if (!target)
         return;
@@ -33,10 +33,10 @@ daxfile_target_free(DaxfileTarget *target)
     g_free(target);
 }
 
-static DaxfileTarget *
-target_new(DaxfileTargetKind kind, char *path)
+static DaxguestTarget *
+target_new(DaxguestTargetKind kind, char *path)
 {
-    DaxfileTarget *t = g_new0(DaxfileTarget, 1);
+    DaxguestTarget *t = g_new0(DaxguestTarget, 1);
 
     t->kind = kind;
     t->path = path;
@@ -45,39 +45,39 @@ target_new(DaxfileTargetKind kind, char *path)
 }
 
 static gboolean
-file_provision(DaxfileTarget *t, guint64 size, GError **error)
+file_provision(DaxguestTarget *t, guint64 size, GError **error)
 {
     if (ftruncate(t->fd, 0) < 0) {
         daxfile_set_error_errno(error, errno, "Cannot truncate '%s'",
                                 t->path);
         return FALSE;
     }
-    if (!daxfile_file_provision(t->fd, size, t->path, error))
+    if (!daxguest_file_provision(t->fd, size, t->path, error))
         return FALSE;
     t->created = TRUE;
     return TRUE;
 }
 
 static gboolean
-target_map(DaxfileTarget *t, gboolean write, gboolean allow_non_dax,
+target_map(DaxguestTarget *t, gboolean write, gboolean allow_non_dax,
            GError **error)
 {
     int prot = write ? PROT_READ | PROT_WRITE : PROT_READ;
     g_autoptr(GError) local = NULL;
     void *addr = NULL;
 
-    if (t->kind == DAXFILE_TARGET_DEVDAX) {
+    if (t->kind == DAXGUEST_TARGET_DEVDAX) {
         /* device-dax: plain MAP_SHARED, aligned address and length */
-        if (!daxfile_map_aligned(t->fd, t->size, 0, prot, MAP_SHARED,
-                                 MAX(t->align, SZ_2M), &addr, error))
+        if (!daxguest_map_aligned(t->fd, t->size, 0, prot, MAP_SHARED,
+                                  MAX(t->align, SZ_2M), &addr, error))
             return FALSE;
-    } else if (daxfile_map_aligned(t->fd, t->size, 0, prot,
-                                   MAP_SHARED_VALIDATE | MAP_SYNC, SZ_2M,
-                                   &addr, &local)) {
+    } else if (daxguest_map_aligned(t->fd, t->size, 0, prot,
+                                    MAP_SHARED_VALIDATE | MAP_SYNC, SZ_2M,
+                                    &addr, &local)) {
         t->map_sync = TRUE;
     } else if (!write || allow_non_dax || t->virtio) {
-        if (!daxfile_map_aligned(t->fd, t->size, 0, prot, MAP_SHARED, SZ_2M,
-                                 &addr, error))
+        if (!daxguest_map_aligned(t->fd, t->size, 0, prot, MAP_SHARED, SZ_2M,
+                                  &addr, error))
             return FALSE;
     } else {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
@@ -94,7 +94,7 @@ target_map(DaxfileTarget *t, gboolean write, gboolean allow_non_dax,
 /* Before any block is allocated: will the data file map with MAP_SYNC?
  * If not, remove it again when this run created it. */
 static gboolean
-dir_check_map_sync(DaxfileTarget *t, int dirfd, gboolean new_file,
+dir_check_map_sync(DaxguestTarget *t, int dirfd, gboolean new_file,
                    GError **error)
 {
     void *addr = mmap(NULL, 4096, PROT_READ, MAP_SHARED_VALIDATE | MAP_SYNC,
@@ -106,7 +106,7 @@ dir_check_map_sync(DaxfileTarget *t, int dirfd, gboolean new_file,
         return TRUE;
     }
     if (new_file)
-        unlinkat(dirfd, DAXFILE_TARGET_FILE_NAME, 0);
+        unlinkat(dirfd, DAXGUEST_TARGET_FILE_NAME, 0);
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
                 "'%s' cannot be mapped with MAP_SYNC (%s); put it on a "
                 "filesystem mounted with -o dax, or pass --allow-non-dax",
@@ -114,18 +114,18 @@ dir_check_map_sync(DaxfileTarget *t, int dirfd, gboolean new_file,
     return FALSE;
 }
 
-/* The file @t->fd is on a virtio-pmem device (daxfile-nvdimm.h) */
+/* The file @t->fd is on a virtio-pmem device (daxguest-nvdimm.h) */
 static gboolean
-on_virtio_pmem(const DaxfileTarget *t)
+on_virtio_pmem(const DaxguestTarget *t)
 {
     struct stat st;
 
     return fstat(t->fd, &st) == 0 &&
-           daxfile_nv_blockdev_is_virtio(major(st.st_dev), minor(st.st_dev));
+           daxguest_nv_blockdev_is_virtio(major(st.st_dev), minor(st.st_dev));
 }
 
 static gboolean
-dir_open_file(DaxfileTarget *t, const char *dir, gboolean write,
+dir_open_file(DaxguestTarget *t, const char *dir, gboolean write,
               gboolean need_sync, GError **error)
 {
     g_auto(DaxfileFd) dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -138,7 +138,7 @@ dir_open_file(DaxfileTarget *t, const char *dir, gboolean write,
         return FALSE;
     }
     if (write) {
-        t->fd = openat(dirfd, DAXFILE_TARGET_FILE_NAME,
+        t->fd = openat(dirfd, DAXGUEST_TARGET_FILE_NAME,
                        O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                        0644);
         new_file = t->fd >= 0;
@@ -147,7 +147,7 @@ dir_open_file(DaxfileTarget *t, const char *dir, gboolean write,
             fsync(dirfd);
     }
     if (t->fd < 0)
-        t->fd = openat(dirfd, DAXFILE_TARGET_FILE_NAME,
+        t->fd = openat(dirfd, DAXGUEST_TARGET_FILE_NAME,
                        (write ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
     t->virtio = t->fd >= 0 && on_virtio_pmem(t);
     if (t->fd >= 0 && need_sync && !t->virtio &&
@@ -166,23 +166,23 @@ dir_open_file(DaxfileTarget *t, const char *dir, gboolean write,
     return TRUE;
 }
 
-DaxfileTarget *
-daxfile_target_open_dir(const char *dir, guint64 size,
-                        DaxfileTargetFlags flags, GError **error)
+DaxguestTarget *
+daxguest_target_open_dir(const char *dir, guint64 size,
+                         DaxguestTargetFlags flags, GError **error)
 {
-    gboolean write = (flags & DAXFILE_TARGET_WRITE) != 0;
-    g_autofree char *name = g_build_filename(dir, DAXFILE_TARGET_FILE_NAME,
+    gboolean write = (flags & DAXGUEST_TARGET_WRITE) != 0;
+    g_autofree char *name = g_build_filename(dir, DAXGUEST_TARGET_FILE_NAME,
                                              NULL);
-    g_autoptr(DaxfileTarget) t = target_new(DAXFILE_TARGET_FILE,
-                                            daxfile_escape(name));
+    g_autoptr(DaxguestTarget) t = target_new(DAXGUEST_TARGET_FILE,
+                                             daxfile_escape(name));
 
     if (!dir_open_file(t, dir, write,
-                       write && !(flags & DAXFILE_TARGET_ALLOW_NON_DAX),
+                       write && !(flags & DAXGUEST_TARGET_ALLOW_NON_DAX),
                        error))
         return NULL;
     if (write) {
-        size = size ? size : DAXFILE_TARGET_DEFAULT_SIZE;
-        if (!daxfile_pattern_check_size(size, error))
+        size = size ? size : DAXGUEST_TARGET_DEFAULT_SIZE;
+        if (!daxguest_pattern_check_size(size, error))
             return NULL;
         if (t->size != size && !file_provision(t, size, error))
             return NULL;
@@ -194,25 +194,25 @@ daxfile_target_open_dir(const char *dir, guint64 size,
                     t->path, t->size, size);
         return NULL;
     }
-    if (!(flags & DAXFILE_TARGET_NO_MAP) && t->size == 0) {
+    if (!(flags & DAXGUEST_TARGET_NO_MAP) && t->size == 0) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' is empty; run 'daxfile-guest write' first",
                     t->path);
         return NULL;
     }
-    if (!(flags & DAXFILE_TARGET_NO_MAP) &&
-        !target_map(t, write, (flags & DAXFILE_TARGET_ALLOW_NON_DAX) != 0,
+    if (!(flags & DAXGUEST_TARGET_NO_MAP) &&
+        !target_map(t, write, (flags & DAXGUEST_TARGET_ALLOW_NON_DAX) != 0,
                     error))
         return NULL;
     return g_steal_pointer(&t);
 }
 
 /* the device-dax device @st (of @t->fd) is, in @inv */
-static const DaxfileNvDaxDev *
-target_daxdev(const DaxfileTarget *t, const DaxfileNvInventory *inv,
+static const DaxguestNvDaxDev *
+target_daxdev(const DaxguestTarget *t, const DaxguestNvInventory *inv,
               const struct stat *st, GError **error)
 {
-    const DaxfileNvDaxDev *d = daxfile_nv_find_daxdev(
+    const DaxguestNvDaxDev *d = daxguest_nv_find_daxdev(
         inv, (int)major(st->st_rdev), (int)minor(st->st_rdev));
 
     if (!d)
@@ -224,10 +224,10 @@ target_daxdev(const DaxfileTarget *t, const DaxfileNvInventory *inv,
 
 /* size and alignment of the device-dax device behind @t->fd (libdaxctl) */
 static gboolean
-dev_identify(DaxfileTarget *t, GError **error)
+dev_identify(DaxguestTarget *t, GError **error)
 {
-    g_autoptr(DaxfileNvInventory) inv = NULL;
-    const DaxfileNvDaxDev *d;
+    g_autoptr(DaxguestNvInventory) inv = NULL;
+    const DaxguestNvDaxDev *d;
     struct stat st;
 
     if (fstat(t->fd, &st) < 0 || !S_ISCHR(st.st_mode)) {
@@ -237,7 +237,7 @@ dev_identify(DaxfileTarget *t, GError **error)
                     t->path);
         return FALSE;
     }
-    inv = daxfile_nv_inventory_read(error);
+    inv = daxguest_nv_inventory_read(error);
     if (!inv)
         return FALSE;
     d = target_daxdev(t, inv, &st, error);
@@ -250,7 +250,7 @@ dev_identify(DaxfileTarget *t, GError **error)
 
 /* Reading without a size: the size the pattern header records. */
 static gboolean
-dev_size_from_header(DaxfileTarget *t, GError **error)
+dev_size_from_header(DaxguestTarget *t, GError **error)
 {
     guint64 len = MAX(t->align, SZ_2M);
     g_auto(DaxfileMapping) map = {NULL, 0};
@@ -260,11 +260,11 @@ dev_size_from_header(DaxfileTarget *t, GError **error)
                     "'%s' is smaller than its alignment", t->path);
         return FALSE;
     }
-    if (!daxfile_map_aligned(t->fd, len, 0, PROT_READ, MAP_SHARED, len,
-                             &map.addr, error))
+    if (!daxguest_map_aligned(t->fd, len, 0, PROT_READ, MAP_SHARED, len,
+                              &map.addr, error))
         return FALSE;
     map.length = len;
-    t->size = daxfile_pattern_peek_size(map.addr, len);
+    t->size = daxguest_pattern_peek_size(map.addr, len);
     if (t->size == 0 || t->size > t->dev_size ||
         !DAXFILE_IS_ALIGNED(t->size, t->align)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
@@ -277,7 +277,7 @@ dev_size_from_header(DaxfileTarget *t, GError **error)
 }
 
 static gboolean
-dev_choose_size(DaxfileTarget *t, guint64 size, gboolean write,
+dev_choose_size(DaxguestTarget *t, guint64 size, gboolean write,
                 GError **error)
 {
     g_autofree char *align = daxfile_size_format(t->align);
@@ -285,7 +285,7 @@ dev_choose_size(DaxfileTarget *t, guint64 size, gboolean write,
     if (size == 0 && !write)
         return dev_size_from_header(t, error);
     if (size == 0)
-        size = MIN(DAXFILE_TARGET_DEFAULT_SIZE,
+        size = MIN(DAXGUEST_TARGET_DEFAULT_SIZE,
                    DAXFILE_ALIGN_DOWN(t->dev_size, t->align));
     if (!DAXFILE_IS_ALIGNED(size, t->align) || size > t->dev_size) {
         g_autofree char *pretty = daxfile_size_format(size);
@@ -298,16 +298,16 @@ dev_choose_size(DaxfileTarget *t, guint64 size, gboolean write,
         return FALSE;
     }
     t->size = size;
-    return daxfile_pattern_check_size(size, error);
+    return daxguest_pattern_check_size(size, error);
 }
 
-DaxfileTarget *
-daxfile_target_open_dev(const char *dev, guint64 size,
-                        DaxfileTargetFlags flags, GError **error)
+DaxguestTarget *
+daxguest_target_open_dev(const char *dev, guint64 size,
+                         DaxguestTargetFlags flags, GError **error)
 {
-    gboolean write = (flags & DAXFILE_TARGET_WRITE) != 0;
-    g_autoptr(DaxfileTarget) t = target_new(DAXFILE_TARGET_DEVDAX,
-                                            daxfile_escape(dev));
+    gboolean write = (flags & DAXGUEST_TARGET_WRITE) != 0;
+    g_autoptr(DaxguestTarget) t = target_new(DAXGUEST_TARGET_DEVDAX,
+                                             daxfile_escape(dev));
 
     t->fd = open(dev, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
     if (t->fd < 0) {
@@ -316,7 +316,7 @@ daxfile_target_open_dev(const char *dev, guint64 size,
     }
     if (!dev_identify(t, error))
         return NULL;
-    if (flags & DAXFILE_TARGET_NO_MAP)
+    if (flags & DAXGUEST_TARGET_NO_MAP)
         return g_steal_pointer(&t);
     if (!dev_choose_size(t, size, write, error) ||
         !target_map(t, write, FALSE, error))
@@ -327,8 +327,8 @@ daxfile_target_open_dev(const char *dev, guint64 size,
 /* ------------------------------------------------------------ writing */
 
 typedef struct {
-    const DaxfileFlushChoice *choice;
-    DaxfileTarget *target;
+    const DaxguestFlushChoice *choice;
+    DaxguestTarget *target;
     int msync_errno;
 } PersistCtx;
 
@@ -338,35 +338,35 @@ persist_flush(const void *addr, size_t len, gpointer data)
     PersistCtx *ctx = data;
 
     if (ctx->choice->flush)
-        daxfile_flush_range(ctx->choice->insn, addr, len);
+        daxguest_flush_range(ctx->choice->insn, addr, len);
 }
 
 static void
 persist_drain(gpointer data)
 {
     PersistCtx *ctx = data;
-    DaxfileTarget *t = ctx->target;
+    DaxguestTarget *t = ctx->target;
 
     if (ctx->choice->fence)
-        daxfile_fence();
+        daxguest_fence();
     /* no MAP_SYNC: the filesystem may hold dirty metadata (and, without
      * DAX, the page cache holds the data): msync makes it durable */
-    if (!t->map_sync && t->kind == DAXFILE_TARGET_FILE &&
+    if (!t->map_sync && t->kind == DAXGUEST_TARGET_FILE &&
         msync(t->map.addr, t->map.length, MS_SYNC) < 0 && !ctx->msync_errno)
         ctx->msync_errno = errno;
 }
 
 gboolean
-daxfile_target_write_pattern(DaxfileTarget *target, guint64 seed,
-                             const DaxfileFlushChoice *choice,
-                             guint64 *ret_sequence, GError **error)
+daxguest_target_write_pattern(DaxguestTarget *target, guint64 seed,
+                              const DaxguestFlushChoice *choice,
+                              guint64 *ret_sequence, GError **error)
 {
     PersistCtx ctx = {choice, target, 0};
-    DaxfilePersistOps ops = {persist_flush, persist_drain, &ctx};
+    DaxguestPersistOps ops = {persist_flush, persist_drain, &ctx};
 
     g_return_val_if_fail(target->map.addr, FALSE);
-    if (!daxfile_pattern_write(target->map.addr, target->size, seed, &ops,
-                               ret_sequence, error))
+    if (!daxguest_pattern_write(target->map.addr, target->size, seed, &ops,
+                                ret_sequence, error))
         return FALSE;
     if (ctx.msync_errno) {
         daxfile_set_error_errno(error, ctx.msync_errno, "Cannot msync '%s'",
@@ -379,7 +379,7 @@ daxfile_target_write_pattern(DaxfileTarget *target, guint64 seed,
 /* ------------------------------------------------------------ locating */
 
 void
-daxfile_location_clear(DaxfileLocation *loc)
+daxguest_location_clear(DaxguestLocation *loc)
 {
     g_free(loc->device);
     g_free(loc->region);
@@ -393,7 +393,7 @@ daxfile_location_clear(DaxfileLocation *loc)
 
 /* The device offset of byte @offset of the file (FIEMAP). */
 static gboolean
-file_device_offset(const DaxfileTarget *t, guint64 offset,
+file_device_offset(const DaxguestTarget *t, guint64 offset,
                    guint64 *ret_offset, GError **error)
 {
     g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(t->fd, t->path,
@@ -427,7 +427,7 @@ file_device_offset(const DaxfileTarget *t, guint64 offset,
 /* The whole disk ("pmem0") holding the file's filesystem, and the
  * partition start when it is on a partition. */
 static char *
-file_disk(const DaxfileTarget *t, guint64 *ret_part_start, GError **error)
+file_disk(const DaxguestTarget *t, guint64 *ret_part_start, GError **error)
 {
     struct stat st;
     g_autofree char *rel = NULL;
@@ -464,16 +464,16 @@ file_disk(const DaxfileTarget *t, guint64 *ret_part_start, GError **error)
 }
 
 static gboolean
-locate_in_region(const DaxfileNvInventory *inv, const char *region,
-                 guint64 data_start, DaxfileLocation *loc, GError **error)
+locate_in_region(const DaxguestNvInventory *inv, const char *region,
+                 guint64 data_start, DaxguestLocation *loc, GError **error)
 {
-    const DaxfileNvRegion *r = NULL;
+    const DaxguestNvRegion *r = NULL;
 
     if (region)
-        r = daxfile_nv_find_region(inv, region);
+        r = daxguest_nv_find_region(inv, region);
 
-    if (!r || r->resource == DAXFILE_NV_UNKNOWN ||
-        data_start == DAXFILE_NV_UNKNOWN) {
+    if (!r || r->resource == DAXGUEST_NV_UNKNOWN ||
+        data_start == DAXGUEST_NV_UNKNOWN) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
                     "The physical address of '%s' is unknown (no NVDIMM "
                     "region or resource)",
@@ -487,19 +487,19 @@ locate_in_region(const DaxfileNvInventory *inv, const char *region,
 }
 
 static gboolean
-locate_file(const DaxfileTarget *t, const DaxfileNvInventory *inv,
-            DaxfileLocation *loc, GError **error)
+locate_file(const DaxguestTarget *t, const DaxguestNvInventory *inv,
+            DaxguestLocation *loc, GError **error)
 {
     guint64 part_start = 0;
     g_autofree char *disk = file_disk(t, &part_start, error);
-    const DaxfileNvNamespace *ns;
+    const DaxguestNvNamespace *ns;
 
     if (!disk ||
         !file_device_offset(t, loc->offset, &loc->device_offset, error))
         return FALSE;
     loc->device_offset += part_start;
     loc->device = g_strdup_printf("/dev/%s", disk);
-    ns = daxfile_nv_find_blockdev(inv, disk);
+    ns = daxguest_nv_find_blockdev(inv, disk);
     if (!ns) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
                     "'%s' is on '%s', which is not an NVDIMM namespace",
@@ -510,11 +510,11 @@ locate_file(const DaxfileTarget *t, const DaxfileNvInventory *inv,
 }
 
 static gboolean
-locate_dev(const DaxfileTarget *t, const DaxfileNvInventory *inv,
-           DaxfileLocation *loc, GError **error)
+locate_dev(const DaxguestTarget *t, const DaxguestNvInventory *inv,
+           DaxguestLocation *loc, GError **error)
 {
     struct stat st;
-    const DaxfileNvDaxDev *d;
+    const DaxguestNvDaxDev *d;
 
     if (fstat(t->fd, &st) < 0) {
         daxfile_set_error_errno(error, errno, "Cannot stat '%s'", t->path);
@@ -529,11 +529,11 @@ locate_dev(const DaxfileTarget *t, const DaxfileNvInventory *inv,
 }
 
 gboolean
-daxfile_target_locate(const DaxfileTarget *target, guint64 offset,
-                      DaxfileLocation *ret_loc, GError **error)
+daxguest_target_locate(const DaxguestTarget *target, guint64 offset,
+                       DaxguestLocation *ret_loc, GError **error)
 {
-    g_autoptr(DaxfileNvInventory) inv = daxfile_nv_inventory_read(error);
-    gboolean dev = target->kind == DAXFILE_TARGET_DEVDAX;
+    g_autoptr(DaxguestNvInventory) inv = daxguest_nv_inventory_read(error);
+    gboolean dev = target->kind == DAXGUEST_TARGET_DEVDAX;
     guint64 size = dev ? target->dev_size : target->size;
 
     memset(ret_loc, 0, sizeof(*ret_loc));
@@ -547,7 +547,7 @@ daxfile_target_locate(const DaxfileTarget *target, guint64 offset,
                     offset, target->path, size);
         return FALSE;
     }
-    if (target->kind == DAXFILE_TARGET_DEVDAX)
+    if (target->kind == DAXGUEST_TARGET_DEVDAX)
         return locate_dev(target, inv, ret_loc, error);
     return locate_file(target, inv, ret_loc, error);
 }
@@ -560,7 +560,7 @@ json_add_u64(JsonBuilder *b, const char *key, guint64 value)
 }
 
 JsonNode *
-daxfile_location_to_json(const char *path, const DaxfileLocation *loc)
+daxguest_location_to_json(const char *path, const DaxguestLocation *loc)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile-bench.h: first-write fault latency (4 KiB and 2 MiB pages),
+ * daxguest-bench.h: first-write fault latency (4 KiB and 2 MiB pages),
  * flush+fence latency, and write bandwidth, on a DAX file or device-dax
  *
  * Layout of the region (at least 40 MiB): [0, 8 MiB) takes 4 KiB faults
@@ -11,11 +11,11 @@
 
 #include <json-glib/json-glib.h>
 
-#include "daxfile-cpu.h"
+#include "daxguest-cpu.h"
 
 G_BEGIN_DECLS
 
-#define DAXFILE_BENCH_MIN_SIZE (G_GUINT64_CONSTANT(40) << 20)
+#define DAXGUEST_BENCH_MIN_SIZE (G_GUINT64_CONSTANT(40) << 20)
 
 typedef struct {
     char *metric;       /* stable snake_case name */
@@ -28,35 +28,35 @@ typedef struct {
     gint64 faults;      /* faults during the timed accesses, -1: n/a */
     gint64 extra_faults; /* faults touching the rest afterwards, -1: n/a */
     char *note;
-} DaxfileBenchResult;
+} DaxguestBenchResult;
 
 typedef struct {
     char *target;        /* "/mnt/pmem" or "/dev/dax0.0" */
     gboolean devdax;
     gboolean map_sync;
     char *flush;         /* how flush_fence and store_flush flush */
-    GPtrArray *results;  /* DaxfileBenchResult */
-} DaxfileBenchReport;
+    GPtrArray *results;  /* DaxguestBenchResult */
+} DaxguestBenchReport;
 
-void daxfile_bench_report_free(DaxfileBenchReport *report);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileBenchReport, daxfile_bench_report_free)
+void daxguest_bench_report_free(DaxguestBenchReport *report);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxguestBenchReport, daxguest_bench_report_free)
 
 /* On an unnamed, provisioned file of @size bytes in the directory @dir. */
-DaxfileBenchReport *daxfile_bench_dir(const char *dir, guint64 size,
-                                      gboolean allow_non_dax,
-                                      const DaxfileFlushChoice *choice,
-                                      GError **error);
+DaxguestBenchReport *daxguest_bench_dir(const char *dir, guint64 size,
+                                        gboolean allow_non_dax,
+                                        const DaxguestFlushChoice *choice,
+                                        GError **error);
 
 /* On the first @size bytes of a device-dax device (overwrites them). */
-DaxfileBenchReport *daxfile_bench_dev(const char *dev, guint64 size,
-                                      const DaxfileFlushChoice *choice,
-                                      GError **error);
+DaxguestBenchReport *daxguest_bench_dev(const char *dev, guint64 size,
+                                        const DaxguestFlushChoice *choice,
+                                        GError **error);
 
 /* Latency percentiles of @samples (sorted in place). */
-void daxfile_bench_stats(guint64 *samples, guint n, guint64 *ret_median,
-                         guint64 *ret_p99, guint64 *ret_max);
+void daxguest_bench_stats(guint64 *samples, guint n, guint64 *ret_median,
+                          guint64 *ret_p99, guint64 *ret_max);
 
-char *daxfile_bench_format_table(const DaxfileBenchReport *report);
-JsonNode *daxfile_bench_to_json(const DaxfileBenchReport *report);
+char *daxguest_bench_format_table(const DaxguestBenchReport *report);
+JsonNode *daxguest_bench_to_json(const DaxguestBenchReport *report);
 
 G_END_DECLS

@@ -4,35 +4,35 @@
  */
 #include <string.h>
 
-#include "daxfile-checks.h"
 #include "daxfile-escape.h"
 #include "daxfile-json.h"
+#include "daxguest-checks.h"
 
 #define TITLE_WIDTH 60
 
 const char *
-daxfile_check_result_to_string(DaxfileCheckResult result)
+daxguest_check_result_to_string(DaxguestCheckResult result)
 {
     switch (result) {
-    case DAXFILE_CHECK_PASS:
+    case DAXGUEST_CHECK_PASS:
         return "pass";
-    case DAXFILE_CHECK_WARN:
+    case DAXGUEST_CHECK_WARN:
         return "warn";
-    case DAXFILE_CHECK_FAIL:
+    case DAXGUEST_CHECK_FAIL:
         break;
     }
     return "fail";
 }
 
 static const char *
-result_word(DaxfileCheckResult result)
+result_word(DaxguestCheckResult result)
 {
     switch (result) {
-    case DAXFILE_CHECK_PASS:
+    case DAXGUEST_CHECK_PASS:
         return "PASS";
-    case DAXFILE_CHECK_WARN:
+    case DAXGUEST_CHECK_WARN:
         return "WARN";
-    case DAXFILE_CHECK_FAIL:
+    case DAXGUEST_CHECK_FAIL:
         break;
     }
     return "FAIL";
@@ -40,7 +40,7 @@ result_word(DaxfileCheckResult result)
 
 /* "PASS", "PASS (detail)", "FAIL (detail; hint)" */
 static char *
-verdict(const DaxfileCheck *c, gboolean with_hint)
+verdict(const DaxguestCheck *c, gboolean with_hint)
 {
     g_autofree char *detail = c->detail ? daxfile_escape(c->detail) : NULL;
     g_autofree char *hint = NULL;
@@ -58,13 +58,13 @@ verdict(const DaxfileCheck *c, gboolean with_hint)
 }
 
 char *
-daxfile_checks_format_text(const GPtrArray *checks)
+daxguest_checks_format_text(const GPtrArray *checks)
 {
     GString *out = g_string_new(NULL);
     guint i;
 
     for (i = 0; i < checks->len; i++) {
-        const DaxfileCheck *c = g_ptr_array_index((GPtrArray *)checks, i);
+        const DaxguestCheck *c = g_ptr_array_index((GPtrArray *)checks, i);
         g_autofree char *title = daxfile_escape(c->title);
         g_autofree char *v = verdict(c, TRUE);
 
@@ -85,18 +85,18 @@ tap_safe(const char *text)
 }
 
 char *
-daxfile_checks_format_tap(const GPtrArray *checks)
+daxguest_checks_format_tap(const GPtrArray *checks)
 {
     GString *out = g_string_new("TAP version 13\n");
     guint i;
 
     g_string_append_printf(out, "1..%u\n", checks->len);
     for (i = 0; i < checks->len; i++) {
-        const DaxfileCheck *c = g_ptr_array_index((GPtrArray *)checks, i);
+        const DaxguestCheck *c = g_ptr_array_index((GPtrArray *)checks, i);
         g_autofree char *title = tap_safe(c->title);
         g_autofree char *v = verdict(c, FALSE);
         g_autofree char *safe = tap_safe(v);
-        gboolean ok = c->result != DAXFILE_CHECK_FAIL;
+        gboolean ok = c->result != DAXGUEST_CHECK_FAIL;
 
         g_string_append_printf(out, "%s %u - Checking %s: %s\n",
                                ok ? "ok" : "not ok", i + 1, title, safe);
@@ -111,20 +111,20 @@ daxfile_checks_format_tap(const GPtrArray *checks)
 }
 
 JsonNode *
-daxfile_checks_to_json(const GPtrArray *checks)
+daxguest_checks_to_json(const GPtrArray *checks)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     guint i;
 
     json_builder_begin_array(b);
     for (i = 0; i < checks->len; i++) {
-        const DaxfileCheck *c = g_ptr_array_index((GPtrArray *)checks, i);
+        const DaxguestCheck *c = g_ptr_array_index((GPtrArray *)checks, i);
 
         json_builder_begin_object(b);
         daxfile_json_add_string(b, "check", c->check);
         daxfile_json_add_string(b, "subject", c->subject);
         daxfile_json_add_string(b, "result",
-                                daxfile_check_result_to_string(c->result));
+                                daxguest_check_result_to_string(c->result));
         daxfile_json_add_string(b, "detail", c->detail);
         daxfile_json_add_string(b, "hint", c->hint);
         json_builder_end_object(b);

@@ -7,14 +7,14 @@
 #include <unistd.h>
 
 #include "daxfile-align.h"
-#include "daxfile-bench.h"
 #include "daxfile-error.h"
 #include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-mmap.h"
-#include "daxfile-probe.h"
 #include "daxfile-size.h"
-#include "daxfile-target.h"
+#include "daxguest-bench.h"
+#include "daxguest-probe.h"
+#include "daxguest-target.h"
 
 #define SZ_4K DAXFILE_SZ_4K
 #define SZ_2M DAXFILE_SZ_2M
@@ -27,7 +27,7 @@
 static void
 result_free(gpointer p)
 {
-    DaxfileBenchResult *r = p;
+    DaxguestBenchResult *r = p;
 
     g_free(r->metric);
     g_free(r->note);
@@ -35,7 +35,7 @@ result_free(gpointer p)
 }
 
 void
-daxfile_bench_report_free(DaxfileBenchReport *report)
+daxguest_bench_report_free(DaxguestBenchReport *report)
 {
     if (!report)
         return;
@@ -45,10 +45,10 @@ daxfile_bench_report_free(DaxfileBenchReport *report)
     g_free(report);
 }
 
-static DaxfileBenchResult *
-result_add(DaxfileBenchReport *report, const char *metric)
+static DaxguestBenchResult *
+result_add(DaxguestBenchReport *report, const char *metric)
 {
-    DaxfileBenchResult *r = g_new0(DaxfileBenchResult, 1);
+    DaxguestBenchResult *r = g_new0(DaxguestBenchResult, 1);
 
     r->metric = g_strdup(metric);
     r->faults = -1;
@@ -77,8 +77,8 @@ cmp_u64(gconstpointer a, gconstpointer b)
 }
 
 void
-daxfile_bench_stats(guint64 *samples, guint n, guint64 *ret_median,
-                    guint64 *ret_p99, guint64 *ret_max)
+daxguest_bench_stats(guint64 *samples, guint n, guint64 *ret_median,
+                     guint64 *ret_p99, guint64 *ret_max)
 {
     g_return_if_fail(n > 0);
     qsort(samples, n, sizeof(*samples), cmp_u64);
@@ -90,7 +90,7 @@ daxfile_bench_stats(guint64 *samples, guint n, guint64 *ret_median,
 /* One store per @step bytes over [@base, @base + @len), each timed; then
  * one store per 4 KiB page, counting the faults that adds. */
 static void
-bench_faults(DaxfileBenchResult *r, guint8 *base, guint64 len, guint64 step)
+bench_faults(DaxguestBenchResult *r, guint8 *base, guint64 len, guint64 step)
 {
     guint n = (guint)(len / step);
     g_autofree guint64 *s = g_new0(guint64, n);
@@ -98,26 +98,26 @@ bench_faults(DaxfileBenchResult *r, guint8 *base, guint64 len, guint64 step)
     guint i;
 
     memset(s, 0xff, n * sizeof(*s)); /* fault the array in first */
-    f0 = daxfile_fault_count();
+    f0 = daxguest_fault_count();
     for (i = 0; i < n; i++) {
         guint64 t0 = now_ns();
 
         *(volatile guint8 *)(base + (guint64)i * step) = 1;
         s[i] = now_ns() - t0;
     }
-    f1 = daxfile_fault_count();
+    f1 = daxguest_fault_count();
     for (off = 0; off < len; off += SZ_4K)
         *(volatile guint8 *)(base + off) = 2;
     r->faults = (gint64)(f1 - f0);
-    r->extra_faults = (gint64)(daxfile_fault_count() - f1);
+    r->extra_faults = (gint64)(daxguest_fault_count() - f1);
     r->samples = n;
-    daxfile_bench_stats(s, n, &r->median_ns, &r->p99_ns, &r->max_ns);
+    daxguest_bench_stats(s, n, &r->median_ns, &r->p99_ns, &r->max_ns);
 }
 
 /* A dirty cache line, then flush + fence, timed (the region is mapped). */
 static void
-bench_flush(DaxfileBenchResult *r, guint8 *base,
-            const DaxfileFlushChoice *choice)
+bench_flush(DaxguestBenchResult *r, guint8 *base,
+            const DaxguestFlushChoice *choice)
 {
     g_autofree guint64 *s = g_new0(guint64, FLUSH_SAMPLES);
     guint i;
@@ -130,18 +130,18 @@ bench_flush(DaxfileBenchResult *r, guint8 *base,
         *line = i;
         t0 = now_ns();
         if (choice->flush)
-            daxfile_flush_range(choice->insn, (const void *)line, 64);
-        daxfile_fence();
+            daxguest_flush_range(choice->insn, (const void *)line, 64);
+        daxguest_fence();
         s[i] = now_ns() - t0;
     }
     r->samples = FLUSH_SAMPLES;
-    daxfile_bench_stats(s, FLUSH_SAMPLES, &r->median_ns, &r->p99_ns,
-                        &r->max_ns);
+    daxguest_bench_stats(s, FLUSH_SAMPLES, &r->median_ns, &r->p99_ns,
+                         &r->max_ns);
 }
 
 static void
 store_flush_fill(guint8 *base, guint64 len, guint64 value,
-                 const DaxfileFlushChoice *choice)
+                 const DaxguestFlushChoice *choice)
 {
     guint64 off;
     guint i;
@@ -152,15 +152,15 @@ store_flush_fill(guint8 *base, guint64 len, guint64 value,
         for (i = 0; i < 8; i++)
             line[i] = value;
         if (choice->flush)
-            daxfile_flush_range(choice->insn, (const void *)line, 64);
+            daxguest_flush_range(choice->insn, (const void *)line, 64);
     }
 }
 
 /* Best of BW_PASSES over [@base, @base + @len): non-temporal stores, or
  * ordinary stores with a flush per cache line; one fence per pass. */
 static void
-bench_bandwidth(DaxfileBenchResult *r, guint8 *base, guint64 len,
-                gboolean nt, const DaxfileFlushChoice *choice)
+bench_bandwidth(DaxguestBenchResult *r, guint8 *base, guint64 len,
+                gboolean nt, const DaxguestFlushChoice *choice)
 {
     guint64 best = G_MAXUINT64;
     guint pass;
@@ -170,10 +170,10 @@ bench_bandwidth(DaxfileBenchResult *r, guint8 *base, guint64 len,
         guint64 dt;
 
         if (nt)
-            daxfile_nt_fill(base, pass + 1, len);
+            daxguest_nt_fill(base, pass + 1, len);
         else
             store_flush_fill(base, len, pass + 1, choice);
-        daxfile_fence();
+        daxguest_fence();
         dt = MAX(now_ns() - t0, 1);
         best = MIN(best, dt);
     }
@@ -189,8 +189,8 @@ bench_map(int fd, guint64 len, guint64 offset, int flags, guint8 **ret_addr,
 {
     void *addr = NULL;
 
-    if (!daxfile_map_aligned(fd, len, offset, PROT_READ | PROT_WRITE, flags,
-                             SZ_2M, &addr, error))
+    if (!daxguest_map_aligned(fd, len, offset, PROT_READ | PROT_WRITE, flags,
+                              SZ_2M, &addr, error))
         return FALSE;
     map->addr = addr;
     map->length = len;
@@ -199,12 +199,12 @@ bench_map(int fd, guint64 len, guint64 offset, int flags, guint8 **ret_addr,
 }
 
 static gboolean
-bench_run(DaxfileBenchReport *report, int fd, int flags, gboolean pte_ok,
-          const DaxfileFlushChoice *choice, GError **error)
+bench_run(DaxguestBenchReport *report, int fd, int flags, gboolean pte_ok,
+          const DaxguestFlushChoice *choice, GError **error)
 {
     g_auto(DaxfileMapping) m4k = {NULL, 0};
     g_auto(DaxfileMapping) m2m = {NULL, 0};
-    DaxfileBenchResult *r = result_add(report, "fault_4k_first_write");
+    DaxguestBenchResult *r = result_add(report, "fault_4k_first_write");
     guint8 *p4k = NULL;
     guint8 *p2m = NULL;
 
@@ -230,15 +230,15 @@ bench_run(DaxfileBenchReport *report, int fd, int flags, gboolean pte_ok,
     return TRUE;
 }
 
-static DaxfileBenchReport *
+static DaxguestBenchReport *
 report_new(const char *target, gboolean devdax,
-           const DaxfileFlushChoice *choice)
+           const DaxguestFlushChoice *choice)
 {
-    DaxfileBenchReport *report = g_new0(DaxfileBenchReport, 1);
+    DaxguestBenchReport *report = g_new0(DaxguestBenchReport, 1);
 
     report->target = daxfile_escape(target);
     report->devdax = devdax;
-    report->flush = daxfile_flush_choice_describe(choice);
+    report->flush = daxguest_flush_choice_describe(choice);
     report->results = g_ptr_array_new_with_free_func(result_free);
     return report;
 }
@@ -246,7 +246,7 @@ report_new(const char *target, gboolean devdax,
 static gboolean
 bench_size_check(guint64 size, GError **error)
 {
-    if (size < DAXFILE_BENCH_MIN_SIZE || !DAXFILE_IS_ALIGNED(size, SZ_2M)) {
+    if (size < DAXGUEST_BENCH_MIN_SIZE || !DAXFILE_IS_ALIGNED(size, SZ_2M)) {
         g_autofree char *pretty = daxfile_size_format(size);
 
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
@@ -258,16 +258,16 @@ bench_size_check(guint64 size, GError **error)
     return TRUE;
 }
 
-DaxfileBenchReport *
-daxfile_bench_dir(const char *dir, guint64 size, gboolean allow_non_dax,
-                  const DaxfileFlushChoice *choice, GError **error)
+DaxguestBenchReport *
+daxguest_bench_dir(const char *dir, guint64 size, gboolean allow_non_dax,
+                   const DaxguestFlushChoice *choice, GError **error)
 {
-    g_autoptr(DaxfileBenchReport) report = report_new(dir, FALSE, choice);
+    g_autoptr(DaxguestBenchReport) report = report_new(dir, FALSE, choice);
     g_auto(DaxfileFd) fd = -1;
     void *addr;
     int flags;
 
-    size = size ? size : DAXFILE_TARGET_DEFAULT_SIZE;
+    size = size ? size : DAXGUEST_TARGET_DEFAULT_SIZE;
     if (!bench_size_check(size, error))
         return NULL;
     fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -276,7 +276,7 @@ daxfile_bench_dir(const char *dir, guint64 size, gboolean allow_non_dax,
                                 "Cannot create a file in '%s'", dir);
         return NULL;
     }
-    if (!daxfile_file_provision(fd, size, report->target, error))
+    if (!daxguest_file_provision(fd, size, report->target, error))
         return NULL;
     addr = mmap(NULL, SZ_4K, PROT_READ, MAP_SHARED_VALIDATE | MAP_SYNC, fd,
                 0);
@@ -296,17 +296,17 @@ daxfile_bench_dir(const char *dir, guint64 size, gboolean allow_non_dax,
     return g_steal_pointer(&report);
 }
 
-DaxfileBenchReport *
-daxfile_bench_dev(const char *dev, guint64 size,
-                  const DaxfileFlushChoice *choice, GError **error)
+DaxguestBenchReport *
+daxguest_bench_dev(const char *dev, guint64 size,
+                   const DaxguestFlushChoice *choice, GError **error)
 {
-    g_autoptr(DaxfileBenchReport) report = report_new(dev, TRUE, choice);
-    g_autoptr(DaxfileTarget) t = daxfile_target_open_dev(
-        dev, 0, DAXFILE_TARGET_WRITE | DAXFILE_TARGET_NO_MAP, error);
+    g_autoptr(DaxguestBenchReport) report = report_new(dev, TRUE, choice);
+    g_autoptr(DaxguestTarget) t = daxguest_target_open_dev(
+        dev, 0, DAXGUEST_TARGET_WRITE | DAXGUEST_TARGET_NO_MAP, error);
 
     if (!t)
         return NULL;
-    size = size ? size : MIN(DAXFILE_TARGET_DEFAULT_SIZE, t->dev_size);
+    size = size ? size : MIN(DAXGUEST_TARGET_DEFAULT_SIZE, t->dev_size);
     if (!bench_size_check(size, error))
         return NULL;
     if (size > t->dev_size || t->align > SZ_2M) {
@@ -332,7 +332,7 @@ format_ns(guint64 ns)
 }
 
 static void
-table_row(GString *out, const DaxfileBenchResult *r)
+table_row(GString *out, const DaxguestBenchResult *r)
 {
     g_autofree char *med = NULL;
     g_autofree char *p99 = NULL;
@@ -361,7 +361,7 @@ table_row(GString *out, const DaxfileBenchResult *r)
 }
 
 char *
-daxfile_bench_format_table(const DaxfileBenchReport *report)
+daxguest_bench_format_table(const DaxguestBenchReport *report)
 {
     GString *out = g_string_new(NULL);
     const char *mapping = "no MAP_SYNC";
@@ -393,8 +393,8 @@ json_add_int_or_null(JsonBuilder *b, const char *key, gboolean valid,
 }
 
 static void
-json_add_result(JsonBuilder *b, const DaxfileBenchReport *report,
-                const DaxfileBenchResult *r)
+json_add_result(JsonBuilder *b, const DaxguestBenchReport *report,
+                const DaxguestBenchResult *r)
 {
     gboolean lat = r->samples && !r->bandwidth;
 
@@ -422,7 +422,7 @@ json_add_result(JsonBuilder *b, const DaxfileBenchReport *report,
 }
 
 JsonNode *
-daxfile_bench_to_json(const DaxfileBenchReport *report)
+daxguest_bench_to_json(const DaxguestBenchReport *report)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     guint i;

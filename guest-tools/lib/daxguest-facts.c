@@ -10,40 +10,40 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "daxfile-checks.h"
 #include "daxfile-error.h"
 #include "daxfile-fd.h"
 #include "daxfile-fs.h"
 #include "daxfile-sysfs.h"
 #include "daxfile-util.h"
+#include "daxguest-checks.h"
 
 static void
 pmem_facts_free(gpointer p)
 {
-    DaxfilePmemFacts *f = p;
+    DaxguestPmemFacts *f = p;
 
     g_free(f->device);
     g_free(f->namespace);
     g_free(f->mount_point);
     g_free(f->fs_type);
-    daxfile_file_probe_clear(&f->probe);
+    daxguest_file_probe_clear(&f->probe);
     g_free(f);
 }
 
 static void
 dax_facts_free(gpointer p)
 {
-    DaxfileDaxFacts *f = p;
+    DaxguestDaxFacts *f = p;
 
     g_free(f->name);
-    daxfile_pmd_probe_clear(&f->probe);
+    daxguest_pmd_probe_clear(&f->probe);
     g_free(f);
 }
 
-DaxfileGuestFacts *
-daxfile_guest_facts_new(DaxfileNvInventory *inv)
+DaxguestFacts *
+daxguest_facts_new(DaxguestNvInventory *inv)
 {
-    DaxfileGuestFacts *facts = g_new0(DaxfileGuestFacts, 1);
+    DaxguestFacts *facts = g_new0(DaxguestFacts, 1);
 
     facts->inv = inv;
     facts->pmems = g_ptr_array_new_with_free_func(pmem_facts_free);
@@ -52,11 +52,11 @@ daxfile_guest_facts_new(DaxfileNvInventory *inv)
 }
 
 void
-daxfile_guest_facts_free(DaxfileGuestFacts *facts)
+daxguest_facts_free(DaxguestFacts *facts)
 {
     if (!facts)
         return;
-    daxfile_nv_inventory_free(facts->inv);
+    daxguest_nv_inventory_free(facts->inv);
     g_ptr_array_unref(facts->pmems);
     g_ptr_array_unref(facts->daxes);
     g_free(facts->pmem_no_clwb);
@@ -65,10 +65,10 @@ daxfile_guest_facts_free(DaxfileGuestFacts *facts)
     g_free(facts);
 }
 
-DaxfilePmemFacts *
-daxfile_pmem_facts_new(const char *device, const char *namespace)
+DaxguestPmemFacts *
+daxguest_pmem_facts_new(const char *device, const char *namespace)
 {
-    DaxfilePmemFacts *f = g_new0(DaxfilePmemFacts, 1);
+    DaxguestPmemFacts *f = g_new0(DaxguestPmemFacts, 1);
 
     f->device = g_strdup(device);
     f->namespace = g_strdup(namespace);
@@ -77,10 +77,10 @@ daxfile_pmem_facts_new(const char *device, const char *namespace)
     return f;
 }
 
-DaxfileDaxFacts *
-daxfile_dax_facts_new(const char *name)
+DaxguestDaxFacts *
+daxguest_dax_facts_new(const char *name)
 {
-    DaxfileDaxFacts *f = g_new0(DaxfileDaxFacts, 1);
+    DaxguestDaxFacts *f = g_new0(DaxguestDaxFacts, 1);
 
     f->name = g_strdup(name);
     return f;
@@ -116,7 +116,7 @@ parse_devno(const char *text, guint *ret_major, guint *ret_minor)
 
 /* Find where @blockdev is mounted; probe a temporary file there. */
 static void
-gather_mount(DaxfilePmemFacts *f, const char *blockdev,
+gather_mount(DaxguestPmemFacts *f, const char *blockdev,
              const char *mountinfo)
 {
     g_autofree char *rel = g_strdup_printf("block/%s/dev", blockdev);
@@ -136,11 +136,11 @@ gather_mount(DaxfilePmemFacts *f, const char *blockdev,
                                          f->mount_point, g_strerror(errno));
         return;
     }
-    daxfile_probe_dir(dirfd, f->mount_point, &f->probe);
+    daxguest_probe_dir(dirfd, f->mount_point, &f->probe);
 }
 
 static void
-gather_pmems(DaxfileGuestFacts *facts)
+gather_pmems(DaxguestFacts *facts)
 {
     g_autofree char *mountinfo = NULL;
     guint i, j;
@@ -148,19 +148,19 @@ gather_pmems(DaxfileGuestFacts *facts)
     if (!g_file_get_contents("/proc/self/mountinfo", &mountinfo, NULL, NULL))
         g_debug("Cannot read /proc/self/mountinfo");
     for (i = 0; i < facts->inv->regions->len; i++) {
-        const DaxfileNvRegion *r = g_ptr_array_index(facts->inv->regions, i);
+        const DaxguestNvRegion *r = g_ptr_array_index(facts->inv->regions, i);
 
         for (j = 0; j < r->namespaces->len; j++) {
-            const DaxfileNvNamespace *ns = g_ptr_array_index(r->namespaces,
-                                                             j);
+            const DaxguestNvNamespace *ns = g_ptr_array_index(r->namespaces,
+                                                              j);
             g_autofree char *dev = NULL;
-            DaxfilePmemFacts *f;
+            DaxguestPmemFacts *f;
             struct stat st;
 
             if (!STREQ(ns->mode, "fsdax") || !ns->blockdev)
                 continue;
             dev = g_strdup_printf("/dev/%s", ns->blockdev);
-            f = daxfile_pmem_facts_new(dev, ns->name);
+            f = daxguest_pmem_facts_new(dev, ns->name);
             f->present = stat(dev, &st) == 0 && S_ISBLK(st.st_mode);
             f->queue_dax = read_queue_dax(ns->blockdev);
             if (f->present && f->queue_dax == DAXFILE_TRI_YES)
@@ -171,13 +171,13 @@ gather_pmems(DaxfileGuestFacts *facts)
 }
 
 static void
-gather_daxes(DaxfileGuestFacts *facts)
+gather_daxes(DaxguestFacts *facts)
 {
     guint i;
 
     for (i = 0; i < facts->inv->daxdevs->len; i++) {
-        const DaxfileNvDaxDev *d = g_ptr_array_index(facts->inv->daxdevs, i);
-        DaxfileDaxFacts *f = daxfile_dax_facts_new(d->name);
+        const DaxguestNvDaxDev *d = g_ptr_array_index(facts->inv->daxdevs, i);
+        DaxguestDaxFacts *f = daxguest_dax_facts_new(d->name);
         g_autofree char *path = g_strdup_printf("/dev/%s", d->name);
         struct stat st;
 
@@ -185,23 +185,23 @@ gather_daxes(DaxfileGuestFacts *facts)
                      (int)major(st.st_rdev) == d->major &&
                      (int)minor(st.st_rdev) == d->minor;
         if (f->present && d->enabled)
-            daxfile_probe_devdax(path, d->align, d->size, &f->probe);
+            daxguest_probe_devdax(path, d->align, d->size, &f->probe);
         g_ptr_array_add(facts->daxes, f);
     }
 }
 
-DaxfileGuestFacts *
-daxfile_guest_facts_gather(GError **error)
+DaxguestFacts *
+daxguest_facts_gather(GError **error)
 {
-    DaxfileNvInventory *inv = daxfile_nv_inventory_read(error);
-    g_autoptr(DaxfileGuestFacts) facts = NULL;
+    DaxguestNvInventory *inv = daxguest_nv_inventory_read(error);
+    g_autoptr(DaxguestFacts) facts = NULL;
 
     if (!inv)
         return NULL;
-    facts = daxfile_guest_facts_new(inv);
+    facts = daxguest_facts_new(inv);
     gather_pmems(facts);
     gather_daxes(facts);
-    daxfile_cpu_features_detect(&facts->cpu);
+    daxguest_cpu_features_detect(&facts->cpu);
     facts->pmem_no_clwb = g_strdup(g_getenv("PMEM_NO_CLWB"));
     facts->pmem_no_clflushopt = g_strdup(g_getenv("PMEM_NO_CLFLUSHOPT"));
     facts->pmem_no_flush = g_strdup(g_getenv("PMEM_NO_FLUSH"));

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile-checks.h: `daxfile-guest check`: gather the facts of this guest
+ * daxguest-checks.h: `daxfile-guest check`: gather the facts of this guest
  * (inventory and probes), judge them into PASS/WARN/FAIL checks, and
  * format those as text (virt-host-validate style), TAP or JSON
  *
@@ -11,9 +11,9 @@
 
 #include <json-glib/json-glib.h>
 
-#include "daxfile-cpu.h"
-#include "daxfile-nvdimm.h"
-#include "daxfile-probe.h"
+#include "daxguest-cpu.h"
+#include "daxguest-nvdimm.h"
+#include "daxguest-probe.h"
 
 G_BEGIN_DECLS
 
@@ -25,71 +25,71 @@ typedef struct {
     DaxfileTristate queue_dax; /* /sys/block/pmemN/queue/dax */
     char *mount_point;   /* NULL when not mounted */
     char *fs_type;       /* from mountinfo */
-    DaxfileFileProbe probe; /* valid when mounted */
-} DaxfilePmemFacts;
+    DaxguestFileProbe probe; /* valid when mounted */
+} DaxguestPmemFacts;
 
 /* A device-dax device and its mapping probe */
 typedef struct {
     char *name;          /* "dax0.0", as in the inventory */
     gboolean present;    /* /dev/dax0.0 is a character device */
-    DaxfilePmdProbe probe;
-} DaxfileDaxFacts;
+    DaxguestPmdProbe probe;
+} DaxguestDaxFacts;
 
 typedef struct {
-    DaxfileNvInventory *inv;
-    GPtrArray *pmems;    /* DaxfilePmemFacts */
-    GPtrArray *daxes;    /* DaxfileDaxFacts */
-    DaxfileCpuFeatures cpu;
+    DaxguestNvInventory *inv;
+    GPtrArray *pmems;    /* DaxguestPmemFacts */
+    GPtrArray *daxes;    /* DaxguestDaxFacts */
+    DaxguestCpuFeatures cpu;
     char *pmem_no_clwb;  /* the libpmem environment variables */
     char *pmem_no_clflushopt;
     char *pmem_no_flush;
-} DaxfileGuestFacts;
+} DaxguestFacts;
 
-DaxfileGuestFacts *daxfile_guest_facts_new(DaxfileNvInventory *inv);
-void daxfile_guest_facts_free(DaxfileGuestFacts *facts);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileGuestFacts, daxfile_guest_facts_free)
-DaxfilePmemFacts *daxfile_pmem_facts_new(const char *device,
-                                         const char *namespace);
-DaxfileDaxFacts *daxfile_dax_facts_new(const char *name);
+DaxguestFacts *daxguest_facts_new(DaxguestNvInventory *inv);
+void daxguest_facts_free(DaxguestFacts *facts);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxguestFacts, daxguest_facts_free)
+DaxguestPmemFacts *daxguest_pmem_facts_new(const char *device,
+                                           const char *namespace);
+DaxguestDaxFacts *daxguest_dax_facts_new(const char *name);
 
 /* Read the inventory, probe every fsdax mount and device-dax device. */
-DaxfileGuestFacts *daxfile_guest_facts_gather(GError **error);
+DaxguestFacts *daxguest_facts_gather(GError **error);
 
 /* libpmem's flush choice for these facts. */
-void daxfile_guest_facts_flush_choice(const DaxfileGuestFacts *facts,
-                                      DaxfileFlushChoice *ret_choice);
+void daxguest_facts_flush_choice(const DaxguestFacts *facts,
+                                 DaxguestFlushChoice *ret_choice);
 
 typedef enum {
-    DAXFILE_CHECK_PASS = 0,
-    DAXFILE_CHECK_WARN,
-    DAXFILE_CHECK_FAIL,
-} DaxfileCheckResult;
+    DAXGUEST_CHECK_PASS = 0,
+    DAXGUEST_CHECK_WARN,
+    DAXGUEST_CHECK_FAIL,
+} DaxguestCheckResult;
 
 typedef struct {
     char *check;    /* stable snake_case id: "namespace_mode" */
     char *subject;  /* "namespace0.0", "/mnt/pmem", or NULL */
     char *title;    /* what follows "Checking " */
-    DaxfileCheckResult result;
+    DaxguestCheckResult result;
     char *detail;   /* what was found, or NULL */
     char *hint;     /* the fix; set for every WARN and FAIL */
-} DaxfileCheck;
+} DaxguestCheck;
 
-/* Judge @facts: an array of DaxfileCheck, in output order. */
-GPtrArray *daxfile_checks_run(const DaxfileGuestFacts *facts);
+/* Judge @facts: an array of DaxguestCheck, in output order. */
+GPtrArray *daxguest_checks_run(const DaxguestFacts *facts);
 
 /* TRUE when any check failed (exit status 1). */
-gboolean daxfile_checks_failed(const GPtrArray *checks);
+gboolean daxguest_checks_failed(const GPtrArray *checks);
 
-const char *daxfile_check_result_to_string(DaxfileCheckResult result);
+const char *daxguest_check_result_to_string(DaxguestCheckResult result);
 
 /* "Checking <title>   : PASS (detail)" lines; WARN/FAIL add "; hint". */
-char *daxfile_checks_format_text(const GPtrArray *checks);
+char *daxguest_checks_format_text(const GPtrArray *checks);
 
 /* TAP version 13: one test point per check; WARN is "ok" with WARN in its
  * description and the hint on a "# " line after it; FAIL is "not ok". */
-char *daxfile_checks_format_tap(const GPtrArray *checks);
+char *daxguest_checks_format_tap(const GPtrArray *checks);
 
 /* An array of {check, subject, result, detail, hint}. */
-JsonNode *daxfile_checks_to_json(const GPtrArray *checks);
+JsonNode *daxguest_checks_to_json(const GPtrArray *checks);
 
 G_END_DECLS

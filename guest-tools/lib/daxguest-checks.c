@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "daxfile-align.h"
-#include "daxfile-checks.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
+#include "daxguest-checks.h"
 
 #define SZ_2M DAXFILE_SZ_2M
 
@@ -20,10 +20,10 @@
     "stride=512,stripe_width=512 %s' (or 'mkfs.xfs -m reflink=0 -d "          \
     "su=2m,sw=1 %s'), then 'mount -o dax %s MOUNTPOINT'"
 
-static DaxfileCheck *
+static DaxguestCheck *
 check_add(GPtrArray *out, const char *id, const char *subject, char *title)
 {
-    DaxfileCheck *c = g_new0(DaxfileCheck, 1);
+    DaxguestCheck *c = g_new0(DaxguestCheck, 1);
 
     c->check = g_strdup(id);
     c->subject = g_strdup(subject);
@@ -34,19 +34,19 @@ check_add(GPtrArray *out, const char *id, const char *subject, char *title)
 
 /* Takes @detail and @hint. */
 static void
-check_set(DaxfileCheck *c, DaxfileCheckResult result, char *detail,
+check_set(DaxguestCheck *c, DaxguestCheckResult result, char *detail,
           char *hint)
 {
     c->result = result;
     c->detail = detail;
     c->hint = hint;
-    g_assert(result == DAXFILE_CHECK_PASS || hint);
+    g_assert(result == DAXGUEST_CHECK_PASS || hint);
 }
 
 static void
 check_free(gpointer p)
 {
-    DaxfileCheck *c = p;
+    DaxguestCheck *c = p;
 
     g_free(c->check);
     g_free(c->subject);
@@ -70,24 +70,24 @@ join_names(GPtrArray *names)
 
 /* The NVDIMM presence chain; FALSE stops the NVDIMM checks. */
 static gboolean
-check_nfit(GPtrArray *out, const DaxfileNvInventory *inv)
+check_nfit(GPtrArray *out, const DaxguestNvInventory *inv)
 {
-    DaxfileCheck *c = check_add(out, "nfit_table", NULL,
-                                g_strdup("for the ACPI NFIT table"));
+    DaxguestCheck *c = check_add(out, "nfit_table", NULL,
+                                 g_strdup("for the ACPI NFIT table"));
 
     if (inv->nfit_table) {
-        check_set(c, DAXFILE_CHECK_PASS, g_strdup("present"), NULL);
-    } else if (daxfile_nv_all_virtio(inv)) {
-        check_set(c, DAXFILE_CHECK_PASS,
+        check_set(c, DAXGUEST_CHECK_PASS, g_strdup("present"), NULL);
+    } else if (daxguest_nv_all_virtio(inv)) {
+        check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup("absent: the pmem is virtio-pmem, which needs "
                            "none"), NULL);
     } else if (inv->buses->len > 0) {
-        check_set(c, DAXFILE_CHECK_WARN,
+        check_set(c, DAXGUEST_CHECK_WARN,
                   g_strdup("absent, but an NVDIMM bus exists"),
                   g_strdup("without an NFIT (e.g. memmap= pmem) there is "
                            "no persistence information; use a QEMU NVDIMM"));
     } else {
-        check_set(c, DAXFILE_CHECK_FAIL,
+        check_set(c, DAXGUEST_CHECK_FAIL,
                   g_strdup("absent: this machine has no NVDIMM"),
                   g_strdup(HINT_NO_NVDIMM));
         return FALSE;
@@ -96,97 +96,97 @@ check_nfit(GPtrArray *out, const DaxfileNvInventory *inv)
 }
 
 static gboolean
-check_bus(GPtrArray *out, const DaxfileNvInventory *inv)
+check_bus(GPtrArray *out, const DaxguestNvInventory *inv)
 {
-    DaxfileCheck *c = check_add(out, "nvdimm_bus", NULL,
-                                g_strdup("for an NVDIMM bus"));
+    DaxguestCheck *c = check_add(out, "nvdimm_bus", NULL,
+                                 g_strdup("for an NVDIMM bus"));
     g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
     guint i;
 
     if (inv->buses->len == 0) {
-        check_set(c, DAXFILE_CHECK_FAIL, g_strdup("none"),
+        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
                   g_strdup("load the NVDIMM drivers: 'modprobe nfit "
                            "nd_pmem dax_pmem device_dax'"));
         return FALSE;
     }
     for (i = 0; i < inv->buses->len; i++) {
-        const DaxfileNvBus *b = g_ptr_array_index(inv->buses, i);
+        const DaxguestNvBus *b = g_ptr_array_index(inv->buses, i);
 
         g_ptr_array_add(names, g_strdup_printf("%s: %s", b->name,
                                                b->provider));
     }
-    check_set(c, DAXFILE_CHECK_PASS, join_names(names), NULL);
+    check_set(c, DAXGUEST_CHECK_PASS, join_names(names), NULL);
     return TRUE;
 }
 
 static gboolean
-check_dimms(GPtrArray *out, const DaxfileNvInventory *inv)
+check_dimms(GPtrArray *out, const DaxguestNvInventory *inv)
 {
-    DaxfileCheck *c = check_add(out, "nvdimm_dimms", NULL,
-                                g_strdup("for NVDIMM devices"));
+    DaxguestCheck *c = check_add(out, "nvdimm_dimms", NULL,
+                                 g_strdup("for NVDIMM devices"));
 
     if (inv->dimms->len == 0 && inv->regions->len &&
-        daxfile_nv_all_virtio(inv)) {
-        check_set(c, DAXFILE_CHECK_PASS,
+        daxguest_nv_all_virtio(inv)) {
+        check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup("none: virtio-pmem regions have no DIMMs"), NULL);
         return TRUE;
     }
     if (inv->dimms->len == 0) {
         /* e820 (memmap=) pmem has regions but no DIMMs: not fatal */
-        DaxfileCheckResult res = DAXFILE_CHECK_FAIL;
+        DaxguestCheckResult res = DAXGUEST_CHECK_FAIL;
 
         if (inv->regions->len)
-            res = DAXFILE_CHECK_WARN;
+            res = DAXGUEST_CHECK_WARN;
         check_set(c, res, g_strdup("none on the bus"),
                   g_strdup("give the guest an NVDIMM device ('-device "
                            "nvdimm,memdev=...' or <memory model='nvdimm'>)"));
         return inv->regions->len > 0;
     }
-    check_set(c, DAXFILE_CHECK_PASS, join_names(inv->dimms), NULL);
+    check_set(c, DAXGUEST_CHECK_PASS, join_names(inv->dimms), NULL);
     return TRUE;
 }
 
 static gboolean
-region_is_pmem(const DaxfileNvRegion *r)
+region_is_pmem(const DaxguestNvRegion *r)
 {
     return r->type && STREQ(r->type, "pmem");
 }
 
 static gboolean
-check_regions(GPtrArray *out, const DaxfileNvInventory *inv)
+check_regions(GPtrArray *out, const DaxguestNvInventory *inv)
 {
-    DaxfileCheck *c = check_add(out, "pmem_region", NULL,
-                                g_strdup("for a persistent memory region"));
+    DaxguestCheck *c = check_add(out, "pmem_region", NULL,
+                                 g_strdup("for a persistent memory region"));
     g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
     guint i;
 
     for (i = 0; i < inv->regions->len; i++) {
-        const DaxfileNvRegion *r = g_ptr_array_index(inv->regions, i);
+        const DaxguestNvRegion *r = g_ptr_array_index(inv->regions, i);
         g_autofree char *size = daxfile_size_format(r->size);
 
         if (region_is_pmem(r))
             g_ptr_array_add(names, g_strdup_printf("%s: %s", r->name, size));
     }
     if (names->len == 0) {
-        check_set(c, DAXFILE_CHECK_FAIL, g_strdup("none"),
+        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
                   g_strdup("the NVDIMM exposes no pmem region; check its "
                            "size and label-size against the backing file"));
         return FALSE;
     }
-    check_set(c, DAXFILE_CHECK_PASS, join_names(names), NULL);
+    check_set(c, DAXGUEST_CHECK_PASS, join_names(names), NULL);
     return TRUE;
 }
 
 static void
-check_persistence(GPtrArray *out, const DaxfileNvRegion *r)
+check_persistence(GPtrArray *out, const DaxguestNvRegion *r)
 {
-    DaxfileCheck *c = check_add(
+    DaxguestCheck *c = check_add(
         out, "persistence_domain", r->name,
         g_strdup_printf("%s persistence domain", r->name));
 
     if (r->virtio) {
         /* the kernel marks the region asynchronous: no MAP_SYNC */
-        check_set(c, DAXFILE_CHECK_PASS,
+        check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup("virtio-pmem: data is durable once flushed with "
                            "fsync/msync (the device's flush request; the "
                            "host syncs its file); MAP_SYNC is not offered"),
@@ -194,26 +194,26 @@ check_persistence(GPtrArray *out, const DaxfileNvRegion *r)
         return;
     }
     switch (r->persistence) {
-    case DAXFILE_NV_PERSIST_CPU_CACHE:
-        check_set(c, DAXFILE_CHECK_WARN, g_strdup("cpu_cache (eADR)"),
+    case DAXGUEST_NV_PERSIST_CPU_CACHE:
+        check_set(c, DAXGUEST_CHECK_WARN, g_strdup("cpu_cache (eADR)"),
                   g_strdup("libpmem and applications skip cache flushes: "
                            "only safe if the host really has eADR and the "
                            "backing file is on real pmem; otherwise drop "
                            "nvdimm-persistence=cpu"));
         break;
-    case DAXFILE_NV_PERSIST_MEM_CTRL:
-        check_set(c, DAXFILE_CHECK_PASS,
+    case DAXGUEST_NV_PERSIST_MEM_CTRL:
+        check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup("memory_controller (ADR): applications flush "
                            "CPU caches"),
                   NULL);
         break;
-    case DAXFILE_NV_PERSIST_NONE:
-        check_set(c, DAXFILE_CHECK_WARN, g_strdup("none"),
+    case DAXGUEST_NV_PERSIST_NONE:
+        check_set(c, DAXGUEST_CHECK_WARN, g_strdup("none"),
                   g_strdup("the platform claims no persistence for this "
                            "region; do not rely on it across power loss"));
         break;
-    case DAXFILE_NV_PERSIST_UNKNOWN:
-        check_set(c, DAXFILE_CHECK_PASS,
+    case DAXGUEST_NV_PERSIST_UNKNOWN:
+        check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup("not reported: applications flush CPU caches"),
                   NULL);
         break;
@@ -221,32 +221,32 @@ check_persistence(GPtrArray *out, const DaxfileNvRegion *r)
 }
 
 static gboolean
-ns_is_dax(const DaxfileNvNamespace *ns)
+ns_is_dax(const DaxguestNvNamespace *ns)
 {
     return STREQ(ns->mode, "fsdax") || STREQ(ns->mode, "devdax");
 }
 
 /* FALSE when the namespace cannot do DAX (its other checks are skipped) */
 static gboolean
-check_ns_mode(GPtrArray *out, const DaxfileNvNamespace *ns)
+check_ns_mode(GPtrArray *out, const DaxguestNvNamespace *ns)
 {
-    DaxfileCheck *c = check_add(out, "namespace_mode", ns->name,
-                                g_strdup_printf("%s mode", ns->name));
+    DaxguestCheck *c = check_add(out, "namespace_mode", ns->name,
+                                 g_strdup_printf("%s mode", ns->name));
     g_autofree char *size = daxfile_size_format(ns->size);
 
     if (!ns->enabled) {
-        check_set(c, DAXFILE_CHECK_FAIL,
+        check_set(c, DAXGUEST_CHECK_FAIL,
                   g_strdup_printf("%s, disabled", ns->mode),
                   g_strdup_printf("run 'ndctl enable-namespace %s'",
                                   ns->name));
         return FALSE;
     }
     if (ns_is_dax(ns)) {
-        check_set(c, DAXFILE_CHECK_PASS,
+        check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup_printf("%s, %s", ns->mode, size), NULL);
         return TRUE;
     }
-    check_set(c, DAXFILE_CHECK_FAIL,
+    check_set(c, DAXGUEST_CHECK_FAIL,
               g_strdup_printf("%s: no DAX", ns->mode),
               g_strdup_printf("run 'ndctl create-namespace -f -e %s -m "
                               "fsdax' (or -m devdax); this erases the "
@@ -256,18 +256,18 @@ check_ns_mode(GPtrArray *out, const DaxfileNvNamespace *ns)
 }
 
 static void
-check_ns_align(GPtrArray *out, const DaxfileNvNamespace *ns)
+check_ns_align(GPtrArray *out, const DaxguestNvNamespace *ns)
 {
-    DaxfileCheck *c = check_add(out, "namespace_align", ns->name,
-                                g_strdup_printf("%s alignment", ns->name));
+    DaxguestCheck *c = check_add(out, "namespace_align", ns->name,
+                                 g_strdup_printf("%s alignment", ns->name));
     g_autofree char *align = daxfile_size_format(ns->align);
-    gboolean start_ok = ns->data_resource == DAXFILE_NV_UNKNOWN ||
+    gboolean start_ok = ns->data_resource == DAXGUEST_NV_UNKNOWN ||
                         DAXFILE_IS_ALIGNED(ns->data_resource, SZ_2M);
 
     if (ns->align == 0 && !ns->claim) {
         /* no pfn device: the region maps it (virtio-pmem) and the page
          * size follows the data's physical alignment */
-        check_set(c, start_ok ? DAXFILE_CHECK_PASS : DAXFILE_CHECK_WARN,
+        check_set(c, start_ok ? DAXGUEST_CHECK_PASS : DAXGUEST_CHECK_WARN,
                   g_strdup_printf("mapped by its region, data at 0x%"
                                   G_GINT64_MODIFIER "x%s",
                                   ns->data_resource,
@@ -277,31 +277,31 @@ check_ns_align(GPtrArray *out, const DaxfileNvNamespace *ns)
                            : g_strdup("align the device in the host: QEMU "
                                       "memory-backend-file align=2M"));
     } else if (ns->align < SZ_2M) {
-        check_set(c, DAXFILE_CHECK_WARN,
+        check_set(c, DAXGUEST_CHECK_WARN,
                   g_strdup_printf("%s pages: no 2 MiB faults", align),
                   g_strdup_printf("run 'ndctl create-namespace -f -e %s -m "
                                   "%s --align 2M'; this erases the namespace",
                                   ns->name, ns->mode));
     } else if (!start_ok) {
-        check_set(c, DAXFILE_CHECK_WARN,
+        check_set(c, DAXGUEST_CHECK_WARN,
                   g_strdup_printf("%s pages, but data starts at 0x%"
                                   G_GINT64_MODIFIER "x",
                                   align, ns->data_resource),
                   g_strdup("align the NVDIMM in the host: QEMU "
                            "memory-backend-file align=2M"));
     } else {
-        check_set(c, DAXFILE_CHECK_PASS, g_strdup_printf("%s pages", align),
+        check_set(c, DAXGUEST_CHECK_PASS, g_strdup_printf("%s pages", align),
                   NULL);
     }
 }
 
-static const DaxfilePmemFacts *
-find_pmem(const DaxfileGuestFacts *facts, const char *namespace)
+static const DaxguestPmemFacts *
+find_pmem(const DaxguestFacts *facts, const char *namespace)
 {
     guint i;
 
     for (i = 0; i < facts->pmems->len; i++) {
-        const DaxfilePmemFacts *p = g_ptr_array_index(facts->pmems, i);
+        const DaxguestPmemFacts *p = g_ptr_array_index(facts->pmems, i);
 
         if (STREQ(p->namespace, namespace))
             return p;
@@ -310,11 +310,11 @@ find_pmem(const DaxfileGuestFacts *facts, const char *namespace)
 }
 
 static gboolean
-check_pmem_dax(GPtrArray *out, const DaxfileNvNamespace *ns,
-               const DaxfilePmemFacts *p)
+check_pmem_dax(GPtrArray *out, const DaxguestNvNamespace *ns,
+               const DaxguestPmemFacts *p)
 {
     g_autofree char *dev = NULL;
-    DaxfileCheck *c;
+    DaxguestCheck *c;
 
     if (ns->blockdev)
         dev = g_strdup_printf("/dev/%s", ns->blockdev);
@@ -324,7 +324,7 @@ check_pmem_dax(GPtrArray *out, const DaxfileNvNamespace *ns,
                   g_strdup_printf("if %s supports DAX", dev));
 
     if (!p || !p->present) {
-        check_set(c, DAXFILE_CHECK_FAIL,
+        check_set(c, DAXGUEST_CHECK_FAIL,
                   g_strdup_printf("%s has no block device node", ns->name),
                   g_strdup("load the pmem driver ('modprobe nd_pmem') and "
                            "make sure devtmpfs or udev is running"));
@@ -333,27 +333,27 @@ check_pmem_dax(GPtrArray *out, const DaxfileNvNamespace *ns,
     if (p->queue_dax != DAXFILE_TRI_YES) {
         const char *value = p->queue_dax == DAXFILE_TRI_NO ? "0" : "unknown";
 
-        check_set(c, DAXFILE_CHECK_FAIL,
+        check_set(c, DAXGUEST_CHECK_FAIL,
                   g_strdup_printf("%s/queue/dax is %s", dev, value),
                   g_strdup("use a kernel with CONFIG_FS_DAX and an fsdax "
                            "namespace ('ndctl create-namespace -f -e "
                            "NAMESPACE -m fsdax')"));
         return FALSE;
     }
-    check_set(c, DAXFILE_CHECK_PASS, g_strdup("queue/dax=1"), NULL);
+    check_set(c, DAXGUEST_CHECK_PASS, g_strdup("queue/dax=1"), NULL);
     return TRUE;
 }
 
 static gboolean
-check_mount(GPtrArray *out, const DaxfilePmemFacts *p)
+check_mount(GPtrArray *out, const DaxguestPmemFacts *p)
 {
-    DaxfileCheck *c = check_add(
+    DaxguestCheck *c = check_add(
         out, "dax_mount", p->device,
         g_strdup_printf("for a filesystem on %s", p->device));
     g_autofree char *mode = NULL;
 
     if (!p->mount_point) {
-        check_set(c, DAXFILE_CHECK_FAIL, g_strdup("not mounted"),
+        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("not mounted"),
                   g_strdup_printf(HINT_MKFS, p->device, p->device,
                                   p->device));
         return FALSE;
@@ -362,7 +362,7 @@ check_mount(GPtrArray *out, const DaxfilePmemFacts *p)
         mode = g_strdup_printf("dax=%s", p->probe.dax_mode);
     else
         mode = g_strdup("no dax option");
-    check_set(c, DAXFILE_CHECK_PASS,
+    check_set(c, DAXGUEST_CHECK_PASS,
               g_strdup_printf("%s on %s, %s", p->fs_type, p->mount_point,
                               mode),
               NULL);
@@ -370,7 +370,7 @@ check_mount(GPtrArray *out, const DaxfilePmemFacts *p)
 }
 
 static char *
-hint_dax_mount(const DaxfilePmemFacts *p)
+hint_dax_mount(const DaxguestPmemFacts *p)
 {
     if (p->probe.dax_mode && STREQ(p->probe.dax_mode, "inode"))
         return g_strdup_printf(
@@ -382,15 +382,15 @@ hint_dax_mount(const DaxfilePmemFacts *p)
 
 /* FALSE when DAX is not in effect (MAP_SYNC and PMD are then moot) */
 static gboolean
-check_statx(GPtrArray *out, const DaxfilePmemFacts *p)
+check_statx(GPtrArray *out, const DaxguestPmemFacts *p)
 {
-    const DaxfileFileProbe *pr = &p->probe;
-    DaxfileCheck *c = check_add(
+    const DaxguestFileProbe *pr = &p->probe;
+    DaxguestCheck *c = check_add(
         out, "statx_dax", p->mount_point,
         g_strdup_printf("if DAX is in effect in %s", p->mount_point));
 
     if (pr->error) {
-        check_set(c, DAXFILE_CHECK_WARN,
+        check_set(c, DAXGUEST_CHECK_WARN,
                   g_strdup_printf("not tested: %s", pr->error),
                   g_strdup("run as root on a writable mount with 4 MiB "
                            "free"));
@@ -398,19 +398,19 @@ check_statx(GPtrArray *out, const DaxfilePmemFacts *p)
     }
     switch (pr->dax) {
     case DAXFILE_TRI_YES:
-        check_set(c, DAXFILE_CHECK_PASS,
+        check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup("statx reports STATX_ATTR_DAX on a new file"),
                   NULL);
         return TRUE;
     case DAXFILE_TRI_NO:
-        check_set(c, DAXFILE_CHECK_FAIL,
+        check_set(c, DAXGUEST_CHECK_FAIL,
                   g_strdup("statx: a new file is not DAX"),
                   hint_dax_mount(p));
         return FALSE;
     case DAXFILE_TRI_UNKNOWN:
         break;
     }
-    check_set(c, DAXFILE_CHECK_WARN,
+    check_set(c, DAXGUEST_CHECK_WARN,
               g_strdup("statx has no DAX attribute (kernel older than 5.8)"),
               g_strdup("rely on the MAP_SYNC check below, or use a newer "
                        "guest kernel"));
@@ -418,23 +418,23 @@ check_statx(GPtrArray *out, const DaxfilePmemFacts *p)
 }
 
 static void
-check_map_sync(GPtrArray *out, const DaxfilePmemFacts *p,
-               const DaxfileNvRegion *r)
+check_map_sync(GPtrArray *out, const DaxguestPmemFacts *p,
+               const DaxguestNvRegion *r)
 {
-    const DaxfileFileProbe *pr = &p->probe;
-    DaxfileCheck *c = check_add(
+    const DaxguestFileProbe *pr = &p->probe;
+    DaxguestCheck *c = check_add(
         out, "map_sync", p->mount_point,
         g_strdup_printf("if MAP_SYNC works in %s", p->mount_point));
 
     const char *why = pr->map_sync_error ? pr->map_sync_error : "unknown";
 
     if (pr->map_sync) {
-        check_set(c, DAXFILE_CHECK_PASS,
+        check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup("MAP_SHARED_VALIDATE|MAP_SYNC accepted"), NULL);
         return;
     }
     if (r && r->virtio) {
-        check_set(c, DAXFILE_CHECK_PASS,
+        check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup_printf("MAP_SHARED_VALIDATE|MAP_SYNC refused (%s), "
                                   "as on any virtio-pmem region: "
                                   "applications make data durable with "
@@ -442,13 +442,13 @@ check_map_sync(GPtrArray *out, const DaxfilePmemFacts *p,
                   NULL);
         return;
     }
-    check_set(c, DAXFILE_CHECK_FAIL,
+    check_set(c, DAXGUEST_CHECK_FAIL,
               g_strdup_printf("MAP_SHARED_VALIDATE|MAP_SYNC refused: %s", why),
               hint_dax_mount(p));
 }
 
 static char *
-pmd_detail(const DaxfilePmdProbe *pmd)
+pmd_detail(const DaxguestPmdProbe *pmd)
 {
     const char *how = "";
 
@@ -463,31 +463,31 @@ pmd_detail(const DaxfilePmdProbe *pmd)
 }
 
 static gboolean
-pmd_ok(const DaxfilePmdProbe *pmd)
+pmd_ok(const DaxguestPmdProbe *pmd)
 {
     return pmd->ran && pmd->extra_faults == 0 &&
            pmd->traced != DAXFILE_TRI_NO;
 }
 
 static void
-check_pmd(GPtrArray *out, const DaxfilePmemFacts *p,
-          const DaxfileNvNamespace *ns)
+check_pmd(GPtrArray *out, const DaxguestPmemFacts *p,
+          const DaxguestNvNamespace *ns)
 {
-    const DaxfileFileProbe *pr = &p->probe;
-    DaxfileCheck *c = check_add(
+    const DaxguestFileProbe *pr = &p->probe;
+    DaxguestCheck *c = check_add(
         out, "pmd_fault", p->mount_point,
         g_strdup_printf("if 2 MiB faults are PMD faults in %s",
                         p->mount_point));
     char *hint;
 
     if (!pr->pmd.ran) {
-        check_set(c, DAXFILE_CHECK_WARN,
+        check_set(c, DAXGUEST_CHECK_WARN,
                   g_strdup_printf("not tested: %s", pr->pmd.error),
                   g_strdup("run as root with 4 MiB free in the mount"));
         return;
     }
     if (pmd_ok(&pr->pmd)) {
-        check_set(c, DAXFILE_CHECK_PASS, pmd_detail(&pr->pmd), NULL);
+        check_set(c, DAXGUEST_CHECK_PASS, pmd_detail(&pr->pmd), NULL);
         return;
     }
     if (ns->align < SZ_2M)
@@ -505,14 +505,14 @@ check_pmd(GPtrArray *out, const DaxfilePmemFacts *p,
     else
         hint = g_strdup("the kernel fell back to 4 KiB pages; check "
                         "CONFIG_FS_DAX_PMD and the fs_dax tracepoints");
-    check_set(c, DAXFILE_CHECK_WARN, pmd_detail(&pr->pmd), hint);
+    check_set(c, DAXGUEST_CHECK_WARN, pmd_detail(&pr->pmd), hint);
 }
 
 static void
-check_fsdax(GPtrArray *out, const DaxfileGuestFacts *facts,
-            const DaxfileNvNamespace *ns)
+check_fsdax(GPtrArray *out, const DaxguestFacts *facts,
+            const DaxguestNvNamespace *ns)
 {
-    const DaxfilePmemFacts *p = find_pmem(facts, ns->name);
+    const DaxguestPmemFacts *p = find_pmem(facts, ns->name);
 
     gboolean dax;
 
@@ -521,18 +521,18 @@ check_fsdax(GPtrArray *out, const DaxfileGuestFacts *facts,
     dax = check_statx(out, p);
     if (p->probe.error)
         return;
-    check_map_sync(out, p, daxfile_nv_find_region(facts->inv, ns->region));
+    check_map_sync(out, p, daxguest_nv_find_region(facts->inv, ns->region));
     if (dax)
         check_pmd(out, p, ns);
 }
 
-static const DaxfileDaxFacts *
-find_dax(const DaxfileGuestFacts *facts, const char *name)
+static const DaxguestDaxFacts *
+find_dax(const DaxguestFacts *facts, const char *name)
 {
     guint i;
 
     for (i = 0; i < facts->daxes->len; i++) {
-        const DaxfileDaxFacts *d = g_ptr_array_index(facts->daxes, i);
+        const DaxguestDaxFacts *d = g_ptr_array_index(facts->daxes, i);
 
         if (STREQ(d->name, name))
             return d;
@@ -541,48 +541,48 @@ find_dax(const DaxfileGuestFacts *facts, const char *name)
 }
 
 static void
-check_devdax_ns(GPtrArray *out, const DaxfileNvInventory *inv,
-                const DaxfileNvNamespace *ns)
+check_devdax_ns(GPtrArray *out, const DaxguestNvInventory *inv,
+                const DaxguestNvNamespace *ns)
 {
-    DaxfileCheck *c;
+    DaxguestCheck *c;
     guint i;
 
     for (i = 0; i < inv->daxdevs->len; i++) {
-        const DaxfileNvDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
+        const DaxguestNvDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
 
         if (d->region && STREQ(d->region, ns->region))
             return;
     }
     c = check_add(out, "devdax_devices", ns->name,
                   g_strdup_printf("for device-dax devices of %s", ns->name));
-    check_set(c, DAXFILE_CHECK_FAIL, g_strdup("none"),
+    check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
               g_strdup("load the device-dax driver ('modprobe dax_pmem "
                        "device_dax')"));
 }
 
 /* FALSE when the device cannot be mapped at all */
 static gboolean
-check_devdax_device(GPtrArray *out, const DaxfileNvDaxDev *d,
-                    const DaxfileDaxFacts *f)
+check_devdax_device(GPtrArray *out, const DaxguestNvDaxDev *d,
+                    const DaxguestDaxFacts *f)
 {
     g_autofree char *path = g_strdup_printf("/dev/%s", d->name);
     g_autofree char *size = daxfile_size_format(d->size);
     g_autofree char *align = daxfile_size_format(d->align);
-    DaxfileCheck *c = check_add(out, "devdax_device", path,
-                                g_strdup_printf("device-dax %s", path));
+    DaxguestCheck *c = check_add(out, "devdax_device", path,
+                                 g_strdup_printf("device-dax %s", path));
 
     if (!d->enabled) {
-        check_set(c, DAXFILE_CHECK_FAIL, g_strdup("disabled"),
+        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("disabled"),
                   g_strdup_printf("run 'daxctl enable-device %s'", d->name));
         return FALSE;
     }
     if (!f || !f->present) {
-        check_set(c, DAXFILE_CHECK_FAIL, g_strdup("no device node"),
+        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("no device node"),
                   g_strdup("make sure devtmpfs or udev is running"));
         return FALSE;
     }
     if (d->align && d->align < SZ_2M) {
-        check_set(c, DAXFILE_CHECK_WARN,
+        check_set(c, DAXGUEST_CHECK_WARN,
                   g_strdup_printf("%s, %s pages: no 2 MiB faults", size,
                                   align),
                   g_strdup_printf("recreate the namespace with '--align 2M'"
@@ -591,7 +591,7 @@ check_devdax_device(GPtrArray *out, const DaxfileNvDaxDev *d,
                                   d->name));
         return TRUE;
     }
-    check_set(c, DAXFILE_CHECK_PASS,
+    check_set(c, DAXGUEST_CHECK_PASS,
               g_strdup_printf("%s, %s pages", size,
                               d->align ? align : "unknown"),
               NULL);
@@ -599,18 +599,18 @@ check_devdax_device(GPtrArray *out, const DaxfileNvDaxDev *d,
 }
 
 static void
-check_devdax_map(GPtrArray *out, const DaxfileNvDaxDev *d,
-                 const DaxfileDaxFacts *f)
+check_devdax_map(GPtrArray *out, const DaxguestNvDaxDev *d,
+                 const DaxguestDaxFacts *f)
 {
     g_autofree char *path = g_strdup_printf("/dev/%s", d->name);
-    DaxfileCheck *c = check_add(
+    DaxguestCheck *c = check_add(
         out, "devdax_map", path,
         g_strdup_printf("if %s maps 2 MiB with one fault", path));
     g_autofree char *faults = NULL;
     const char *sync;
 
     if (!f->probe.ran) {
-        check_set(c, DAXFILE_CHECK_FAIL,
+        check_set(c, DAXGUEST_CHECK_FAIL,
                   g_strdup_printf("cannot map: %s", f->probe.error),
                   g_strdup("map device-dax with MAP_SHARED at 2 MiB-aligned "
                            "addresses and lengths; run as root"));
@@ -619,23 +619,23 @@ check_devdax_map(GPtrArray *out, const DaxfileNvDaxDev *d,
     faults = pmd_detail(&f->probe);
     sync = f->probe.map_sync ? "MAP_SYNC accepted" : "MAP_SYNC refused";
     if (!pmd_ok(&f->probe)) {
-        check_set(c, DAXFILE_CHECK_WARN,
+        check_set(c, DAXGUEST_CHECK_WARN,
                   g_strdup_printf("%s, %s", sync, faults),
                   g_strdup("recreate the namespace with '--align 2M'"));
         return;
     }
-    check_set(c, DAXFILE_CHECK_PASS, g_strdup_printf("%s, %s", sync, faults),
+    check_set(c, DAXGUEST_CHECK_PASS, g_strdup_printf("%s, %s", sync, faults),
               NULL);
 }
 
 static void
-check_daxdevs(GPtrArray *out, const DaxfileGuestFacts *facts)
+check_daxdevs(GPtrArray *out, const DaxguestFacts *facts)
 {
     guint i;
 
     for (i = 0; i < facts->inv->daxdevs->len; i++) {
-        const DaxfileNvDaxDev *d = g_ptr_array_index(facts->inv->daxdevs, i);
-        const DaxfileDaxFacts *f = find_dax(facts, d->name);
+        const DaxguestNvDaxDev *d = g_ptr_array_index(facts->inv->daxdevs, i);
+        const DaxguestDaxFacts *f = find_dax(facts, d->name);
 
         if (check_devdax_device(out, d, f))
             check_devdax_map(out, d, f);
@@ -643,26 +643,26 @@ check_daxdevs(GPtrArray *out, const DaxfileGuestFacts *facts)
 }
 
 void
-daxfile_guest_facts_flush_choice(const DaxfileGuestFacts *facts,
-                                 DaxfileFlushChoice *ret_choice)
+daxguest_facts_flush_choice(const DaxguestFacts *facts,
+                            DaxguestFlushChoice *ret_choice)
 {
-    DaxfileFlushEnv env = {facts->pmem_no_clwb, facts->pmem_no_clflushopt,
+    DaxguestFlushEnv env = {facts->pmem_no_clwb, facts->pmem_no_clflushopt,
                            facts->pmem_no_flush};
 
-    daxfile_flush_choose(&facts->cpu, &env,
-                         facts->inv && daxfile_nv_auto_flush(facts->inv),
-                         ret_choice);
+    daxguest_flush_choose(&facts->cpu, &env,
+                          facts->inv && daxguest_nv_auto_flush(facts->inv),
+                          ret_choice);
 }
 
 static void
-check_flush(GPtrArray *out, const DaxfileGuestFacts *facts)
+check_flush(GPtrArray *out, const DaxguestFacts *facts)
 {
-    const DaxfileCpuFeatures *cpu = &facts->cpu;
-    DaxfileCheck *c = check_add(out, "flush_instructions", NULL,
-                                g_strdup("for cache flush instructions"));
+    const DaxguestCpuFeatures *cpu = &facts->cpu;
+    DaxguestCheck *c = check_add(out, "flush_instructions", NULL,
+                                 g_strdup("for cache flush instructions"));
     g_autoptr(GPtrArray) have = g_ptr_array_new();
-    DaxfileFlushChoice choice;
-    gboolean eadr = facts->inv && daxfile_nv_auto_flush(facts->inv);
+    DaxguestFlushChoice choice;
+    gboolean eadr = facts->inv && daxguest_nv_auto_flush(facts->inv);
 
     if (cpu->clwb)
         g_ptr_array_add(have, (char *)"clwb");
@@ -671,50 +671,50 @@ check_flush(GPtrArray *out, const DaxfileGuestFacts *facts)
     if (cpu->clflush)
         g_ptr_array_add(have, (char *)"clflush");
     if (have->len == 0)
-        check_set(c, DAXFILE_CHECK_FAIL, g_strdup("none in CPUID"),
+        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("none in CPUID"),
                   g_strdup("give the guest a CPU model with clwb or "
                            "clflushopt (QEMU '-cpu host' or '-cpu max')"));
     else
-        check_set(c, DAXFILE_CHECK_PASS, join_names(have), NULL);
+        check_set(c, DAXGUEST_CHECK_PASS, join_names(have), NULL);
 
-    daxfile_guest_facts_flush_choice(facts, &choice);
+    daxguest_facts_flush_choice(facts, &choice);
     c = check_add(out, "flush_choice", NULL,
                   g_strdup("which flush libpmem will use"));
     if (!choice.flush && !eadr)
-        check_set(c, DAXFILE_CHECK_WARN,
-                  daxfile_flush_choice_describe(&choice),
+        check_set(c, DAXGUEST_CHECK_WARN,
+                  daxguest_flush_choice_describe(&choice),
                   g_strdup("unset PMEM_NO_FLUSH: without eADR, stores reach "
                            "persistence only when flushed"));
-    else if (choice.flush && choice.insn == DAXFILE_FLUSH_CLFLUSH &&
+    else if (choice.flush && choice.insn == DAXGUEST_FLUSH_CLFLUSH &&
              (cpu->clwb || cpu->clflushopt))
-        check_set(c, DAXFILE_CHECK_WARN,
-                  daxfile_flush_choice_describe(&choice),
+        check_set(c, DAXGUEST_CHECK_WARN,
+                  daxguest_flush_choice_describe(&choice),
                   g_strdup("unset PMEM_NO_CLWB and PMEM_NO_CLFLUSHOPT: "
                            "clflush is serializing and slow"));
     else
-        check_set(c, DAXFILE_CHECK_PASS,
-                  daxfile_flush_choice_describe(&choice), NULL);
+        check_set(c, DAXGUEST_CHECK_PASS,
+                  daxguest_flush_choice_describe(&choice), NULL);
 }
 
 static void
-check_namespaces(GPtrArray *out, const DaxfileGuestFacts *facts,
-                 const DaxfileNvRegion *r)
+check_namespaces(GPtrArray *out, const DaxguestFacts *facts,
+                 const DaxguestNvRegion *r)
 {
     guint i;
 
     if (r->namespaces->len == 0) {
-        DaxfileCheck *c = check_add(
+        DaxguestCheck *c = check_add(
             out, "region_namespaces", r->name,
             g_strdup_printf("for a namespace in %s", r->name));
 
-        check_set(c, DAXFILE_CHECK_FAIL, g_strdup("none"),
+        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
                   g_strdup_printf("run 'ndctl create-namespace -r %s -m "
                                   "fsdax'",
                                   r->name));
         return;
     }
     for (i = 0; i < r->namespaces->len; i++) {
-        const DaxfileNvNamespace *ns = g_ptr_array_index(r->namespaces, i);
+        const DaxguestNvNamespace *ns = g_ptr_array_index(r->namespaces, i);
 
         if (!check_ns_mode(out, ns))
             continue;
@@ -727,16 +727,16 @@ check_namespaces(GPtrArray *out, const DaxfileGuestFacts *facts,
 }
 
 static void
-check_nvdimm(GPtrArray *out, const DaxfileGuestFacts *facts)
+check_nvdimm(GPtrArray *out, const DaxguestFacts *facts)
 {
-    const DaxfileNvInventory *inv = facts->inv;
+    const DaxguestNvInventory *inv = facts->inv;
     guint i;
 
     if (!check_nfit(out, inv) || !check_bus(out, inv) ||
         !check_dimms(out, inv) || !check_regions(out, inv))
         return;
     for (i = 0; i < inv->regions->len; i++) {
-        const DaxfileNvRegion *r = g_ptr_array_index(inv->regions, i);
+        const DaxguestNvRegion *r = g_ptr_array_index(inv->regions, i);
 
         if (!region_is_pmem(r))
             continue;
@@ -747,7 +747,7 @@ check_nvdimm(GPtrArray *out, const DaxfileGuestFacts *facts)
 }
 
 GPtrArray *
-daxfile_checks_run(const DaxfileGuestFacts *facts)
+daxguest_checks_run(const DaxguestFacts *facts)
 {
     GPtrArray *out = g_ptr_array_new_with_free_func(check_free);
 
@@ -757,14 +757,14 @@ daxfile_checks_run(const DaxfileGuestFacts *facts)
 }
 
 gboolean
-daxfile_checks_failed(const GPtrArray *checks)
+daxguest_checks_failed(const GPtrArray *checks)
 {
     guint i;
 
     for (i = 0; i < checks->len; i++) {
-        const DaxfileCheck *c = g_ptr_array_index((GPtrArray *)checks, i);
+        const DaxguestCheck *c = g_ptr_array_index((GPtrArray *)checks, i);
 
-        if (c->result == DAXFILE_CHECK_FAIL)
+        if (c->result == DAXGUEST_CHECK_FAIL)
             return TRUE;
     }
     return FALSE;

@@ -12,34 +12,34 @@
 #include "daxfile-fd.h"
 #include "daxfile-fiemap.h"
 #include "daxfile-mmap.h"
-#include "daxfile-probe.h"
 #include "daxfile-size.h"
+#include "daxguest-probe.h"
 
 #define SZ_2M DAXFILE_SZ_2M
 #define SZ_4K DAXFILE_SZ_4K
 #define TRACE_EVENT "events/fs_dax/dax_pmd_fault_done"
 
 void
-daxfile_pmd_probe_clear(DaxfilePmdProbe *probe)
+daxguest_pmd_probe_clear(DaxguestPmdProbe *probe)
 {
     g_clear_pointer(&probe->error, g_free);
     memset(probe, 0, sizeof(*probe));
 }
 
 void
-daxfile_file_probe_clear(DaxfileFileProbe *probe)
+daxguest_file_probe_clear(DaxguestFileProbe *probe)
 {
     g_free(probe->error);
     g_free(probe->dax_mode);
     g_free(probe->fs_type);
     g_free(probe->map_sync_error);
     g_free(probe->geometry_fix);
-    daxfile_pmd_probe_clear(&probe->pmd);
+    daxguest_pmd_probe_clear(&probe->pmd);
     memset(probe, 0, sizeof(*probe));
 }
 
 guint64
-daxfile_fault_count(void)
+daxguest_fault_count(void)
 {
     struct rusage ru;
 
@@ -49,8 +49,8 @@ daxfile_fault_count(void)
 }
 
 gboolean
-daxfile_map_aligned(int fd, guint64 len, guint64 offset, int prot, int flags,
-                    guint64 align, void **ret_addr, GError **error)
+daxguest_map_aligned(int fd, guint64 len, guint64 offset, int prot, int flags,
+                     guint64 align, void **ret_addr, GError **error)
 {
     guint8 *res = mmap(NULL, len + align, PROT_NONE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -135,7 +135,7 @@ trace_start(void)
 }
 
 static void
-trace_stop(const char *dir, DaxfilePmdProbe *probe)
+trace_stop(const char *dir, DaxguestPmdProbe *probe)
 {
     g_autofree char *on = g_build_filename(dir, "tracing_on", NULL);
     g_autofree char *trace = g_build_filename(dir, "trace", NULL);
@@ -143,8 +143,8 @@ trace_stop(const char *dir, DaxfilePmdProbe *probe)
 
     write_attr(on, "0");
     if (g_file_get_contents(trace, &text, NULL, NULL)) {
-        daxfile_trace_count_pmd(text, (int)getpid(), &probe->trace_pmd,
-                                &probe->trace_fallback);
+        daxguest_trace_count_pmd(text, (int)getpid(), &probe->trace_pmd,
+                                 &probe->trace_fallback);
         if (probe->trace_fallback)
             probe->traced = DAXFILE_TRI_NO;
         else if (probe->trace_pmd)
@@ -176,8 +176,8 @@ trace_line_pid(const char *line, int *ret_pid)
 }
 
 void
-daxfile_trace_count_pmd(const char *trace, int pid, guint *ret_pmd,
-                        guint *ret_fallback)
+daxguest_trace_count_pmd(const char *trace, int pid, guint *ret_pmd,
+                         guint *ret_fallback)
 {
     g_auto(GStrv) lines = g_strsplit(trace, "\n", -1);
     char **l;
@@ -216,7 +216,7 @@ touch(volatile guint8 *p, gboolean write)
  * 2 MiB, counting the faults of each step. */
 static void
 pmd_probe_fd(int fd, guint64 len, gboolean write, gboolean sync,
-             gboolean trace, DaxfilePmdProbe *probe)
+             gboolean trace, DaxguestPmdProbe *probe)
 {
     int prot = write ? PROT_READ | PROT_WRITE : PROT_READ;
     int flags = sync ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED;
@@ -226,8 +226,8 @@ pmd_probe_fd(int fd, guint64 len, gboolean write, gboolean sync,
     guint64 f0, f1, f2, off;
     guint8 *base;
 
-    if (!daxfile_map_aligned(fd, len, 0, prot, flags, MAX(len, SZ_2M),
-                             &map.addr, &error)) {
+    if (!daxguest_map_aligned(fd, len, 0, prot, flags, MAX(len, SZ_2M),
+                              &map.addr, &error)) {
         probe->error = g_strdup(error->message);
         return;
     }
@@ -236,12 +236,12 @@ pmd_probe_fd(int fd, guint64 len, gboolean write, gboolean sync,
     probe->map_sync = sync;
     probe->traced = DAXFILE_TRI_UNKNOWN;
     tdir = trace ? trace_start() : NULL;
-    f0 = daxfile_fault_count();
+    f0 = daxguest_fault_count();
     touch(base, write);
-    f1 = daxfile_fault_count();
+    f1 = daxguest_fault_count();
     for (off = SZ_4K; off < SZ_2M; off += SZ_4K)
         touch(base + off, write);
-    f2 = daxfile_fault_count();
+    f2 = daxguest_fault_count();
     if (tdir)
         trace_stop(tdir, probe);
     probe->ran = TRUE;
@@ -252,8 +252,8 @@ pmd_probe_fd(int fd, guint64 len, gboolean write, gboolean sync,
 /* fallocate + write zeros + fsync: written extents, as daxfile create
  * makes them, so that faults neither allocate nor convert */
 gboolean
-daxfile_file_provision(int fd, guint64 size, const char *name,
-                       GError **error)
+daxguest_file_provision(int fd, guint64 size, const char *name,
+                        GError **error)
 {
     g_autofree guint8 *zero = g_malloc0(SZ_2M);
     g_autofree char *pretty = daxfile_size_format(size);
@@ -280,7 +280,7 @@ daxfile_file_provision(int fd, guint64 size, const char *name,
 }
 
 static void
-probe_extent(int fd, const char *name, DaxfileFileProbe *probe)
+probe_extent(int fd, const char *name, DaxguestFileProbe *probe)
 {
     g_autoptr(DaxfileExtentMap) map = NULL;
     g_autoptr(GError) error = NULL;
@@ -302,7 +302,7 @@ probe_extent(int fd, const char *name, DaxfileFileProbe *probe)
 }
 
 static void
-probe_fs(int fd, DaxfileFileProbe *probe)
+probe_fs(int fd, DaxguestFileProbe *probe)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(DaxfileFsInfo) fs = daxfile_fs_probe(fd, SZ_2M, &error);
@@ -320,7 +320,7 @@ probe_fs(int fd, DaxfileFileProbe *probe)
 }
 
 void
-daxfile_probe_dir(int dirfd, const char *name, DaxfileFileProbe *ret_probe)
+daxguest_probe_dir(int dirfd, const char *name, DaxguestFileProbe *ret_probe)
 {
     g_auto(DaxfileFd) fd = -1;
     g_autoptr(GError) error = NULL;
@@ -333,8 +333,8 @@ daxfile_probe_dir(int dirfd, const char *name, DaxfileFileProbe *ret_probe)
             "Cannot create a test file in '%s': %s", name, g_strerror(errno));
         return;
     }
-    if (!daxfile_file_provision(fd, DAXFILE_PROBE_FILE_SIZE, name,
-                                &error)) {
+    if (!daxguest_file_provision(fd, DAXGUEST_PROBE_FILE_SIZE, name,
+                                 &error)) {
         ret_probe->error = g_strdup(error->message);
         return;
     }
@@ -347,8 +347,8 @@ daxfile_probe_dir(int dirfd, const char *name, DaxfileFileProbe *ret_probe)
 }
 
 void
-daxfile_probe_devdax(const char *path, guint64 align, guint64 size,
-                     DaxfilePmdProbe *ret_probe)
+daxguest_probe_devdax(const char *path, guint64 align, guint64 size,
+                      DaxguestPmdProbe *ret_probe)
 {
     g_auto(DaxfileFd) fd = open(path, O_RDONLY | O_CLOEXEC);
     guint64 len = MAX(align, SZ_2M);

@@ -8,14 +8,14 @@
 #include <string.h>
 
 #include "daxfile-error.h"
-#include "daxfile-nvdimm.h"
 #include "daxfile-sysfs.h"
 #include "daxfile-util.h"
+#include "daxguest-nvdimm.h"
 
 static void
 daxdev_free(gpointer p)
 {
-    DaxfileNvDaxDev *d = p;
+    DaxguestNvDaxDev *d = p;
 
     g_free(d->name);
     g_free(d->region);
@@ -25,7 +25,7 @@ daxdev_free(gpointer p)
 static void
 namespace_free(gpointer p)
 {
-    DaxfileNvNamespace *ns = p;
+    DaxguestNvNamespace *ns = p;
 
     g_free(ns->name);
     g_free(ns->region);
@@ -38,7 +38,7 @@ namespace_free(gpointer p)
 static void
 region_free(gpointer p)
 {
-    DaxfileNvRegion *r = p;
+    DaxguestNvRegion *r = p;
 
     g_free(r->name);
     g_free(r->bus);
@@ -50,17 +50,17 @@ region_free(gpointer p)
 static void
 bus_free(gpointer p)
 {
-    DaxfileNvBus *b = p;
+    DaxguestNvBus *b = p;
 
     g_free(b->name);
     g_free(b->provider);
     g_free(b);
 }
 
-DaxfileNvInventory *
-daxfile_nv_inventory_new(void)
+DaxguestNvInventory *
+daxguest_nv_inventory_new(void)
 {
-    DaxfileNvInventory *inv = g_new0(DaxfileNvInventory, 1);
+    DaxguestNvInventory *inv = g_new0(DaxguestNvInventory, 1);
 
     inv->buses = g_ptr_array_new_with_free_func(bus_free);
     inv->dimms = g_ptr_array_new_with_free_func(g_free);
@@ -70,7 +70,7 @@ daxfile_nv_inventory_new(void)
 }
 
 void
-daxfile_nv_inventory_free(DaxfileNvInventory *inv)
+daxguest_nv_inventory_free(DaxguestNvInventory *inv)
 {
     if (!inv)
         return;
@@ -81,55 +81,55 @@ daxfile_nv_inventory_free(DaxfileNvInventory *inv)
     g_free(inv);
 }
 
-DaxfileNvRegion *
-daxfile_nv_region_new(const char *name, const char *bus)
+DaxguestNvRegion *
+daxguest_nv_region_new(const char *name, const char *bus)
 {
-    DaxfileNvRegion *r = g_new0(DaxfileNvRegion, 1);
+    DaxguestNvRegion *r = g_new0(DaxguestNvRegion, 1);
 
     r->name = g_strdup(name);
     r->bus = g_strdup(bus);
     r->type = g_strdup("pmem");
-    r->resource = DAXFILE_NV_UNKNOWN;
+    r->resource = DAXGUEST_NV_UNKNOWN;
     r->namespaces = g_ptr_array_new_with_free_func(namespace_free);
     return r;
 }
 
-DaxfileNvNamespace *
-daxfile_nv_namespace_new(const char *name, const char *region,
-                         const char *mode)
+DaxguestNvNamespace *
+daxguest_nv_namespace_new(const char *name, const char *region,
+                          const char *mode)
 {
-    DaxfileNvNamespace *ns = g_new0(DaxfileNvNamespace, 1);
+    DaxguestNvNamespace *ns = g_new0(DaxguestNvNamespace, 1);
 
     ns->name = g_strdup(name);
     ns->region = g_strdup(region);
     ns->mode = g_strdup(mode);
     ns->enabled = TRUE;
-    ns->data_resource = DAXFILE_NV_UNKNOWN;
+    ns->data_resource = DAXGUEST_NV_UNKNOWN;
     return ns;
 }
 
-DaxfileNvDaxDev *
-daxfile_nv_daxdev_new(const char *name)
+DaxguestNvDaxDev *
+daxguest_nv_daxdev_new(const char *name)
 {
-    DaxfileNvDaxDev *d = g_new0(DaxfileNvDaxDev, 1);
+    DaxguestNvDaxDev *d = g_new0(DaxguestNvDaxDev, 1);
 
     d->name = g_strdup(name);
-    d->resource = DAXFILE_NV_UNKNOWN;
+    d->resource = DAXGUEST_NV_UNKNOWN;
     d->enabled = TRUE;
     return d;
 }
 
 const char *
-daxfile_nv_persistence_to_string(DaxfileNvPersistence p)
+daxguest_nv_persistence_to_string(DaxguestNvPersistence p)
 {
     switch (p) {
-    case DAXFILE_NV_PERSIST_NONE:
+    case DAXGUEST_NV_PERSIST_NONE:
         return "none";
-    case DAXFILE_NV_PERSIST_MEM_CTRL:
+    case DAXGUEST_NV_PERSIST_MEM_CTRL:
         return "memory_controller";
-    case DAXFILE_NV_PERSIST_CPU_CACHE:
+    case DAXGUEST_NV_PERSIST_CPU_CACHE:
         return "cpu_cache";
-    case DAXFILE_NV_PERSIST_UNKNOWN:
+    case DAXGUEST_NV_PERSIST_UNKNOWN:
         break;
     }
     return "unknown";
@@ -145,7 +145,7 @@ dup_nonempty(const char *s)
 static guint64
 ull_or_unknown(unsigned long long v)
 {
-    return v == ULLONG_MAX ? DAXFILE_NV_UNKNOWN : (guint64)v;
+    return v == ULLONG_MAX ? DAXGUEST_NV_UNKNOWN : (guint64)v;
 }
 
 static void
@@ -166,25 +166,25 @@ dax_log(struct daxctl_ctx *ctx, int priority, const char *file, int line,
     g_debug("libdaxctl: %s: %s", fn, g_strchomp(msg));
 }
 
-static DaxfileNvPersistence
+static DaxguestNvPersistence
 nv_persistence(struct ndctl_region *region)
 {
     switch (ndctl_region_get_persistence_domain(region)) {
     case PERSISTENCE_NONE:
-        return DAXFILE_NV_PERSIST_NONE;
+        return DAXGUEST_NV_PERSIST_NONE;
     case PERSISTENCE_MEM_CTRL:
-        return DAXFILE_NV_PERSIST_MEM_CTRL;
+        return DAXGUEST_NV_PERSIST_MEM_CTRL;
     case PERSISTENCE_CPU_CACHE:
-        return DAXFILE_NV_PERSIST_CPU_CACHE;
+        return DAXGUEST_NV_PERSIST_CPU_CACHE;
     default:
-        return DAXFILE_NV_PERSIST_UNKNOWN;
+        return DAXGUEST_NV_PERSIST_UNKNOWN;
     }
 }
 
-static DaxfileNvDaxDev *
+static DaxguestNvDaxDev *
 nv_read_daxdev(struct daxctl_dev *dev, const char *region)
 {
-    DaxfileNvDaxDev *d = daxfile_nv_daxdev_new(daxctl_dev_get_devname(dev));
+    DaxguestNvDaxDev *d = daxguest_nv_daxdev_new(daxctl_dev_get_devname(dev));
 
     d->region = g_strdup(region);
     d->size = daxctl_dev_get_size(dev);
@@ -197,12 +197,12 @@ nv_read_daxdev(struct daxctl_dev *dev, const char *region)
 }
 
 static gboolean
-nv_has_daxdev(const DaxfileNvInventory *inv, const char *name)
+nv_has_daxdev(const DaxguestNvInventory *inv, const char *name)
 {
     guint i;
 
     for (i = 0; i < inv->daxdevs->len; i++) {
-        const DaxfileNvDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
+        const DaxguestNvDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
 
         if (STREQ(d->name, name))
             return TRUE;
@@ -211,7 +211,7 @@ nv_has_daxdev(const DaxfileNvInventory *inv, const char *name)
 }
 
 static void
-nv_read_dax_region(DaxfileNvInventory *inv, struct daxctl_region *dregion,
+nv_read_dax_region(DaxguestNvInventory *inv, struct daxctl_region *dregion,
                    const char *region)
 {
     struct daxctl_dev *dev;
@@ -228,8 +228,8 @@ nv_read_dax_region(DaxfileNvInventory *inv, struct daxctl_region *dregion,
 /* mode-specific parts: block device, claiming device, page size, and the
  * physical address of the first data byte */
 static void
-nv_read_claim(DaxfileNvInventory *inv, struct ndctl_namespace *ndns,
-              DaxfileNvNamespace *ns)
+nv_read_claim(DaxguestNvInventory *inv, struct ndctl_namespace *ndns,
+              DaxguestNvNamespace *ns)
 {
     struct ndctl_pfn *pfn = ndctl_namespace_get_pfn(ndns);
     struct ndctl_dax *dax = ndctl_namespace_get_dax(ndns);
@@ -280,10 +280,10 @@ nv_mode_name(struct ndctl_namespace *ndns)
 }
 
 static void
-nv_read_region(DaxfileNvInventory *inv, struct ndctl_bus *bus,
+nv_read_region(DaxguestNvInventory *inv, struct ndctl_bus *bus,
                struct ndctl_region *region)
 {
-    DaxfileNvRegion *r = daxfile_nv_region_new(
+    DaxguestNvRegion *r = daxguest_nv_region_new(
         ndctl_region_get_devname(region), ndctl_bus_get_devname(bus));
     struct ndctl_namespace *ndns;
 
@@ -293,16 +293,16 @@ nv_read_region(DaxfileNvInventory *inv, struct ndctl_bus *bus,
     r->resource = ull_or_unknown(ndctl_region_get_resource(region));
     r->persistence = nv_persistence(region);
     r->virtio = g_strcmp0(ndctl_bus_get_provider(bus),
-                          DAXFILE_NV_VIRTIO_PROVIDER) == 0;
+                          DAXGUEST_NV_VIRTIO_PROVIDER) == 0;
     ndctl_namespace_foreach(region, ndns)
     {
-        DaxfileNvNamespace *ns;
+        DaxguestNvNamespace *ns;
 
         /* skip seeds (size 0) and namespaces that are off */
         if (ndctl_namespace_get_size(ndns) == 0)
             continue;
-        ns = daxfile_nv_namespace_new(ndctl_namespace_get_devname(ndns),
-                                      r->name, nv_mode_name(ndns));
+        ns = daxguest_nv_namespace_new(ndctl_namespace_get_devname(ndns),
+                                       r->name, nv_mode_name(ndns));
         ns->size = ndctl_namespace_get_size(ndns);
         ns->enabled = ndctl_namespace_is_active(ndns);
         nv_read_claim(inv, ndns, ns);
@@ -312,9 +312,9 @@ nv_read_region(DaxfileNvInventory *inv, struct ndctl_bus *bus,
 }
 
 static void
-nv_read_bus(DaxfileNvInventory *inv, struct ndctl_bus *bus)
+nv_read_bus(DaxguestNvInventory *inv, struct ndctl_bus *bus)
 {
-    DaxfileNvBus *b = g_new0(DaxfileNvBus, 1);
+    DaxguestNvBus *b = g_new0(DaxguestNvBus, 1);
     struct ndctl_dimm *dimm;
     struct ndctl_region *region;
 
@@ -329,7 +329,7 @@ nv_read_bus(DaxfileNvInventory *inv, struct ndctl_bus *bus)
 }
 
 static gboolean
-nv_read_daxctl(DaxfileNvInventory *inv, GError **error)
+nv_read_daxctl(DaxguestNvInventory *inv, GError **error)
 {
     struct daxctl_ctx *dctx = NULL;
     struct daxctl_region *dregion;
@@ -346,10 +346,10 @@ nv_read_daxctl(DaxfileNvInventory *inv, GError **error)
     return TRUE;
 }
 
-DaxfileNvInventory *
-daxfile_nv_inventory_read(GError **error)
+DaxguestNvInventory *
+daxguest_nv_inventory_read(GError **error)
 {
-    g_autoptr(DaxfileNvInventory) inv = daxfile_nv_inventory_new();
+    g_autoptr(DaxguestNvInventory) inv = daxguest_nv_inventory_new();
     struct ndctl_ctx *ctx = NULL;
     struct ndctl_bus *bus;
     int rc;
@@ -370,13 +370,13 @@ daxfile_nv_inventory_read(GError **error)
     return g_steal_pointer(&inv);
 }
 
-const DaxfileNvRegion *
-daxfile_nv_find_region(const DaxfileNvInventory *inv, const char *name)
+const DaxguestNvRegion *
+daxguest_nv_find_region(const DaxguestNvInventory *inv, const char *name)
 {
     guint i;
 
     for (i = 0; i < inv->regions->len; i++) {
-        const DaxfileNvRegion *r = g_ptr_array_index(inv->regions, i);
+        const DaxguestNvRegion *r = g_ptr_array_index(inv->regions, i);
 
         if (STREQ(r->name, name))
             return r;
@@ -384,16 +384,16 @@ daxfile_nv_find_region(const DaxfileNvInventory *inv, const char *name)
     return NULL;
 }
 
-const DaxfileNvNamespace *
-daxfile_nv_find_blockdev(const DaxfileNvInventory *inv, const char *blockdev)
+const DaxguestNvNamespace *
+daxguest_nv_find_blockdev(const DaxguestNvInventory *inv, const char *blockdev)
 {
     guint i, j;
 
     for (i = 0; i < inv->regions->len; i++) {
-        const DaxfileNvRegion *r = g_ptr_array_index(inv->regions, i);
+        const DaxguestNvRegion *r = g_ptr_array_index(inv->regions, i);
 
         for (j = 0; j < r->namespaces->len; j++) {
-            const DaxfileNvNamespace *ns = g_ptr_array_index(r->namespaces, j);
+            const DaxguestNvNamespace *ns = g_ptr_array_index(r->namespaces, j);
 
             if (ns->blockdev && STREQ(ns->blockdev, blockdev))
                 return ns;
@@ -402,13 +402,13 @@ daxfile_nv_find_blockdev(const DaxfileNvInventory *inv, const char *blockdev)
     return NULL;
 }
 
-const DaxfileNvDaxDev *
-daxfile_nv_find_daxdev(const DaxfileNvInventory *inv, int major, int minor)
+const DaxguestNvDaxDev *
+daxguest_nv_find_daxdev(const DaxguestNvInventory *inv, int major, int minor)
 {
     guint i;
 
     for (i = 0; i < inv->daxdevs->len; i++) {
-        const DaxfileNvDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
+        const DaxguestNvDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
 
         if (d->major == major && d->minor == minor)
             return d;
@@ -417,35 +417,35 @@ daxfile_nv_find_daxdev(const DaxfileNvInventory *inv, int major, int minor)
 }
 
 gboolean
-daxfile_nv_auto_flush(const DaxfileNvInventory *inv)
+daxguest_nv_auto_flush(const DaxguestNvInventory *inv)
 {
     guint i;
 
     for (i = 0; i < inv->regions->len; i++) {
-        const DaxfileNvRegion *r = g_ptr_array_index(inv->regions, i);
+        const DaxguestNvRegion *r = g_ptr_array_index(inv->regions, i);
 
-        if (r->persistence != DAXFILE_NV_PERSIST_CPU_CACHE)
+        if (r->persistence != DAXGUEST_NV_PERSIST_CPU_CACHE)
             return FALSE;
     }
     return inv->regions->len > 0;
 }
 
 gboolean
-daxfile_nv_all_virtio(const DaxfileNvInventory *inv)
+daxguest_nv_all_virtio(const DaxguestNvInventory *inv)
 {
     guint i;
 
     for (i = 0; i < inv->buses->len; i++) {
-        const DaxfileNvBus *b = g_ptr_array_index(inv->buses, i);
+        const DaxguestNvBus *b = g_ptr_array_index(inv->buses, i);
 
-        if (g_strcmp0(b->provider, DAXFILE_NV_VIRTIO_PROVIDER) != 0)
+        if (g_strcmp0(b->provider, DAXGUEST_NV_VIRTIO_PROVIDER) != 0)
             return FALSE;
     }
     return inv->buses->len > 0;
 }
 
 gboolean
-daxfile_nv_blockdev_is_virtio(guint major, guint minor)
+daxguest_nv_blockdev_is_virtio(guint major, guint minor)
 {
     g_autofree char *link = g_strdup_printf("%s/dev/block/%u:%u",
                                             daxfile_sysfs_root(), major,
@@ -462,5 +462,5 @@ daxfile_nv_blockdev_is_virtio(guint major, guint minor)
     provider = g_strdup_printf("%.*s/provider", (int)(end - real), real);
     if (!g_file_get_contents(provider, &text, NULL, NULL))
         return FALSE;
-    return STREQ(g_strstrip(text), DAXFILE_NV_VIRTIO_PROVIDER);
+    return STREQ(g_strstrip(text), DAXGUEST_NV_VIRTIO_PROVIDER);
 }

@@ -2,11 +2,11 @@
 #include <string.h>
 
 #include "daxfile-error.h"
-#include "daxfile-pattern.h"
 #include "daxfile-seam.h"
 #include "daxfile-size.h"
+#include "daxguest-pattern.h"
 
-#define BS DAXFILE_PATTERN_BLOCK_SIZE
+#define BS DAXGUEST_PATTERN_BLOCK_SIZE
 #define HEADER_MAGIC "DXFGUEST"
 #define BLOCK_MAGIC "DXFB"
 
@@ -19,7 +19,7 @@
 #define H_SEQUENCE 32
 #define H_CHECKSUM 56
 #define H_LEN 64
-#define H_COMMIT DAXFILE_PATTERN_COMMIT_OFFSET
+#define H_COMMIT DAXGUEST_PATTERN_COMMIT_OFFSET
 
 /* Block fields (block i >= 1) */
 #define B_MAGIC 0
@@ -72,7 +72,7 @@ get64(const guint8 *p)
 }
 
 guint64
-daxfile_fletcher64(const void *buf, size_t len)
+daxguest_fletcher64(const void *buf, size_t len)
 {
     const guint8 *p = buf;
     guint32 lo = 0;
@@ -106,13 +106,13 @@ block_build(guint8 *buf, guint64 index, guint64 sequence, guint64 seed)
     size_t off;
 
     memcpy(buf + B_MAGIC, BLOCK_MAGIC, 4);
-    put32(buf + B_VERSION, DAXFILE_PATTERN_VERSION);
+    put32(buf + B_VERSION, DAXGUEST_PATTERN_VERSION);
     put64(buf + B_INDEX, index);
     put64(buf + B_SEQUENCE, sequence);
     put64(buf + B_SEED, seed);
     for (off = B_PAYLOAD; off < B_CHECKSUM; off += 8)
         put64(buf + off, splitmix64(&state));
-    put64(buf + B_CHECKSUM, daxfile_fletcher64(buf, B_CHECKSUM));
+    put64(buf + B_CHECKSUM, daxguest_fletcher64(buf, B_CHECKSUM));
 }
 
 /* The expected block 0 (BS bytes) for @hdr. */
@@ -126,7 +126,7 @@ header_build(guint8 *buf, const PatternHeader *hdr)
     put64(buf + H_SIZE, hdr->size);
     put64(buf + H_SEED, hdr->seed);
     put64(buf + H_SEQUENCE, hdr->sequence);
-    put64(buf + H_CHECKSUM, daxfile_fletcher64(buf, H_CHECKSUM));
+    put64(buf + H_CHECKSUM, daxguest_fletcher64(buf, H_CHECKSUM));
     put64(buf + H_COMMIT, hdr->committed);
 }
 
@@ -136,7 +136,7 @@ header_read(const guint8 *base, PatternHeader *ret_hdr)
 {
     memset(ret_hdr, 0, sizeof(*ret_hdr));
     if (memcmp(base + H_MAGIC, HEADER_MAGIC, 8) != 0 ||
-        get64(base + H_CHECKSUM) != daxfile_fletcher64(base, H_CHECKSUM))
+        get64(base + H_CHECKSUM) != daxguest_fletcher64(base, H_CHECKSUM))
         return FALSE;
     ret_hdr->version = get32(base + H_VERSION);
     ret_hdr->block_size = get32(base + H_BLOCK_SIZE);
@@ -144,12 +144,12 @@ header_read(const guint8 *base, PatternHeader *ret_hdr)
     ret_hdr->seed = get64(base + H_SEED);
     ret_hdr->sequence = get64(base + H_SEQUENCE);
     ret_hdr->committed = get64(base + H_COMMIT);
-    return ret_hdr->version == DAXFILE_PATTERN_VERSION &&
+    return ret_hdr->version == DAXGUEST_PATTERN_VERSION &&
            ret_hdr->block_size == BS;
 }
 
 gboolean
-daxfile_pattern_check_size(guint64 size, GError **error)
+daxguest_pattern_check_size(guint64 size, GError **error)
 {
     if (size < 2 * BS || size % BS != 0) {
         g_autofree char *pretty = daxfile_size_format(size);
@@ -164,7 +164,7 @@ daxfile_pattern_check_size(guint64 size, GError **error)
 }
 
 guint64
-daxfile_pattern_peek_size(const guint8 *base, guint64 len)
+daxguest_pattern_peek_size(const guint8 *base, guint64 len)
 {
     PatternHeader hdr;
 
@@ -174,16 +174,16 @@ daxfile_pattern_peek_size(const guint8 *base, guint64 len)
 }
 
 gboolean
-daxfile_pattern_write(guint8 *base, guint64 size, guint64 seed,
-                      const DaxfilePersistOps *ops, guint64 *ret_sequence,
-                      GError **error)
+daxguest_pattern_write(guint8 *base, guint64 size, guint64 seed,
+                       const DaxguestPersistOps *ops, guint64 *ret_sequence,
+                       GError **error)
 {
     PatternHeader old;
-    PatternHeader hdr = {DAXFILE_PATTERN_VERSION, BS, size, seed, 1, 0};
+    PatternHeader hdr = {DAXGUEST_PATTERN_VERSION, BS, size, seed, 1, 0};
     guint64 nblocks = size / BS;
     guint64 i;
 
-    if (!daxfile_pattern_check_size(size, error))
+    if (!daxguest_pattern_check_size(size, error))
         return FALSE;
     if (header_read(base, &old)) {
         hdr.sequence = MAX(old.sequence, old.committed) + 1;
@@ -230,7 +230,7 @@ part_name(guint64 block, guint off)
 
 /* Compare block @block with its expected bytes; count what differs. */
 static void
-compare_block(DaxfilePatternResult *r, guint64 block, const guint8 *actual,
+compare_block(DaxguestPatternResult *r, guint64 block, const guint8 *actual,
               const guint8 *expected)
 {
     guint64 before = r->bad_bytes;
@@ -273,11 +273,11 @@ header_assume(const guint8 *base, guint64 size, guint64 seed,
 {
     const guint8 *b1 = base + BS;
 
-    ret_hdr->version = DAXFILE_PATTERN_VERSION;
+    ret_hdr->version = DAXGUEST_PATTERN_VERSION;
     ret_hdr->block_size = BS;
     ret_hdr->size = size;
     ret_hdr->seed = seed;
-    if (get64(b1 + B_CHECKSUM) == daxfile_fletcher64(b1, B_CHECKSUM))
+    if (get64(b1 + B_CHECKSUM) == daxguest_fletcher64(b1, B_CHECKSUM))
         ret_hdr->sequence = get64(b1 + B_SEQUENCE);
     else
         ret_hdr->sequence = get64(base + H_SEQUENCE);
@@ -286,7 +286,7 @@ header_assume(const guint8 *base, guint64 size, guint64 seed,
 
 static gboolean
 verify_commit(const guint8 *base, const PatternHeader *hdr, const char *name,
-              DaxfilePatternResult *r, GError **error)
+              DaxguestPatternResult *r, GError **error)
 {
     guint8 want[8];
     guint i;
@@ -294,7 +294,7 @@ verify_commit(const guint8 *base, const PatternHeader *hdr, const char *name,
     put64(want, hdr->sequence);
     for (i = 0; i < 7 && base[H_COMMIT + i] == want[i]; i++)
         ;
-    r->status = DAXFILE_PATTERN_UNCOMMITTED;
+    r->status = DAXGUEST_PATTERN_UNCOMMITTED;
     r->bad_offset = H_COMMIT + i;
     r->expected = want[i];
     r->found = base[H_COMMIT + i];
@@ -310,10 +310,10 @@ verify_commit(const guint8 *base, const PatternHeader *hdr, const char *name,
 static gboolean
 verify_header_fields(const guint8 *base, const PatternHeader *hdr,
                      guint64 size, guint64 seed, const char *name,
-                     DaxfilePatternResult *r, GError **error)
+                     DaxguestPatternResult *r, GError **error)
 {
     if (hdr->seed != seed) {
-        r->status = DAXFILE_PATTERN_OTHER_SEED;
+        r->status = DAXGUEST_PATTERN_OTHER_SEED;
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' holds the pattern of seed %" G_GUINT64_FORMAT
                     ", not %" G_GUINT64_FORMAT,
@@ -321,7 +321,7 @@ verify_header_fields(const guint8 *base, const PatternHeader *hdr,
         return FALSE;
     }
     if (hdr->size != size) {
-        r->status = DAXFILE_PATTERN_OTHER_SIZE;
+        r->status = DAXGUEST_PATTERN_OTHER_SIZE;
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' holds a pattern of %" G_GUINT64_FORMAT
                     " bytes, not %" G_GUINT64_FORMAT,
@@ -334,10 +334,10 @@ verify_header_fields(const guint8 *base, const PatternHeader *hdr,
 }
 
 static gboolean
-verify_report_corrupt(const char *name, DaxfilePatternResult *r,
+verify_report_corrupt(const char *name, DaxguestPatternResult *r,
                       GError **error)
 {
-    r->status = DAXFILE_PATTERN_CORRUPT;
+    r->status = DAXGUEST_PATTERN_CORRUPT;
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
                 "'%s' differs from the pattern at offset 0x%" G_GINT64_MODIFIER
                 "x (%s of block %" G_GUINT64_FORMAT "): expected 0x%02x, "
@@ -349,18 +349,18 @@ verify_report_corrupt(const char *name, DaxfilePatternResult *r,
 }
 
 gboolean
-daxfile_pattern_verify(const guint8 *base, guint64 size, guint64 seed,
-                       const char *name, DaxfilePatternResult *ret_result,
-                       GError **error)
+daxguest_pattern_verify(const guint8 *base, guint64 size, guint64 seed,
+                        const char *name, DaxguestPatternResult *ret_result,
+                        GError **error)
 {
-    DaxfilePatternResult *r = ret_result;
+    DaxguestPatternResult *r = ret_result;
     g_autofree guint8 *expected = g_malloc(BS);
     PatternHeader hdr;
     guint64 i;
 
     memset(r, 0, sizeof(*r));
     r->size = size;
-    if (!daxfile_pattern_check_size(size, error))
+    if (!daxguest_pattern_check_size(size, error))
         return FALSE;
     if (header_read(base, &hdr)) {
         r->seed = hdr.seed;
@@ -369,7 +369,7 @@ daxfile_pattern_verify(const guint8 *base, guint64 size, guint64 seed,
         if (!verify_header_fields(base, &hdr, size, seed, name, r, error))
             return FALSE;
     } else if (is_zero(base, BS)) {
-        r->status = DAXFILE_PATTERN_BLANK;
+        r->status = DAXGUEST_PATTERN_BLANK;
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
                     "'%s' holds no pattern (block 0 is all zeros); run "
                     "'daxfile-guest write' first",
@@ -389,25 +389,25 @@ daxfile_pattern_verify(const guint8 *base, guint64 size, guint64 seed,
     }
     if (r->bad_bytes)
         return verify_report_corrupt(name, r, error);
-    r->status = DAXFILE_PATTERN_OK;
+    r->status = DAXGUEST_PATTERN_OK;
     return TRUE;
 }
 
 const char *
-daxfile_pattern_status_to_string(DaxfilePatternStatus status)
+daxguest_pattern_status_to_string(DaxguestPatternStatus status)
 {
     switch (status) {
-    case DAXFILE_PATTERN_OK:
+    case DAXGUEST_PATTERN_OK:
         return "ok";
-    case DAXFILE_PATTERN_BLANK:
+    case DAXGUEST_PATTERN_BLANK:
         return "blank";
-    case DAXFILE_PATTERN_UNCOMMITTED:
+    case DAXGUEST_PATTERN_UNCOMMITTED:
         return "uncommitted";
-    case DAXFILE_PATTERN_OTHER_SEED:
+    case DAXGUEST_PATTERN_OTHER_SEED:
         return "other_seed";
-    case DAXFILE_PATTERN_OTHER_SIZE:
+    case DAXGUEST_PATTERN_OTHER_SIZE:
         return "other_size";
-    case DAXFILE_PATTERN_CORRUPT:
+    case DAXGUEST_PATTERN_CORRUPT:
         break;
     }
     return "corrupt";
@@ -421,8 +421,8 @@ json_add_u64(JsonBuilder *b, const char *key, guint64 value)
 }
 
 JsonNode *
-daxfile_pattern_result_to_json(const char *path,
-                               const DaxfilePatternResult *result)
+daxguest_pattern_result_to_json(const char *path,
+                                const DaxguestPatternResult *result)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     gboolean bad = result->bad_part != NULL;
@@ -432,7 +432,7 @@ daxfile_pattern_result_to_json(const char *path,
     json_builder_add_string_value(b, path);
     json_builder_set_member_name(b, "result");
     json_builder_add_string_value(
-        b, daxfile_pattern_status_to_string(result->status));
+        b, daxguest_pattern_status_to_string(result->status));
     json_add_u64(b, "size", result->size);
     json_add_u64(b, "block_size", BS);
     json_add_u64(b, "seed", result->seed);

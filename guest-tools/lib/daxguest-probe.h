@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile-probe.h: what DAX really does here, found by trying it: statx,
+ * daxguest-probe.h: what DAX really does here, found by trying it: statx,
  * MAP_SYNC and whether a 2 MiB mapping is served by one PMD fault
  *
  * PMD faults are counted with getrusage(): after the first access to a
@@ -17,7 +17,7 @@
 
 G_BEGIN_DECLS
 
-#define DAXFILE_PROBE_FILE_SIZE (G_GUINT64_CONSTANT(4) << 20)
+#define DAXGUEST_PROBE_FILE_SIZE (G_GUINT64_CONSTANT(4) << 20)
 
 typedef struct {
     gboolean ran;            /* FALSE: see error */
@@ -29,9 +29,9 @@ typedef struct {
                               * UNKNOWN: no tracepoint (or not ours) */
     guint trace_pmd;         /* dax_pmd_fault_done events that mapped */
     guint trace_fallback;    /* ... that fell back to 4 KiB pages */
-} DaxfilePmdProbe;
+} DaxguestPmdProbe;
 
-void daxfile_pmd_probe_clear(DaxfilePmdProbe *probe);
+void daxguest_pmd_probe_clear(DaxguestPmdProbe *probe);
 
 typedef struct {
     char *error;              /* no test file could be made: why */
@@ -45,38 +45,38 @@ typedef struct {
     gboolean extent_aligned;  /* first 2 MiB physically aligned and
                                * contiguous */
     char *geometry_fix;       /* mkfs line that gives aligned extents */
-    DaxfilePmdProbe pmd;
-} DaxfileFileProbe;
+    DaxguestPmdProbe pmd;
+} DaxguestFileProbe;
 
-void daxfile_file_probe_clear(DaxfileFileProbe *probe);
+void daxguest_file_probe_clear(DaxguestFileProbe *probe);
 
 /* Make an unnamed 4 MiB file (O_TMPFILE) in the directory @dirfd (@name
  * for messages), provision it, and probe statx, MAP_SYNC and a 2 MiB write
  * fault through it. Never fails: what went wrong is in @ret_probe. */
-void daxfile_probe_dir(int dirfd, const char *name,
-                       DaxfileFileProbe *ret_probe);
+void daxguest_probe_dir(int dirfd, const char *name,
+                        DaxguestFileProbe *ret_probe);
 
 /* Map the first MAX(@align, 2 MiB) of the device-dax @path read-only and
  * count the faults of reading its first 2 MiB. Changes no data. */
-void daxfile_probe_devdax(const char *path, guint64 align, guint64 size,
-                          DaxfilePmdProbe *ret_probe);
+void daxguest_probe_devdax(const char *path, guint64 align, guint64 size,
+                           DaxguestPmdProbe *ret_probe);
 
 /* Count dax_pmd_fault_done events of task @pid in trace text. */
-void daxfile_trace_count_pmd(const char *trace, int pid, guint *ret_pmd,
-                             guint *ret_fallback);
+void daxguest_trace_count_pmd(const char *trace, int pid, guint *ret_pmd,
+                              guint *ret_fallback);
 
 /* Map @len bytes of @fd at @offset at an @align-aligned address. */
-gboolean daxfile_map_aligned(int fd, guint64 len, guint64 offset, int prot,
-                             int flags, guint64 align, void **ret_addr,
-                             GError **error);
+gboolean daxguest_map_aligned(int fd, guint64 len, guint64 offset, int prot,
+                              int flags, guint64 align, void **ret_addr,
+                              GError **error);
 
 /* fallocate @size bytes, write zeros over them and fsync: written extents,
  * so that later write faults neither allocate nor convert. @name is the
  * file's name for messages. */
-gboolean daxfile_file_provision(int fd, guint64 size, const char *name,
-                                GError **error);
+gboolean daxguest_file_provision(int fd, guint64 size, const char *name,
+                                 GError **error);
 
 /* Page faults of this process so far (minor + major). */
-guint64 daxfile_fault_count(void);
+guint64 daxguest_fault_count(void);
 
 G_END_DECLS

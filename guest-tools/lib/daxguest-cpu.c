@@ -5,18 +5,18 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #include <emmintrin.h>
-#define DAXFILE_X86 1
+#define DAXGUEST_X86 1
 #endif
 
-#include "daxfile-cpu.h"
 #include "daxfile-util.h"
+#include "daxguest-cpu.h"
 
 #define CACHE_LINE ((uintptr_t)64)
 
 void
-daxfile_cpu_features_detect(DaxfileCpuFeatures *ret_cpu)
+daxguest_cpu_features_detect(DaxguestCpuFeatures *ret_cpu)
 {
-#ifdef DAXFILE_X86
+#ifdef DAXGUEST_X86
     unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
 
     memset(ret_cpu, 0, sizeof(*ret_cpu));
@@ -33,7 +33,7 @@ daxfile_cpu_features_detect(DaxfileCpuFeatures *ret_cpu)
 }
 
 void
-daxfile_flush_env_get(DaxfileFlushEnv *ret_env)
+daxguest_flush_env_get(DaxguestFlushEnv *ret_env)
 {
     ret_env->no_clwb = g_getenv("PMEM_NO_CLWB");
     ret_env->no_clflushopt = g_getenv("PMEM_NO_CLFLUSHOPT");
@@ -47,101 +47,101 @@ env_is(const char *value, const char *want)
     return value && STREQ(value, want);
 }
 
-static DaxfileFlushInsn
-flush_choose_insn(const DaxfileCpuFeatures *cpu, const DaxfileFlushEnv *env)
+static DaxguestFlushInsn
+flush_choose_insn(const DaxguestCpuFeatures *cpu, const DaxguestFlushEnv *env)
 {
     /* the order of pmem_cpuinfo_to_funcs(): each later one wins */
-    DaxfileFlushInsn insn = DAXFILE_FLUSH_NONE;
+    DaxguestFlushInsn insn = DAXGUEST_FLUSH_NONE;
 
     if (cpu->clflush)
-        insn = DAXFILE_FLUSH_CLFLUSH;
+        insn = DAXGUEST_FLUSH_CLFLUSH;
     if (cpu->clflushopt && !env_is(env->no_clflushopt, "1"))
-        insn = DAXFILE_FLUSH_CLFLUSHOPT;
+        insn = DAXGUEST_FLUSH_CLFLUSHOPT;
     if (cpu->clwb && !env_is(env->no_clwb, "1"))
-        insn = DAXFILE_FLUSH_CLWB;
+        insn = DAXGUEST_FLUSH_CLWB;
     return insn;
 }
 
 void
-daxfile_flush_choose(const DaxfileCpuFeatures *cpu,
-                     const DaxfileFlushEnv *env, gboolean auto_flush,
-                     DaxfileFlushChoice *ret_choice)
+daxguest_flush_choose(const DaxguestCpuFeatures *cpu,
+                      const DaxguestFlushEnv *env, gboolean auto_flush,
+                      DaxguestFlushChoice *ret_choice)
 {
-    DaxfileFlushChoice *c = ret_choice;
+    DaxguestFlushChoice *c = ret_choice;
 
     memset(c, 0, sizeof(*c));
     c->insn = flush_choose_insn(cpu, env);
-    c->skipped_clwb = cpu->clwb && c->insn != DAXFILE_FLUSH_CLWB;
+    c->skipped_clwb = cpu->clwb && c->insn != DAXGUEST_FLUSH_CLWB;
     c->skipped_clflushopt = cpu->clflushopt &&
-                            c->insn != DAXFILE_FLUSH_CLWB &&
-                            c->insn != DAXFILE_FLUSH_CLFLUSHOPT;
-    c->flush = c->insn != DAXFILE_FLUSH_NONE;
+                            c->insn != DAXGUEST_FLUSH_CLWB &&
+                            c->insn != DAXGUEST_FLUSH_CLFLUSHOPT;
+    c->flush = c->insn != DAXGUEST_FLUSH_NONE;
     if (!c->flush)
-        c->why = DAXFILE_FLUSH_WHY_NO_INSN;
+        c->why = DAXGUEST_FLUSH_WHY_NO_INSN;
     else if (c->skipped_clwb || c->skipped_clflushopt)
-        c->why = DAXFILE_FLUSH_WHY_ENV_SKIP;
+        c->why = DAXGUEST_FLUSH_WHY_ENV_SKIP;
     else
-        c->why = DAXFILE_FLUSH_WHY_CPUID;
+        c->why = DAXGUEST_FLUSH_WHY_CPUID;
 
     if (env_is(env->no_flush, "1")) {
         c->flush = FALSE;
-        c->why = DAXFILE_FLUSH_WHY_NO_FLUSH_ENV;
+        c->why = DAXGUEST_FLUSH_WHY_NO_FLUSH_ENV;
     } else if (auto_flush && env_is(env->no_flush, "0")) {
         c->forced_flush = c->flush;
     } else if (auto_flush) {
         c->flush = FALSE;
-        c->why = DAXFILE_FLUSH_WHY_EADR;
+        c->why = DAXGUEST_FLUSH_WHY_EADR;
     }
     /* clflush is ordered by itself; everything else needs an sfence (and
      * so does the fence-only mode: libpmem's pmem_drain is an sfence) */
-    c->fence = !(c->flush && c->insn == DAXFILE_FLUSH_CLFLUSH);
+    c->fence = !(c->flush && c->insn == DAXGUEST_FLUSH_CLFLUSH);
 }
 
 const char *
-daxfile_flush_insn_name(DaxfileFlushInsn insn)
+daxguest_flush_insn_name(DaxguestFlushInsn insn)
 {
     switch (insn) {
-    case DAXFILE_FLUSH_CLFLUSH:
+    case DAXGUEST_FLUSH_CLFLUSH:
         return "clflush";
-    case DAXFILE_FLUSH_CLFLUSHOPT:
+    case DAXGUEST_FLUSH_CLFLUSHOPT:
         return "clflushopt";
-    case DAXFILE_FLUSH_CLWB:
+    case DAXGUEST_FLUSH_CLWB:
         return "clwb";
-    case DAXFILE_FLUSH_NONE:
+    case DAXGUEST_FLUSH_NONE:
         break;
     }
     return "none";
 }
 
 static char *
-flush_why_text(const DaxfileFlushChoice *choice)
+flush_why_text(const DaxguestFlushChoice *choice)
 {
     switch (choice->why) {
-    case DAXFILE_FLUSH_WHY_CPUID:
+    case DAXGUEST_FLUSH_WHY_CPUID:
         if (choice->forced_flush)
             return g_strdup("PMEM_NO_FLUSH=0 overrides eADR");
         return g_strdup("the best the CPU offers");
-    case DAXFILE_FLUSH_WHY_ENV_SKIP:
+    case DAXGUEST_FLUSH_WHY_ENV_SKIP:
         if (choice->skipped_clwb && choice->skipped_clflushopt)
             return g_strdup("PMEM_NO_CLWB=1 and PMEM_NO_CLFLUSHOPT=1");
         if (choice->skipped_clwb)
             return g_strdup("PMEM_NO_CLWB=1");
         return g_strdup("PMEM_NO_CLFLUSHOPT=1");
-    case DAXFILE_FLUSH_WHY_NO_FLUSH_ENV:
+    case DAXGUEST_FLUSH_WHY_NO_FLUSH_ENV:
         return g_strdup("PMEM_NO_FLUSH=1");
-    case DAXFILE_FLUSH_WHY_EADR:
+    case DAXGUEST_FLUSH_WHY_EADR:
         return g_strdup("eADR, every region reports cpu_cache");
-    case DAXFILE_FLUSH_WHY_NO_INSN:
+    case DAXGUEST_FLUSH_WHY_NO_INSN:
         break;
     }
     return g_strdup("the CPU offers no flush instruction");
 }
 
 char *
-daxfile_flush_choice_describe(const DaxfileFlushChoice *choice)
+daxguest_flush_choice_describe(const DaxguestFlushChoice *choice)
 {
     g_autofree char *why = flush_why_text(choice);
-    const char *name = daxfile_flush_insn_name(choice->insn);
+    const char *name = daxguest_flush_insn_name(choice->insn);
 
     if (!choice->flush)
         return g_strdup_printf("no flush, sfence only: %s", why);
@@ -150,38 +150,38 @@ daxfile_flush_choice_describe(const DaxfileFlushChoice *choice)
     return g_strdup_printf("%s, then sfence: %s", name, why);
 }
 
-#ifdef DAXFILE_X86
+#ifdef DAXGUEST_X86
 static inline void
-flush_line(DaxfileFlushInsn insn, uintptr_t p)
+flush_line(DaxguestFlushInsn insn, uintptr_t p)
 {
     /* The encodings PMDK uses, so that old assemblers do not matter:
      * clflushopt = 66 clflush, clwb = 66 xsaveopt. */
     switch (insn) {
-    case DAXFILE_FLUSH_CLWB:
+    case DAXGUEST_FLUSH_CLWB:
         __asm__ volatile(".byte 0x66; xsaveopt %0"
                          : "+m"(*(volatile char *)p));
         break;
-    case DAXFILE_FLUSH_CLFLUSHOPT:
+    case DAXGUEST_FLUSH_CLFLUSHOPT:
         __asm__ volatile(".byte 0x66; clflush %0"
                          : "+m"(*(volatile char *)p));
         break;
-    case DAXFILE_FLUSH_CLFLUSH:
+    case DAXGUEST_FLUSH_CLFLUSH:
         _mm_clflush((const void *)p);
         break;
-    case DAXFILE_FLUSH_NONE:
+    case DAXGUEST_FLUSH_NONE:
         break;
     }
 }
 #endif
 
 void
-daxfile_flush_range(DaxfileFlushInsn insn, const void *addr, size_t len)
+daxguest_flush_range(DaxguestFlushInsn insn, const void *addr, size_t len)
 {
-#ifdef DAXFILE_X86
+#ifdef DAXGUEST_X86
     uintptr_t p = (uintptr_t)addr & ~(CACHE_LINE - 1);
     uintptr_t end = (uintptr_t)addr + len;
 
-    if (insn == DAXFILE_FLUSH_NONE)
+    if (insn == DAXGUEST_FLUSH_NONE)
         return;
     for (; p < end; p += CACHE_LINE)
         flush_line(insn, p);
@@ -189,9 +189,9 @@ daxfile_flush_range(DaxfileFlushInsn insn, const void *addr, size_t len)
 }
 
 void
-daxfile_fence(void)
+daxguest_fence(void)
 {
-#ifdef DAXFILE_X86
+#ifdef DAXGUEST_X86
     _mm_sfence();
 #else
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -199,19 +199,19 @@ daxfile_fence(void)
 }
 
 void
-daxfile_persist(const DaxfileFlushChoice *choice, const void *addr,
-                size_t len)
+daxguest_persist(const DaxguestFlushChoice *choice, const void *addr,
+                 size_t len)
 {
     if (choice->flush)
-        daxfile_flush_range(choice->insn, addr, len);
+        daxguest_flush_range(choice->insn, addr, len);
     if (choice->fence)
-        daxfile_fence();
+        daxguest_fence();
 }
 
 void
-daxfile_nt_fill(void *dst, guint64 value, size_t len)
+daxguest_nt_fill(void *dst, guint64 value, size_t len)
 {
-#ifdef DAXFILE_X86
+#ifdef DAXGUEST_X86
     __m128i v = _mm_set1_epi64x((long long)value);
     __m128i *p = dst;
     size_t i;

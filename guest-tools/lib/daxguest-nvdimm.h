@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile-nvdimm.h: the guest's NVDIMM inventory, read with libndctl and
+ * daxguest-nvdimm.h: the guest's NVDIMM inventory, read with libndctl and
  * libdaxctl into plain structures (which the checks judge, and which unit
  * tests build by hand)
  */
@@ -10,14 +10,14 @@
 
 G_BEGIN_DECLS
 
-#define DAXFILE_NV_UNKNOWN G_MAXUINT64 /* an address or size not known */
+#define DAXGUEST_NV_UNKNOWN G_MAXUINT64 /* an address or size not known */
 
 typedef enum {
-    DAXFILE_NV_PERSIST_UNKNOWN = 0, /* not reported (empty attribute) */
-    DAXFILE_NV_PERSIST_NONE,
-    DAXFILE_NV_PERSIST_MEM_CTRL,    /* "memory_controller": ADR */
-    DAXFILE_NV_PERSIST_CPU_CACHE,   /* "cpu_cache": eADR */
-} DaxfileNvPersistence;
+    DAXGUEST_NV_PERSIST_UNKNOWN = 0, /* not reported (empty attribute) */
+    DAXGUEST_NV_PERSIST_NONE,
+    DAXGUEST_NV_PERSIST_MEM_CTRL,    /* "memory_controller": ADR */
+    DAXGUEST_NV_PERSIST_CPU_CACHE,   /* "cpu_cache": eADR */
+} DaxguestNvPersistence;
 
 typedef struct {
     char *name;        /* "dax0.0" */
@@ -28,7 +28,7 @@ typedef struct {
     int major;
     int minor;
     gboolean enabled;
-} DaxfileNvDaxDev;
+} DaxguestNvDaxDev;
 
 typedef struct {
     char *name;           /* "namespace0.0" */
@@ -40,7 +40,7 @@ typedef struct {
     char *claim;          /* "pfn0.1", "dax0.1", "btt0.1", or NULL */
     guint64 align;        /* page size of fsdax/devdax, 0 otherwise */
     guint64 data_resource; /* physical address of the first data byte */
-} DaxfileNvNamespace;
+} DaxguestNvNamespace;
 
 typedef struct {
     char *name;            /* "region0" */
@@ -48,62 +48,62 @@ typedef struct {
     char *type;            /* "pmem", "blk" */
     guint64 size;
     guint64 resource;      /* physical address (SPA) of its start */
-    DaxfileNvPersistence persistence;
+    DaxguestNvPersistence persistence;
     gboolean virtio;       /* on a virtio-pmem bus: no NFIT, no DIMMs, no
                             * MAP_SYNC; stores are made durable by the
                             * device's flush request (fsync/msync) */
-    GPtrArray *namespaces; /* DaxfileNvNamespace, active ones only */
-} DaxfileNvRegion;
+    GPtrArray *namespaces; /* DaxguestNvNamespace, active ones only */
+} DaxguestNvRegion;
 
 typedef struct {
     char *name;        /* "ndbus0" */
     char *provider;    /* "ACPI.NFIT", "e820", "virtio-pmem", ... */
     gboolean nfit;
-} DaxfileNvBus;
+} DaxguestNvBus;
 
 typedef struct {
     gboolean nfit_table;  /* the ACPI NFIT table exists */
-    GPtrArray *buses;     /* DaxfileNvBus */
+    GPtrArray *buses;     /* DaxguestNvBus */
     GPtrArray *dimms;     /* char *: "nmem0" */
-    GPtrArray *regions;   /* DaxfileNvRegion, every bus */
-    GPtrArray *daxdevs;   /* DaxfileNvDaxDev, every dax region */
-} DaxfileNvInventory;
+    GPtrArray *regions;   /* DaxguestNvRegion, every bus */
+    GPtrArray *daxdevs;   /* DaxguestNvDaxDev, every dax region */
+} DaxguestNvInventory;
 
-DaxfileNvInventory *daxfile_nv_inventory_new(void);
-void daxfile_nv_inventory_free(DaxfileNvInventory *inv);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileNvInventory, daxfile_nv_inventory_free)
+DaxguestNvInventory *daxguest_nv_inventory_new(void);
+void daxguest_nv_inventory_free(DaxguestNvInventory *inv);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxguestNvInventory, daxguest_nv_inventory_free)
 
-DaxfileNvRegion *daxfile_nv_region_new(const char *name, const char *bus);
-DaxfileNvNamespace *daxfile_nv_namespace_new(const char *name,
-                                             const char *region,
-                                             const char *mode);
-DaxfileNvDaxDev *daxfile_nv_daxdev_new(const char *name);
+DaxguestNvRegion *daxguest_nv_region_new(const char *name, const char *bus);
+DaxguestNvNamespace *daxguest_nv_namespace_new(const char *name,
+                                               const char *region,
+                                               const char *mode);
+DaxguestNvDaxDev *daxguest_nv_daxdev_new(const char *name);
 
 /* Read the inventory of this machine with libndctl and libdaxctl. An
  * empty inventory is not an error; failing to start the libraries is. */
-DaxfileNvInventory *daxfile_nv_inventory_read(GError **error);
+DaxguestNvInventory *daxguest_nv_inventory_read(GError **error);
 
-const char *daxfile_nv_persistence_to_string(DaxfileNvPersistence p);
+const char *daxguest_nv_persistence_to_string(DaxguestNvPersistence p);
 
 /* Look-ups; NULL when absent. */
-const DaxfileNvRegion *daxfile_nv_find_region(const DaxfileNvInventory *inv,
-                                              const char *name);
-const DaxfileNvNamespace *
-daxfile_nv_find_blockdev(const DaxfileNvInventory *inv, const char *blockdev);
-const DaxfileNvDaxDev *daxfile_nv_find_daxdev(const DaxfileNvInventory *inv,
-                                              int major, int minor);
+const DaxguestNvRegion *daxguest_nv_find_region(const DaxguestNvInventory *inv,
+                                                const char *name);
+const DaxguestNvNamespace *
+daxguest_nv_find_blockdev(const DaxguestNvInventory *inv, const char *blockdev);
+const DaxguestNvDaxDev *daxguest_nv_find_daxdev(const DaxguestNvInventory *inv,
+                                                int major, int minor);
 
-#define DAXFILE_NV_VIRTIO_PROVIDER "virtio-pmem"
+#define DAXGUEST_NV_VIRTIO_PROVIDER "virtio-pmem"
 
 /* TRUE when there are buses and every one is virtio-pmem's */
-gboolean daxfile_nv_all_virtio(const DaxfileNvInventory *inv);
+gboolean daxguest_nv_all_virtio(const DaxguestNvInventory *inv);
 
 /* Whether the block device @major:@minor (a file's st_dev) is a pmem
  * device of a virtio-pmem bus, from sysfs (its ndbus's provider) */
-gboolean daxfile_nv_blockdev_is_virtio(guint major, guint minor);
+gboolean daxguest_nv_blockdev_is_virtio(guint major, guint minor);
 
 /* TRUE when there is a region and every region reports cpu_cache: the
  * condition under which libpmem stops flushing (pmem2_auto_flush). */
-gboolean daxfile_nv_auto_flush(const DaxfileNvInventory *inv);
+gboolean daxguest_nv_auto_flush(const DaxguestNvInventory *inv);
 
 G_END_DECLS

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile-target.h: where `write`, `verify`, `locate` and `bench` work:
+ * daxguest-target.h: where `write`, `verify`, `locate` and `bench` work:
  * the file daxfile-guest.dat in a directory of a DAX filesystem (mapped
  * with MAP_SHARED_VALIDATE|MAP_SYNC), or a device-dax device (MAP_SHARED,
  * 2 MiB-aligned length); and where a byte of it lives on the NVDIMM
@@ -9,28 +9,28 @@
 
 #include <json-glib/json-glib.h>
 
-#include "daxfile-cpu.h"
 #include "daxfile-mmap.h"
+#include "daxguest-cpu.h"
 
 G_BEGIN_DECLS
 
-#define DAXFILE_TARGET_FILE_NAME "daxfile-guest.dat"
-#define DAXFILE_TARGET_DEFAULT_SIZE (G_GUINT64_CONSTANT(64) << 20)
+#define DAXGUEST_TARGET_FILE_NAME "daxfile-guest.dat"
+#define DAXGUEST_TARGET_DEFAULT_SIZE (G_GUINT64_CONSTANT(64) << 20)
 
 typedef enum {
-    DAXFILE_TARGET_FILE,
-    DAXFILE_TARGET_DEVDAX,
-} DaxfileTargetKind;
+    DAXGUEST_TARGET_FILE,
+    DAXGUEST_TARGET_DEVDAX,
+} DaxguestTargetKind;
 
 typedef enum {
-    DAXFILE_TARGET_READ = 0,
-    DAXFILE_TARGET_WRITE = 1 << 0,         /* create/provision, map RW */
-    DAXFILE_TARGET_ALLOW_NON_DAX = 1 << 1, /* no MAP_SYNC: msync instead */
-    DAXFILE_TARGET_NO_MAP = 1 << 2,        /* open only (locate) */
-} DaxfileTargetFlags;
+    DAXGUEST_TARGET_READ = 0,
+    DAXGUEST_TARGET_WRITE = 1 << 0,         /* create/provision, map RW */
+    DAXGUEST_TARGET_ALLOW_NON_DAX = 1 << 1, /* no MAP_SYNC: msync instead */
+    DAXGUEST_TARGET_NO_MAP = 1 << 2,        /* open only (locate) */
+} DaxguestTargetFlags;
 
 typedef struct {
-    DaxfileTargetKind kind;
+    DaxguestTargetKind kind;
     char *path;          /* for messages: ".../daxfile-guest.dat" */
     int fd;
     guint64 size;        /* bytes of the pattern (mapped) */
@@ -41,30 +41,30 @@ typedef struct {
     gboolean virtio;     /* on a virtio-pmem device: never MAP_SYNC; the
                           * msync after writing is the device's flush */
     gboolean created;    /* the file was (re)made for this write */
-} DaxfileTarget;
+} DaxguestTarget;
 
-void daxfile_target_free(DaxfileTarget *target);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileTarget, daxfile_target_free)
+void daxguest_target_free(DaxguestTarget *target);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxguestTarget, daxguest_target_free)
 
 /* DIR/daxfile-guest.dat. Writing: @size (0: 64 MiB) bytes, made with
  * fallocate + zeros + fsync unless it already has that size. Reading: the
  * file's size (@size must be 0 or equal). */
-DaxfileTarget *daxfile_target_open_dir(const char *dir, guint64 size,
-                                       DaxfileTargetFlags flags,
-                                       GError **error);
+DaxguestTarget *daxguest_target_open_dir(const char *dir, guint64 size,
+                                         DaxguestTargetFlags flags,
+                                         GError **error);
 
 /* A device-dax device. Writing: @size (0: 64 MiB, at most the device) in
  * multiples of its alignment. Reading: @size, or 0 for the size recorded
  * in the pattern header. */
-DaxfileTarget *daxfile_target_open_dev(const char *dev, guint64 size,
-                                       DaxfileTargetFlags flags,
-                                       GError **error);
+DaxguestTarget *daxguest_target_open_dev(const char *dev, guint64 size,
+                                         DaxguestTargetFlags flags,
+                                         GError **error);
 
 /* Write the pattern through the mapping, flushing as @choice says (and
  * msync when the mapping has no MAP_SYNC). */
-gboolean daxfile_target_write_pattern(DaxfileTarget *target, guint64 seed,
-                                      const DaxfileFlushChoice *choice,
-                                      guint64 *ret_sequence, GError **error);
+gboolean daxguest_target_write_pattern(DaxguestTarget *target, guint64 seed,
+                                       const DaxguestFlushChoice *choice,
+                                       guint64 *ret_sequence, GError **error);
 
 typedef struct {
     guint64 offset;        /* in the file or device */
@@ -73,18 +73,18 @@ typedef struct {
     char *region;          /* "region0" */
     guint64 region_offset; /* for QEMU: the offset in the backing file */
     guint64 physical;      /* system physical address */
-} DaxfileLocation;
+} DaxguestLocation;
 
-void daxfile_location_clear(DaxfileLocation *loc);
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileLocation, daxfile_location_clear)
+void daxguest_location_clear(DaxguestLocation *loc);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxguestLocation, daxguest_location_clear)
 
 /* Where byte @offset of the target lives: FIEMAP, then the fsdax data
  * start (libndctl pfn resource) or the device-dax resource, relative to
  * the region start. */
-gboolean daxfile_target_locate(const DaxfileTarget *target, guint64 offset,
-                               DaxfileLocation *ret_loc, GError **error);
+gboolean daxguest_target_locate(const DaxguestTarget *target, guint64 offset,
+                                DaxguestLocation *ret_loc, GError **error);
 
-JsonNode *daxfile_location_to_json(const char *path,
-                                   const DaxfileLocation *loc);
+JsonNode *daxguest_location_to_json(const char *path,
+                                    const DaxguestLocation *loc);
 
 G_END_DECLS

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile-pattern.h: a self-describing, checksummed pattern written through
+ * daxguest-pattern.h: a self-describing, checksummed pattern written through
  * a persistent mapping and verified later (after a reboot or a crash)
  *
  * Layout (little endian, block size 4096, offsets into the file/device):
@@ -25,28 +25,28 @@
 
 G_BEGIN_DECLS
 
-#define DAXFILE_PATTERN_BLOCK_SIZE 4096u
-#define DAXFILE_PATTERN_VERSION 1u
-#define DAXFILE_PATTERN_COMMIT_OFFSET 64u
+#define DAXGUEST_PATTERN_BLOCK_SIZE 4096u
+#define DAXGUEST_PATTERN_VERSION 1u
+#define DAXGUEST_PATTERN_COMMIT_OFFSET 64u
 
 /* How the writer makes stores persistent: flush(range) then drain(). */
 typedef struct {
     void (*flush)(const void *addr, size_t len, gpointer user_data);
     void (*drain)(gpointer user_data);
     gpointer user_data;
-} DaxfilePersistOps;
+} DaxguestPersistOps;
 
 typedef enum {
-    DAXFILE_PATTERN_OK = 0,
-    DAXFILE_PATTERN_BLANK,       /* no header at all: never written */
-    DAXFILE_PATTERN_UNCOMMITTED, /* a write was interrupted before commit */
-    DAXFILE_PATTERN_OTHER_SEED,  /* intact header of another seed */
-    DAXFILE_PATTERN_OTHER_SIZE,  /* intact header of another size */
-    DAXFILE_PATTERN_CORRUPT,     /* bytes differ from the pattern */
-} DaxfilePatternStatus;
+    DAXGUEST_PATTERN_OK = 0,
+    DAXGUEST_PATTERN_BLANK,       /* no header at all: never written */
+    DAXGUEST_PATTERN_UNCOMMITTED, /* a write was interrupted before commit */
+    DAXGUEST_PATTERN_OTHER_SEED,  /* intact header of another seed */
+    DAXGUEST_PATTERN_OTHER_SIZE,  /* intact header of another size */
+    DAXGUEST_PATTERN_CORRUPT,     /* bytes differ from the pattern */
+} DaxguestPatternStatus;
 
 typedef struct {
-    DaxfilePatternStatus status;
+    DaxguestPatternStatus status;
     guint64 size;        /* bytes examined */
     guint64 seed;        /* from the header, when it is intact */
     guint64 sequence;    /* the header's sequence (or the one assumed) */
@@ -58,38 +58,38 @@ typedef struct {
                            * "block header", "payload", "block checksum" */
     guint64 bad_bytes;   /* every differing byte */
     guint64 bad_blocks;  /* blocks (header block included) with any */
-} DaxfilePatternResult;
+} DaxguestPatternResult;
 
 /* Fletcher-64 over little-endian 32-bit words (PMDK's util_checksum);
  * @len must be a multiple of 4. */
-guint64 daxfile_fletcher64(const void *buf, size_t len);
+guint64 daxguest_fletcher64(const void *buf, size_t len);
 
 /* FALSE when @size cannot hold a pattern (at least 2 blocks, a multiple of
  * the block size). */
-gboolean daxfile_pattern_check_size(guint64 size, GError **error);
+gboolean daxguest_pattern_check_size(guint64 size, GError **error);
 
 /* The size recorded in an intact header at @base (@len readable bytes), or
  * 0 when there is none. */
-guint64 daxfile_pattern_peek_size(const guint8 *base, guint64 len);
+guint64 daxguest_pattern_peek_size(const guint8 *base, guint64 len);
 
 /* Write the pattern for @seed over [@base, @base + @size), with the next
  * sequence number after the one already there. */
-gboolean daxfile_pattern_write(guint8 *base, guint64 size, guint64 seed,
-                               const DaxfilePersistOps *ops,
-                               guint64 *ret_sequence, GError **error);
+gboolean daxguest_pattern_write(guint8 *base, guint64 size, guint64 seed,
+                                const DaxguestPersistOps *ops,
+                                guint64 *ret_sequence, GError **error);
 
 /* Compare [@base, @base + @size) with the pattern for @seed. @ret_result
  * is always filled; FALSE with an error naming @name and the first bad
  * offset unless the status is OK. */
-gboolean daxfile_pattern_verify(const guint8 *base, guint64 size,
-                                guint64 seed, const char *name,
-                                DaxfilePatternResult *ret_result,
-                                GError **error);
+gboolean daxguest_pattern_verify(const guint8 *base, guint64 size,
+                                 guint64 seed, const char *name,
+                                 DaxguestPatternResult *ret_result,
+                                 GError **error);
 
-const char *daxfile_pattern_status_to_string(DaxfilePatternStatus status);
+const char *daxguest_pattern_status_to_string(DaxguestPatternStatus status);
 
 /* One JSON object (stable snake_case keys) for a verify result. */
-JsonNode *daxfile_pattern_result_to_json(const char *path,
-                                         const DaxfilePatternResult *result);
+JsonNode *daxguest_pattern_result_to_json(const char *path,
+                                          const DaxguestPatternResult *result);
 
 G_END_DECLS
