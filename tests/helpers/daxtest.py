@@ -301,6 +301,53 @@ def need_root(tap):
         sys.exit(0)
 
 
+# The test seams (src/common/daxfile-seam.h) are compiled in only with
+# meson -Dtest_seams=true; meson tells the tests which way this build went
+# in DAXFILE_TEST_SEAMS ("true" or "false").
+SEAMS_OFF_REASON = "built with -Dtest_seams=false (no test seams)"
+
+
+def has_seams(binary):
+    """Whether @binary was built with the test seams: only then does it
+    contain the name of the variable they read."""
+    with open(binary, "rb") as f:
+        return b"DAXFILE_TEST_CRASH" in f.read()
+
+
+def seams_missing(*binaries):
+    """The binaries among @binaries built without the test seams"""
+    return [b for b in binaries if not has_seams(b)]
+
+
+def seams_cases(tap, names, *binaries):
+    """For the test cases named @names, which drive the seams of
+    @binaries: TRUE to run them. Otherwise their results are given here:
+    skipped in a build configured with -Dtest_seams=false, failed when a
+    binary lacks the seams in any other build."""
+    if os.environ.get("DAXFILE_TEST_SEAMS") == "false":
+        for name in names:
+            tap.skip(name, SEAMS_OFF_REASON)
+        return False
+    missing = seams_missing(*binaries)
+    for name in names if missing else ():
+        tap.ok(False, name, f"{', '.join(missing)}: built without the test "
+               "seams; configure with meson -Dtest_seams=true (./run-tests "
+               "does)")
+    return not missing
+
+
+def require_seams(*binaries):
+    """A whole test that drives the seams (registered by meson only with
+    -Dtest_seams=true) stops at once, loudly, on binaries without them."""
+    missing = seams_missing(*binaries)
+    if missing:
+        print(f"Bail out! {', '.join(missing)}: built without the test "
+              "seams (DAXFILE_TEST_CRASH/PAUSE/NO_TMPFILE/MISPLACED) that "
+              "this test drives; configure with meson -Dtest_seams=true "
+              "(./run-tests does)", flush=True)
+        sys.exit(1)
+
+
 @contextlib.contextmanager
 def tempdir(prefix="daxfile-test-"):
     d = tempfile.mkdtemp(prefix=prefix)

@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs,  # noqa: E402
                      QemuStandIn, Tap, build_path, daxfile, enforced, fake_dax_env, need_root,
-                     one_line_error, tempdir, wait_state)
+                     one_line_error, require_seams, tempdir, wait_state)
 
 M = 1 << 20
 
@@ -1030,6 +1030,7 @@ def main():
     ap.add_argument("--selftest-kills", type=int, default=round(40 * scale))
     args = ap.parse_args()
     need_root(tap)
+    require_seams(DAXFILE, HOOK)
     ctypes.CDLL(None).prctl(36, 1)   # PR_SET_CHILD_SUBREAPER
     if not args.dir:
         run_all(args, None)

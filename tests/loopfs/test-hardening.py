@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs,  # noqa: E402
                      QemuStandIn, Tap, build_path, daxfile, is_immutable, need_root,
-                     one_line_error, tempdir, wait_state)
+                     one_line_error, require_seams, tempdir, wait_state)
 
 tap = Tap()
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
@@ -276,6 +276,7 @@ def test_odd_names(fs, dx):
 
 def main():
     need_root(tap)
+    require_seams(DAXFILE, HOOK)
     tap.plan(21)
     with tempdir() as state:
         with (EngagedFs() if ENGAGED else LoopFs("ext4")) as fs:

@@ -15,8 +15,9 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, WRAPPER, LoopFs, Tap, age_filesystem,  # noqa
-                     daxfile, fiemap_flags, need_root, one_line_error, resume,
-                     tempdir, tree_snapshot, wait_state)
+                     daxfile, fiemap_flags, need_root, one_line_error,
+                     require_seams, resume, tempdir, tree_snapshot,
+                     wait_state)
 
 M = 1 << 20
 G = 1 << 30
@@ -337,6 +338,7 @@ def main():
             fs = MountedFs(spec)
             tap.subtest(f"{fs.kind} aged", test_aged, fs)
         return tap.done()
+    require_seams(DAXFILE)
     tap.plan(63 + 2 * 2 + 1)
     for kind in ("ext4", "xfs"):
         with LoopFs(kind) as fs:

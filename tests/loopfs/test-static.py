@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, EngagedFs, LoopFs, Tap, build_path,  # noqa
                      daxfile, is_immutable, need_root, one_line_error,
-                     tempdir, tree_snapshot)
+                     require_seams, tempdir, tree_snapshot)
 
 M = 1 << 20
 tap = Tap()
@@ -340,6 +340,7 @@ def test_no_unadvertised_syscall(fs, dx, state):
 
 def main():
     need_root(tap)
+    require_seams(DAXFILE)
     tap.plan(40)
     with tempdir() as state:
         with (EngagedFs() if ENGAGED else LoopFs("ext4")) as fs:

@@ -168,6 +168,9 @@ def main():
     if os.geteuid() != 0:
         print('1..0 # SKIP needs root (QEMU, like every VM test)')
         return 0
+    # the interrupted write (DAXFILE_TEST_CRASH) needs the test seams
+    daxtest.require_seams(*[b for b in args.bin
+                            if os.path.basename(b) == 'daxfile-guest'])
     tap.plan(PLAN)
     try:
         image = vm.build_image(args.kernel, args.bin)
