@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-static-priv.h: what the parts of static mode share, for
+ * daxfile-static*.c only (daxfile-static.h is the interface)
+ *
+ *   daxfile-static.c         one file: enable, disable, list; the entry and
+ *                            the checks every change makes
+ *   daxfile-static-mech.c    the mechanism: choice (kernel, immutable guard
+ *                            and its self-test, verified-only), engaging it,
+ *                            whether it is still in force
+ *   daxfile-static-set.c     sets: several files in one registry transaction
+ *   daxfile-static-repair.c  repair: interrupted and left-over entries
+ *   daxfile-static-json.c    status --json's "static", list --json
+ */
+#pragma once
+
+#include <sys/stat.h>
+
+#include "daxfile-registry.h"
+#include "daxfile-report.h"
+#include "daxfile-static.h"
+
+G_BEGIN_DECLS
+
+/* daxfile-static.c */
+
+/* The registry key of what @fd is, in @st (a device-dax device: its
+ * device number and inode 0) */
+gboolean daxfile_static_fd_identity(int fd, const char *name, struct stat *st,
+                                    GError **error);
+/* The entry is a device-dax device's (it has no inode of its own) */
+gboolean daxfile_static_entry_is_device(const DaxfileEntry *e);
+/* A copy of the inode's entry (NULL when none), read under the registry
+ * lock */
+gboolean daxfile_static_registry_peek(const struct stat *st,
+                                      DaxfileEntry **ret_entry,
+                                      GError **error);
+/* TRUE, with @error set, when @e is held by another owner than @owner */
+gboolean daxfile_static_owner_conflict(const DaxfileEntry *e,
+                                       const char *owner, const char *name,
+                                       GError **error);
+/* TRUE, with @error set, when @e was left engaging or releasing */
+gboolean daxfile_static_interrupted(const DaxfileEntry *e, const char *name,
+                                    GError **error);
+/* The absolute path of the inode behind @fd, or @path */
+char *daxfile_static_fd_abspath(int fd, const char *path);
+/* A new entry for the file behind @fd, in @state */
+DaxfileEntry *daxfile_static_entry_new(const char *path, int fd,
+                                       const struct stat *st,
+                                       const DaxfileEnableParams *params,
+                                       const DaxfileReport *report,
+                                       DaxfileMechanism mech,
+                                       DaxfileEntryState state);
+/* After engaging: no new writer, and the layout is still the one verified */
+gboolean daxfile_static_verify_engaged(int fd, const struct stat *st,
+                                       const DaxfileEnableParams *params,
+                                       const DaxfileReport *report,
+                                       DaxfileMechanism mech,
+                                       const char *name, GError **error);
+/* Enable again for the owner of @cur: engage again what was lost */
+gboolean daxfile_static_still_engaged(int fd, const struct stat *st,
+                                      const DaxfileEnableParams *params,
+                                      const DaxfileEntry *cur,
+                                      const char *name,
+                                      DaxfileEnableResult *result,
+                                      GError **error);
+/* What enable verifies before anything changes, and its mechanism */
+DaxfileReport *daxfile_static_enable_checks(int fd, const char *path,
+                                            const struct stat *st,
+                                            const DaxfileEnableParams *params,
+                                            const char *name,
+                                            DaxfileEnableResult *result,
+                                            GError **error);
+/* Whether this process may undo @e's mechanism */
+gboolean daxfile_static_release_allowed(const DaxfileEntry *e,
+                                        const char *name, GError **error);
+/* Undo @e's mechanism on its inode and say what changed while static */
+gboolean daxfile_static_release_inode(int fd, const DaxfileEntry *e,
+                                      const char *name,
+                                      DaxfileDisableResult *result,
+                                      GError **error);
+
+/* daxfile-static-mech.c */
+
+/* CAP_LINUX_IMMUTABLE, or @error */
+gboolean daxfile_static_check_cap(const char *name, GError **error);
+/* No process but the consumers holds the file open for writing */
+gboolean daxfile_static_check_writers(const struct stat *st,
+                                      const DaxfileEnableParams *params,
+                                      gboolean engaged, const char *name,
+                                      GError **error);
+/* The mechanism enable will use, in result->mechanism (and why it is a
+ * weaker one, in result->warning) */
+gboolean daxfile_static_choose_mechanism(int fd, const char *path,
+                                         const struct stat *st,
+                                         const DaxfileEnableParams *params,
+                                         const DaxfileReport *report,
+                                         const char *name,
+                                         DaxfileEnableResult *result,
+                                         GError **error);
+/* Engage (@on) or release @mech on the file behind @fd */
+gboolean daxfile_static_engage(DaxfileMechanism mech, int fd,
+                               const char *name, gboolean on, guint64 align,
+                               GError **error);
+/* Is the mechanism still in force? -1 when it has nothing to check. */
+int daxfile_static_mechanism_intact(int fd, const DaxfileEntry *e);
+
+G_END_DECLS

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-static-repair.c: daxfile repair, which finishes interrupted
+ * changes and drops what a reboot or a dead consumer left behind
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fd.h"
+#include "daxfile-file.h"
+#include "daxfile-guard.h"
+#include "daxfile-kernel.h"
+#include "daxfile-mount.h"
+#include "daxfile-proc.h"
+#include "daxfile-registry.h"
+#include "daxfile-static-priv.h"
+#include "daxfile-static.h"
+#include "daxfile-util.h"
+
+/* The processes mapping the entry's file, or its device-dax device */
+static GArray *
+entry_mappers(const DaxfileEntry *e)
+{
+    return daxfile_static_entry_is_device(e)
+               ? daxfile_proc_mappers_rdev(e->dev)
+               : daxfile_proc_mappers(e->dev, e->ino);
+}
+
+static gboolean
+owned_by_consumer(const DaxfileEntry *e)
+{
+    return e->owner && (g_str_has_prefix(e->owner, "domain:") ||
+                        g_str_has_prefix(e->owner, "pid:"));
+}
+
+/* Why a reservation is left over, or NULL while its start may still be
+ * going on: the process that ran the prepare hook (libvirtd) is alive, or
+ * QEMU has the file mapped (a libvirtd restarted meanwhile reconnects). */
+static const char *
+reservation_reason(const DaxfileEntry *e)
+{
+    g_autoptr(GArray) mappers = NULL;
+
+    if (e->holder_pid > 0 &&
+        daxfile_proc_same((pid_t)e->holder_pid, e->holder_start))
+        return NULL;
+    mappers = entry_mappers(e);
+    if (mappers->len > 0)
+        return NULL;
+    return "the start that reserved it never finished (the process that "
+           "reserved it is gone and no process maps the file)";
+}
+
+/* Why an entry needs repair, or NULL when it is healthy */
+static const char *
+repair_reason(const DaxfileEntry *e)
+{
+    g_autoptr(GArray) mappers = NULL;
+
+    if (daxfile_entry_is_stale(e))
+        return "left over from an earlier boot";
+    if (e->state == DAXFILE_STATE_ENGAGING ||
+        e->state == DAXFILE_STATE_RELEASING)
+        return "an enable or disable was interrupted";
+    if (e->state == DAXFILE_STATE_RESERVED || e->holder_start)
+        return reservation_reason(e); /* (made static at prepare) */
+    if (e->pid > 0 && !daxfile_proc_alive((pid_t)e->pid))
+        return "its consumer process is gone";
+    if (!owned_by_consumer(e))
+        return NULL;
+    mappers = entry_mappers(e);
+    return mappers->len == 0 ? "no process maps it any more" : NULL;
+}
+
+/* Whether undoing the entry needs its inode: an immutable flag outlives
+ * everything, a kernel static mode only lasts the boot, the rest enforces
+ * nothing. */
+static gboolean
+needs_inode(const DaxfileEntry *e)
+{
+    if (e->mechanism == DAXFILE_MECH_IMMUTABLE)
+        return TRUE;
+    return e->mechanism == DAXFILE_MECH_KERNEL && !daxfile_entry_is_stale(e);
+}
+
+/* @fd (whose stat is @st) is the entry's inode: the same device and
+ * inode, or, where the device number changed (a reboot, another loop
+ * device), the same inode number and file handle, its generation
+ * included (an xfs f_fsid follows the device number, so it cannot help) */
+static gboolean
+is_entry_inode(int fd, const struct stat *st, const DaxfileEntry *e)
+{
+    g_autofree char *handle = NULL;
+
+    if (st->st_dev == e->dev && st->st_ino == e->ino)
+        return TRUE;
+    if (st->st_ino != e->ino || !e->handle)
+        return FALSE;
+    handle = daxfile_fd_handle(fd);
+    return handle && STREQ(handle, e->handle);
+}
+
+/* The inode of the entry, by its recorded path, by the --path hint, or by
+ * its file handle. -1 with *ret_gone when it no longer exists. */
+static int
+repair_resolve(const DaxfileEntry *e, int hint_fd, gboolean *ret_gone,
+               GError **error)
+{
+    g_auto(DaxfileFd) fd = -1;
+    struct stat st;
+
+    *ret_gone = FALSE;
+    /* its recorded path, then the path the user named */
+    fd = daxfile_file_open(e->path, DAXFILE_OPEN_READ, &st, NULL);
+    if (fd >= 0 && is_entry_inode(fd, &st, e))
+        return g_steal_fd(&fd);
+    if (hint_fd >= 0 && fstat(hint_fd, &st) == 0 &&
+        is_entry_inode(hint_fd, &st, e))
+        return daxfile_fd_reopen(hint_fd, O_RDONLY, e->path, error);
+    if (!e->handle) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+                    "its path no longer leads to it and it has no file "
+                    "handle");
+        return -1;
+    }
+    return daxfile_handle_reopen(e->handle, e->dev, e->fsid, e->ino,
+                                 O_RDONLY, ret_gone, error);
+}
+
+/* Another entry, in force, holds the inode @fd now (a stale entry from an
+ * earlier boot whose file was made static again since). */
+static gboolean
+held_by_other(DaxfileRegistry *reg, const DaxfileEntry *e, int fd)
+{
+    DaxfileEntry *other;
+    struct stat st;
+
+    if (fstat(fd, &st) < 0)
+        return FALSE;
+    other = daxfile_registry_lookup(reg, st.st_dev, st.st_ino);
+    return other && other != e && !daxfile_entry_is_stale(other);
+}
+
+static gboolean
+repair_release(int fd, const DaxfileEntry *e, const char *name,
+               GError **error)
+{
+    gboolean on = FALSE;
+    long nr = 0;
+
+    if (e->mechanism == DAXFILE_MECH_IMMUTABLE && e->flag_set) {
+        if (!daxfile_guard_get(fd, name, &on, error))
+            return FALSE;
+        return !on || (daxfile_static_check_cap(name, error) &&
+                       daxfile_guard_set_durable(fd, name, FALSE, error));
+    }
+    if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_kernel_syscall_nr(&nr)) {
+        if (!daxfile_kernel_get(nr, fd, name, &on, error))
+            return FALSE;
+        return !on || daxfile_kernel_set(nr, fd, name, FALSE, 0, error);
+    }
+    return TRUE;
+}
+
+void
+daxfile_repair_result_clear(DaxfileRepairResult *result)
+{
+    g_clear_pointer(&result->actions, g_ptr_array_unref);
+    g_clear_pointer(&result->unresolved, g_ptr_array_unref);
+}
+
+static void
+add_action(GPtrArray *list, const DaxfileEntry *e, const char *name,
+           const char *verb, const char *why)
+{
+    g_ptr_array_add(list, g_strdup_printf(
+        "%s '%s' (%s, owner '%s'): %s", verb, name,
+        daxfile_mechanism_to_string(e->mechanism), e->owner, why));
+}
+
+/* A file static in the kernel when an earlier boot ended: a kernel that
+ * serves its faults from the frozen map (kernel/README.md, "Fault path")
+ * stamps mtime only at fsync and release, so stores since the last stamp
+ * may not show. Stamp it now, so that backups see it changed. */
+static char *
+stamp_left_static(const DaxfileEntry *e, int hint_fd, const char *why)
+{
+    g_autoptr(GError) local = NULL;
+    g_auto(DaxfileFd) fd = -1;
+    gboolean gone = FALSE;
+    const struct timespec now[2] = {
+        { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW },
+    };
+
+    fd = repair_resolve(e, hint_fd, &gone, &local);
+    if (fd < 0)
+        return g_strdup(why);
+    if (futimens(fd, now) < 0)
+        return g_strdup_printf("%s; its mtime could not be set to now: %s",
+                               why, g_strerror(errno));
+    return g_strdup_printf("%s; its mtime is now (it may have been written "
+                           "while static, after its last stamp)", why);
+}
+
+/* Repair one entry; TRUE when it is done with (and removed). */
+static gboolean
+repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, const char *why,
+             int hint_fd, DaxfileRepairResult *result, GError **error)
+{
+    g_autofree char *name = daxfile_escape(e->path);
+    g_autoptr(GError) local = NULL;
+    g_auto(DaxfileFd) fd = -1;
+    gboolean gone = FALSE;
+
+    if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_entry_is_stale(e)) {
+        g_autofree char *done = stamp_left_static(e, hint_fd, why);
+
+        add_action(result->actions, e, name, "released", done);
+        return TRUE;
+    }
+    if (!needs_inode(e)) {
+        add_action(result->actions, e, name, "released", why);
+        return TRUE;
+    }
+    fd = repair_resolve(e, hint_fd, &gone, &local);
+    if (fd < 0 && gone) {
+        add_action(result->actions, e, name, "dropped", "the file no "
+                   "longer exists");
+        return TRUE;
+    }
+    if (fd < 0) {
+        g_ptr_array_add(result->unresolved, g_strdup_printf(
+            "'%s' (%s, owner '%s', %s) cannot be found: %s", name,
+            daxfile_mechanism_to_string(e->mechanism), e->owner, why,
+            local->message));
+        return FALSE;
+    }
+    if (held_by_other(reg, e, fd)) {
+        add_action(result->actions, e, name, "dropped", "the file is static "
+                   "again under a newer entry, which stays");
+        return TRUE;
+    }
+    if (!repair_release(fd, e, name, error))
+        return FALSE;
+    add_action(result->actions, e, name, "released", why);
+    return TRUE;
+}
+
+/* An entry in force by the registry whose mechanism is not on its inode:
+ * a hook killed between its registry write and the flag, or chattr -i by
+ * hand. NULL otherwise. */
+static const char *
+lost_reason(const DaxfileEntry *e, int hint_fd)
+{
+    g_auto(DaxfileFd) fd = -1;
+    gboolean gone = FALSE;
+
+    if (e->state != DAXFILE_STATE_ENGAGED || !needs_inode(e))
+        return NULL;
+    fd = repair_resolve(e, hint_fd, &gone, NULL);
+    if (fd < 0 || daxfile_static_mechanism_intact(fd, e) != 0)
+        return NULL;
+    return "its mechanism is not in force (a start was interrupted before "
+           "it engaged, or the flag was cleared by hand)";
+}
+
+gboolean
+daxfile_static_repair(const char *hint_path, DaxfileRepairResult *ret_result,
+                      GError **error)
+{
+    g_autoptr(DaxfileRegistry) reg = NULL;
+    g_auto(DaxfileFd) hint_fd = -1;
+    GPtrArray *entries;
+    guint i = 0;
+
+    ret_result->actions = g_ptr_array_new_with_free_func(g_free);
+    ret_result->unresolved = g_ptr_array_new_with_free_func(g_free);
+    if (hint_path) {
+        hint_fd = daxfile_file_open(hint_path, DAXFILE_OPEN_READ, NULL, error);
+        if (hint_fd < 0)
+            return FALSE;
+    }
+    reg = daxfile_registry_open(error);
+    if (!reg)
+        return FALSE;
+    entries = daxfile_registry_entries(reg);
+    while (i < entries->len) {
+        DaxfileEntry *e = g_ptr_array_index(entries, i);
+        const char *why = repair_reason(e);
+        g_autoptr(GError) local = NULL;
+
+        if (!why)
+            why = lost_reason(e, hint_fd);
+
+        if (!why) {
+            i++;
+        } else if (repair_entry(reg, e, why, hint_fd, ret_result, &local)) {
+            daxfile_registry_remove(reg, e->dev, e->ino);
+        } else if (local) {
+            /* save what was done so far, then report the failure */
+            daxfile_registry_save(reg, NULL);
+            g_propagate_error(error, g_steal_pointer(&local));
+            return FALSE;
+        } else {
+            i++;
+        }
+    }
+    return daxfile_registry_save(reg, error);
+}

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-static-set.c: sets of files changed in one registry transaction
+ * (the libvirt hook's phases, daxfile-static.h)
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daxfile-error.h"
+#include "daxfile-escape.h"
+#include "daxfile-fiemap.h"
+#include "daxfile-kernel.h"
+#include "daxfile-registry.h"
+#include "daxfile-seam.h"
+#include "daxfile-static-priv.h"
+#include "daxfile-static.h"
+
+void
+daxfile_static_item_clear(DaxfileStaticItem *item)
+{
+    daxfile_enable_result_clear(&item->result);
+    daxfile_disable_result_clear(&item->released);
+}
+
+/* One file of a set, while the set is being changed */
+typedef struct {
+    guint idx;               /* in the caller's items */
+    DaxfileStaticItem *item;
+    struct stat st;
+    char *name;
+    int lock;                /* its inode lock */
+    DaxfileEntry *old;       /* a copy of its entry before */
+    DaxfileReport *report;   /* what was verified, when it was */
+    gboolean skip;           /* its entry was there already */
+    gboolean engage;         /* to be made static here */
+    gboolean engaged;        /* its mechanism was engaged here */
+} Member;
+
+static void
+member_clear(Member *m)
+{
+    if (m->lock >= 0)
+        close(m->lock);
+    g_free(m->name);
+    daxfile_entry_free(m->old);
+    g_clear_pointer(&m->report, daxfile_report_free);
+}
+
+static gint
+member_cmp(gconstpointer a, gconstpointer b)
+{
+    const Member *x = a;
+    const Member *y = b;
+
+    if (x->st.st_dev != y->st.st_dev)
+        return x->st.st_dev < y->st.st_dev ? -1 : 1;
+    if (x->st.st_ino != y->st.st_ino)
+        return x->st.st_ino < y->st.st_ino ? -1 : 1;
+    return 0;
+}
+
+static gboolean
+member_fail(const Member *m, guint *ret_failed)
+{
+    *ret_failed = m->idx;
+    return FALSE;
+}
+
+/* The set in (device, inode) order, every inode locked: two sets that
+ * share files lock them in the same order and cannot deadlock. */
+static GArray *
+set_lock(DaxfileStaticItem *items, guint n, guint *ret_failed,
+         GError **error)
+{
+    g_autoptr(GArray) set = g_array_sized_new(FALSE, TRUE, sizeof(Member),
+                                              n);
+    guint i;
+
+    g_array_set_clear_func(set, (GDestroyNotify)member_clear);
+    for (i = 0; i < n; i++) {
+        Member m = {.idx = i, .item = &items[i], .lock = -1,
+                    .name = daxfile_escape(items[i].path)};
+
+        g_array_append_val(set, m);
+        if (!daxfile_static_fd_identity(items[i].fd, m.name,
+                                        &g_array_index(set, Member, i).st,
+                                        error)) {
+            *ret_failed = i;
+            return NULL;
+        }
+    }
+    g_array_sort(set, member_cmp);
+    for (i = 0; i < set->len; i++) {
+        Member *m = &g_array_index(set, Member, i);
+
+        if (i > 0 && member_cmp(m - 1, m) == 0) {
+            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                        "'%s' and '%s' are the same file", (m - 1)->name,
+                        m->name);
+            member_fail(m, ret_failed);
+            return NULL;
+        }
+        m->lock = daxfile_registry_lock_inode(m->st.st_dev, m->st.st_ino,
+                                              m->name, m->item->params.wait,
+                                              error);
+        if (m->lock < 0) {
+            member_fail(m, ret_failed);
+            return NULL;
+        }
+    }
+    return g_steal_pointer(&set);
+}
+
+static DaxfileEntry *
+reservation_new(const Member *m, pid_t holder, guint64 holder_start,
+                GError **error)
+{
+    const DaxfileStaticItem *it = m->item;
+    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(it->fd, m->name,
+                                                          error);
+    g_autofree char *abspath = NULL;
+    DaxfileReport fake = {0};
+    DaxfileEntry *e;
+
+    if (!map)
+        return NULL;
+    fake.fingerprint = daxfile_extent_map_fingerprint(map);
+    abspath = daxfile_static_fd_abspath(it->fd, it->path);
+    e = daxfile_static_entry_new(abspath, it->fd, &m->st, &it->params, &fake,
+                                 DAXFILE_MECH_NONE, DAXFILE_STATE_RESERVED);
+    e->holder_pid = holder_start ? holder : 0;
+    e->holder_start = holder_start;
+    g_free(fake.fingerprint);
+    return e;
+}
+
+/* A device-dax device (checked by the caller, daxfile-devdax.h): held for
+ * its owner, reserved at prepare and engaged at started, with nothing to
+ * engage on it. */
+static gboolean
+set_member_device(DaxfileRegistry *reg, Member *m, DaxfileEntry *cur,
+                  gboolean reserve, pid_t holder, guint64 holder_start)
+{
+    DaxfileStaticItem *it = m->item;
+    DaxfileReport none = {0};
+    DaxfileEntry *e;
+
+    it->result.mechanism = reserve ? DAXFILE_MECH_NONE
+                                   : DAXFILE_MECH_DEVICE_DAX;
+    if (cur && (reserve || cur->state == DAXFILE_STATE_ENGAGED)) {
+        m->skip = TRUE;
+        return TRUE;
+    }
+    m->old = cur ? daxfile_entry_copy(cur) : NULL;
+    e = daxfile_static_entry_new(
+        it->path, it->fd, &m->st, &it->params, &none, it->result.mechanism,
+        reserve ? DAXFILE_STATE_RESERVED : DAXFILE_STATE_ENGAGED);
+    g_clear_pointer(&e->handle, g_free); /* its /dev node: nothing to find */
+    g_clear_pointer(&e->fsid, g_free);
+    if (reserve) {
+        e->holder_pid = holder_start ? holder : 0;
+        e->holder_start = holder_start;
+    }
+    daxfile_registry_put(reg, e);
+    return TRUE;
+}
+
+/* Check one file and put its entry, in its target state, in @reg. At
+ * prepare (@reserve) that is a reservation, or, where the kernel
+ * mechanism is at hand, static mode at once: daxctl() lets the consumer
+ * open the file for writing, so the file is static before QEMU maps it
+ * (the immutable guard would refuse QEMU's own open: it waits for
+ * started). Such an entry names its holder until started says the start
+ * is done. */
+static gboolean
+set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
+           guint64 holder_start, GError **error)
+{
+    DaxfileStaticItem *it = m->item;
+    DaxfileEntry *cur = daxfile_registry_lookup(reg, m->st.st_dev,
+                                                m->st.st_ino);
+    g_autofree char *abspath = NULL;
+    DaxfileEntry *e;
+    long nr = 0;
+
+    if (daxfile_static_owner_conflict(cur, it->params.owner, m->name, error) ||
+        daxfile_static_interrupted(cur, m->name, error))
+        return FALSE;
+    if (S_ISCHR(m->st.st_mode))
+        return set_member_device(reg, m, cur, reserve, holder, holder_start);
+    if (cur && (reserve || cur->state == DAXFILE_STATE_ENGAGED)) {
+        m->skip = TRUE;
+        if (reserve)
+            return TRUE; /* already reserved or static for this owner */
+        if (cur->holder_start) {
+            cur->holder_pid = 0; /* its start is done */
+            cur->holder_start = 0;
+            daxfile_registry_touch(reg);
+        }
+        return daxfile_static_still_engaged(it->fd, &m->st, &it->params, cur,
+                                            m->name, &it->result, error);
+    }
+    m->old = cur ? daxfile_entry_copy(cur) : NULL;
+    if (!reserve || daxfile_kernel_syscall_nr(&nr)) {
+        m->report = daxfile_static_enable_checks(
+            it->fd, it->path, &m->st, &it->params, m->name, &it->result, error);
+        if (!m->report)
+            return FALSE;
+    }
+    if (reserve && it->result.mechanism != DAXFILE_MECH_KERNEL) {
+        daxfile_enable_result_clear(&it->result);
+        it->result.mechanism = DAXFILE_MECH_NONE;
+        e = reservation_new(m, holder, holder_start, error);
+        if (!e)
+            return FALSE;
+        daxfile_registry_put(reg, e);
+        return TRUE;
+    }
+    abspath = daxfile_static_fd_abspath(it->fd, it->path);
+    e = daxfile_static_entry_new(abspath, it->fd, &m->st, &it->params,
+                                 m->report, it->result.mechanism,
+                                 DAXFILE_STATE_ENGAGED);
+    if (reserve) {
+        e->holder_pid = holder_start ? holder : 0;
+        e->holder_start = holder_start;
+    }
+    daxfile_registry_put(reg, e);
+    m->engage = TRUE;
+    return TRUE;
+}
+
+/* Disengage what this set engaged and put the entries back */
+static void
+set_rollback(DaxfileRegistry *reg, GArray *set)
+{
+    guint i;
+
+    for (i = 0; i < set->len; i++) {
+        Member *m = &g_array_index(set, Member, i);
+
+        if (m->engaged)
+            daxfile_static_engage(m->item->result.mechanism, m->item->fd,
+                                  m->name, FALSE, 0, NULL);
+        if (m->skip)
+            continue;
+        if (m->old)
+            daxfile_registry_put(reg, g_steal_pointer(&m->old));
+        else
+            daxfile_registry_remove(reg, m->st.st_dev, m->st.st_ino);
+    }
+    daxfile_registry_save(reg, NULL);
+}
+
+/* Engage (when @verify is FALSE) or verify every member to be made static
+ * here; on failure roll the whole set back. */
+static gboolean
+set_step(DaxfileRegistry *reg, GArray *set, gboolean verify,
+         guint *ret_failed, GError **error)
+{
+    guint i;
+
+    for (i = 0; i < set->len; i++) {
+        Member *m = &g_array_index(set, Member, i);
+        DaxfileStaticItem *it = m->item;
+        DaxfileMechanism mech = it->result.mechanism;
+        gboolean ok;
+
+        if (!m->engage)
+            continue;
+        if (verify)
+            ok = daxfile_static_verify_engaged(it->fd, &m->st, &it->params,
+                                               m->report, mech, m->name, error);
+        else
+            ok = m->engaged = daxfile_static_engage(mech, it->fd, m->name, TRUE,
+                                                    it->params.align, error);
+        if (!ok) {
+            set_rollback(reg, set);
+            return member_fail(m, ret_failed);
+        }
+    }
+    return TRUE;
+}
+
+static gboolean
+set_commit(DaxfileStaticItem *items, guint n, gboolean reserve,
+           pid_t holder, guint64 holder_start, guint *ret_failed,
+           GError **error)
+{
+    g_autoptr(GArray) set = NULL;
+    g_autoptr(DaxfileRegistry) reg = NULL;
+    guint i;
+
+    *ret_failed = G_MAXUINT;
+    set = set_lock(items, n, ret_failed, error);
+    if (reserve)
+        daxfile_test_pause_point("prepare-reserving");
+    if (!set || !(reg = daxfile_registry_open(error)))
+        return FALSE;
+    for (i = 0; i < set->len; i++) {
+        Member *m = &g_array_index(set, Member, i);
+
+        if (!set_member(reg, m, reserve, holder, holder_start, error))
+            return member_fail(m, ret_failed);
+    }
+    /* the registry first: after a crash it names every file that may be
+     * static, and repair finds them */
+    if (!daxfile_registry_save(reg, error))
+        return FALSE;
+    daxfile_test_crash_point("enable-logged");
+    if (!set_step(reg, set, FALSE, ret_failed, error))
+        return FALSE;
+    daxfile_test_crash_point("enable-engaged");
+    return set_step(reg, set, TRUE, ret_failed, error);
+}
+
+gboolean
+daxfile_static_reserve_set(DaxfileStaticItem *items, guint n, pid_t holder,
+                           guint64 holder_start, guint *ret_failed,
+                           GError **error)
+{
+    return set_commit(items, n, TRUE, holder, holder_start, ret_failed,
+                      error);
+}
+
+gboolean
+daxfile_static_enable_set(DaxfileStaticItem *items, guint n,
+                          guint *ret_failed, GError **error)
+{
+    return set_commit(items, n, FALSE, 0, 0, ret_failed, error);
+}
+
+gboolean
+daxfile_static_release_set(DaxfileStaticItem *items, guint n,
+                           guint *ret_failed, GError **error)
+{
+    g_autoptr(GArray) set = NULL;
+    g_autoptr(DaxfileRegistry) reg = NULL;
+    gboolean ok = TRUE;
+    guint i;
+
+    *ret_failed = G_MAXUINT;
+    set = set_lock(items, n, ret_failed, error);
+    if (!set || !(reg = daxfile_registry_open(error)))
+        return FALSE;
+    for (i = 0; i < set->len; i++) {
+        Member *m = &g_array_index(set, Member, i);
+        DaxfileStaticItem *it = m->item;
+        DaxfileEntry *e = daxfile_registry_lookup(reg, m->st.st_dev,
+                                                  m->st.st_ino);
+        GError **err = ok ? error : NULL;
+
+        it->not_ours = !e || daxfile_static_owner_conflict(e, it->params.owner,
+                                                           m->name, NULL);
+        if (it->not_ours)
+            continue;
+        if (!daxfile_static_release_allowed(e, m->name, err) ||
+            !daxfile_static_release_inode(it->fd, e, m->name, &it->released,
+                                          err)) {
+            ok = ok ? member_fail(m, ret_failed) : FALSE;
+            continue;
+        }
+        daxfile_registry_remove(reg, m->st.st_dev, m->st.st_ino);
+    }
+    /* the inodes first, durably: until the registry is written it still
+     * names them */
+    daxfile_test_crash_point("disable-released");
+    return daxfile_registry_save(reg, ok ? error : NULL) && ok;
+}
