@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""syntax-check: rules over the source tree that review would otherwise
+have to remember (libvirt's `make syntax-check`, build-aux/syntax-check.mk).
+One TAP result per rule; a failure lists every file that breaks it.
+
+  test-seams   no C source names a test-seam variable (DAXFILE_TEST_CRASH,
+               _PAUSE, _NO_TMPFILE, _MISPLACED) outside the seam module,
+               src/common/daxfile-seam.[ch]: the rest of the code calls
+               its functions, which release builds make no-ops
+  file-length  no C or Python source file under src/ libvirt-hooks/
+               guest-tools/ bench/ tools/ is over 800 lines
+
+The files are git's (tracked, and untracked but not ignored) when the
+source tree is a git work tree, else every file but build directories.
+No clang-format rule: most of the tree does not follow .clang-format yet.
+
+Usage: syntax-check.py [SRCDIR]   (default: $DAXFILE_SRCDIR, else the
+tree this file is in)
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+SEAM_NAMES = re.compile(r"DAXFILE_TEST_(CRASH|PAUSE|NO_TMPFILE|MISPLACED)")
+SEAM_MODULE = {"src/common/daxfile-seam.c", "src/common/daxfile-seam.h"}
+LENGTH_DIRS = ("src/", "libvirt-hooks/", "guest-tools/", "bench/", "tools/")
+MAX_LINES = 800
+
+
+def source_files(srcdir):
+    """Paths relative to @srcdir, sorted"""
+    if os.path.exists(os.path.join(srcdir, ".git")):
+        out = subprocess.run(["git", "-C", srcdir, "ls-files", "-z", "-c",
+                              "-o", "--exclude-standard"],
+                             capture_output=True, check=True).stdout
+        return sorted({p for p in out.decode().split("\0")
+                       if p and os.path.isfile(os.path.join(srcdir, p))})
+    files = []
+    for root, dirs, names in os.walk(srcdir):
+        # build directories (meson's or the kernel's), git, caches
+        dirs[:] = [d for d in dirs if d not in (".git", "__pycache__") and
+                   not os.path.exists(os.path.join(root, d, "meson-private"))
+                   and os.path.relpath(os.path.join(root, d), srcdir)
+                   != os.path.join("kernel", "obj")]
+        files += [os.path.relpath(os.path.join(root, n), srcdir)
+                  for n in names]
+    return sorted(files)
+
+
+def is_c(path):
+    return path.endswith((".c", ".h"))
+
+
+def is_python(srcdir, path):
+    if path.endswith(".py"):
+        return True
+    if "." in os.path.basename(path):
+        return False
+    try:
+        with open(os.path.join(srcdir, path), "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+def read(srcdir, path):
+    with open(os.path.join(srcdir, path), encoding="utf-8",
+              errors="surrogateescape") as f:
+        return f.read()
+
+
+def rule_test_seams(srcdir, files):
+    bad = []
+    for path in files:
+        if not is_c(path) or path in SEAM_MODULE:
+            continue
+        for n, line in enumerate(read(srcdir, path).splitlines(), 1):
+            if SEAM_NAMES.search(line):
+                bad.append(f"{path}:{n}: {line.strip()}")
+    return bad, ("test-seam variables are read only in "
+                 "src/common/daxfile-seam.[ch]; call its functions")
+
+
+def rule_file_length(srcdir, files):
+    bad = []
+    for path in files:
+        if not path.startswith(LENGTH_DIRS):
+            continue
+        if not (is_c(path) or is_python(srcdir, path)):
+            continue
+        n = len(read(srcdir, path).splitlines())
+        if n > MAX_LINES:
+            bad.append(f"{path}: {n} lines")
+    return bad, (f"split files over {MAX_LINES} lines along their seams")
+
+
+RULES = [
+    ("test-seams", "no test-seam variable named in C outside the seam module",
+     rule_test_seams),
+    ("file-length", f"no C or Python source file over {MAX_LINES} lines "
+     "under " + " ".join(LENGTH_DIRS), rule_file_length),
+]
+
+
+def main():
+    srcdir = (sys.argv[1] if len(sys.argv) > 1 else
+              os.environ.get("DAXFILE_SRCDIR") or
+              os.path.dirname(os.path.dirname(os.path.dirname(
+                  os.path.abspath(__file__)))))
+    files = source_files(srcdir)
+    failed = 0
+    print(f"1..{len(RULES)}")
+    print(f"# {len(files)} files under {srcdir}")
+    for i, (name, what, rule) in enumerate(RULES, 1):
+        bad, fix = rule(srcdir, files)
+        if bad:
+            failed += 1
+            print(f"not ok {i} - {name}: {what}")
+            for line in bad:
+                print(f"#   {line}")
+            print(f"#   ({fix})")
+        else:
+            print(f"ok {i} - {name}: {what}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
