@@ -72,3 +72,30 @@ daxfile_test_rmtree(const char *path)
     }
     g_rmdir(path);
 }
+
+static char *scratch;
+
+const char *
+daxfile_test_scratch(const char *name)
+{
+    g_autofree char *tmpl = NULL;
+    g_autoptr(GError) error = NULL;
+
+    if (!scratch) {
+        tmpl = g_strdup_printf("daxfile-test-%s-XXXXXX", name);
+        scratch = g_dir_make_tmp(tmpl, &error);
+        g_assert_no_error(error);
+    }
+    return scratch;
+}
+
+int
+daxfile_test_run(void)
+{
+    int rc = g_test_run();
+
+    if (scratch)
+        daxfile_test_rmtree(scratch);
+    g_clear_pointer(&scratch, g_free);
+    return rc;
+}

@@ -13,3 +13,10 @@ void daxfile_test_golden(const char *relpath, const char *actual);
 
 /* Remove @path and everything below it (no symlinks followed). */
 void daxfile_test_rmtree(const char *path);
+
+/* The test program's scratch directory, made on the first call
+ * (daxfile-test-@name-XXXXXX in the temp dir; later calls return it). */
+const char *daxfile_test_scratch(const char *name);
+
+/* g_test_run(), then the scratch directory removed */
+int daxfile_test_run(void);

@@ -21,7 +21,7 @@
  * fails only when create opens it */
 #define NOWHERE "/nonexistent-daxfile-test"
 
-static char *tmp;
+static const char *tmp;
 
 typedef struct {
     const char *path;
@@ -256,13 +256,10 @@ test_fill_names(void)
 int
 main(int argc, char **argv)
 {
-    g_autoptr(GError) error = NULL;
     guint i;
-    int rc;
 
     g_test_init(&argc, &argv, NULL);
-    tmp = g_dir_make_tmp("daxfile-test-create-XXXXXX", &error);
-    g_assert_no_error(error);
+    tmp = daxfile_test_scratch("create");
     for (i = 0; i < G_N_ELEMENTS(plans); i++) {
         g_autofree char *path = g_strdup_printf("/create/plan/%u", i);
 
@@ -272,8 +269,5 @@ main(int argc, char **argv)
     g_test_add_func("/create/cleanup-stale", test_cleanup_stale);
     g_test_add_func("/create/made", test_made);
     g_test_add_func("/create/fill-names", test_fill_names);
-    rc = g_test_run();
-    daxfile_test_rmtree(tmp);
-    g_free(tmp);
-    return rc;
+    return daxfile_test_run();
 }

@@ -14,7 +14,7 @@
 #include "daxfile-registry.h"
 #include "daxfile-test-util.h"
 
-static char *tmp;
+static const char *tmp;
 
 /* A fresh state directory, named after the running test; its lib/ dir */
 static char *
@@ -67,6 +67,19 @@ entry_new(const char *path, guint64 ino, const char *owner)
     e->handle = g_strdup("1:0a0b0c0d");
     e->fsid = g_strdup("abcd0123");
     return e;
+}
+
+/* Save @reg, close it (which drops its lock) and open it again */
+static void
+reopen(DaxfileRegistry **reg)
+{
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(daxfile_registry_save(*reg, &error));
+    g_assert_no_error(error);
+    daxfile_registry_free(*reg);
+    *reg = daxfile_registry_open(&error);
+    g_assert_no_error(error);
 }
 
 static void
@@ -164,16 +177,13 @@ test_round_trip(void)
     daxfile_registry_put(reg, daxfile_entry_copy(b));
     g_assert_true(daxfile_registry_save(reg, &error));
     g_assert_no_error(error);
-    g_clear_pointer(&reg, daxfile_registry_free);
-
     g_assert_cmpint(stat(file, &st), ==, 0);
     g_assert_cmphex(st.st_mode & 07777, ==, 0600);
     g_assert_false(g_file_test(tmpfile, G_FILE_TEST_EXISTS));
     g_assert_true(g_file_get_contents(file, &text, NULL, &error));
     daxfile_test_golden("registry/two-entries.json", text);
 
-    reg = daxfile_registry_open(&error);
-    g_assert_no_error(error);
+    reopen(&reg);
     entries = daxfile_registry_entries(reg);
     g_assert_cmpuint(entries->len, ==, 2);
     assert_entry_equal(g_ptr_array_index(entries, 0), a);
@@ -202,11 +212,7 @@ test_put_remove(void)
     g_assert_null(daxfile_registry_lookup(reg, 2050, 12));
     g_assert_true(daxfile_registry_remove(reg, 2049, 13));
     g_assert_false(daxfile_registry_remove(reg, 2049, 13));
-    g_assert_true(daxfile_registry_save(reg, &error));
-    g_clear_pointer(&reg, daxfile_registry_free);
-
-    reg = daxfile_registry_open(&error);
-    g_assert_no_error(error);
+    reopen(&reg);
     g_assert_cmpuint(daxfile_registry_entries(reg)->len, ==, 1);
     g_assert_cmpstr(daxfile_registry_lookup(reg, 2049, 12)->owner, ==,
                     "domain:vm3");
@@ -219,10 +225,7 @@ test_put_remove(void)
     g_assert_true(g_file_get_contents(file, &text, NULL, &error));
     g_assert_nonnull(strstr(text, "\"owner\" : \"pid:7\""));
     g_assert_true(daxfile_registry_remove(reg, 2049, 12));
-    g_assert_true(daxfile_registry_save(reg, &error));
-    g_clear_pointer(&reg, daxfile_registry_free);
-    reg = daxfile_registry_open(&error);
-    g_assert_no_error(error);
+    reopen(&reg);
     g_assert_cmpuint(daxfile_registry_entries(reg)->len, ==, 0);
     g_assert_true(g_file_test(file, G_FILE_TEST_EXISTS));
 }
@@ -390,12 +393,8 @@ test_stale(void)
 int
 main(int argc, char **argv)
 {
-    g_autoptr(GError) error = NULL;
-    int rc;
-
     g_test_init(&argc, &argv, NULL);
-    tmp = g_dir_make_tmp("daxfile-test-registry-XXXXXX", &error);
-    g_assert_no_error(error);
+    tmp = daxfile_test_scratch("registry");
     g_test_add_func("/registry/empty", test_empty);
     g_test_add_func("/registry/dirs", test_dirs);
     g_test_add_func("/registry/round-trip", test_round_trip);
@@ -406,8 +405,5 @@ main(int argc, char **argv)
     g_test_add_func("/registry/lock-inode", test_lock_inode);
     g_test_add_func("/registry/names", test_names);
     g_test_add_func("/registry/stale", test_stale);
-    rc = g_test_run();
-    daxfile_test_rmtree(tmp);
-    g_free(tmp);
-    return rc;
+    return daxfile_test_run();
 }
