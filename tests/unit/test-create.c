@@ -74,8 +74,8 @@ test_plan(gconstpointer data)
     const Plan *p = data;
     DaxfileCreateParams params = {.size = p->size, .align = p->align};
     g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileReport) report = daxfile_create(p->path, &params, NULL,
-                                                     &error);
+    g_autoptr(DaxfileReport) report =
+        daxfile_create(p->path, &params, NULL, &error);
 
     g_assert_null(report);
     if (p->message) {
@@ -97,8 +97,8 @@ test_exists(void)
     g_autofree char *regular = g_build_filename(tmp, "regular.img", NULL);
     g_autofree char *link = g_build_filename(tmp, "link.img", NULL);
     g_autofree char *target = g_build_filename(tmp, "target.img", NULL);
-    DaxfileCreateParams params = {.size = 4 * K, .align = 4 * K,
-                                  .allow_non_dax = TRUE};
+    DaxfileCreateParams params = {
+        .size = 4 * K, .align = 4 * K, .allow_non_dax = TRUE};
     guint i;
 
     g_assert_true(g_file_set_contents(regular, "keep", -1, NULL));
@@ -107,10 +107,11 @@ test_exists(void)
         g_autofree char *path = g_build_filename(tmp, names[i], NULL);
         g_autofree char *want = g_strdup_printf(
             "'%s' already exists; daxfile create never overwrites a file "
-            "(remove it or choose another path)", path);
+            "(remove it or choose another path)",
+            path);
         g_autoptr(GError) error = NULL;
-        g_autoptr(DaxfileReport) report = daxfile_create(path, &params, NULL,
-                                                         &error);
+        g_autoptr(DaxfileReport) report =
+            daxfile_create(path, &params, NULL, &error);
 
         g_assert_null(report);
         g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS);
@@ -209,7 +210,8 @@ test_made(void)
     g_autofree char *dir = g_build_filename(tmp, "made", NULL);
     g_autofree char *path = g_build_filename(dir, "vm.img", NULL);
     Progress seen = {0, 0, 0, TRUE};
-    DaxfileCreateParams params = {.size = 8 * M, .align = 4 * K,
+    DaxfileCreateParams params = {.size = 8 * M,
+                                  .align = 4 * K,
                                   .allow_non_dax = TRUE,
                                   .progress = progress,
                                   .progress_data = &seen};

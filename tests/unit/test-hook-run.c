@@ -23,7 +23,7 @@
 
 #define M (G_GUINT64_CONSTANT(1) << 20)
 
-static const char *tmp; /* @TMP@ */
+static const char *tmp;  /* @TMP@ */
 static const char *root; /* @TMP@/pmem, the managed root */
 
 /* @text with the placeholders of tests/data/hooks filled in */
@@ -46,8 +46,8 @@ static char *
 data_file(const char *name, const char *suffix)
 {
     g_autofree char *base = g_strconcat(name, suffix, NULL);
-    g_autofree char *path = g_test_build_filename(G_TEST_DIST, "data",
-                                                  "hooks", base, NULL);
+    g_autofree char *path =
+        g_test_build_filename(G_TEST_DIST, "data", "hooks", base, NULL);
     g_autofree char *text = NULL;
     g_autoptr(GError) error = NULL;
 
@@ -111,14 +111,14 @@ expected_read(const char *name, Expected *e)
 static DaxfileConf *
 conf_new(const char *extra)
 {
-    g_autofree char *text = g_strdup_printf(
-        "[hook]\nmanaged_roots=%s\nallow_non_dax=true\n"
-        "trusted_owners=root;%u\nqemu_pid_dir=%s/qemu\n%s", root,
-        (unsigned)getuid(), tmp, extra);
+    g_autofree char *text =
+        g_strdup_printf("[hook]\nmanaged_roots=%s\nallow_non_dax=true\n"
+                        "trusted_owners=root;%u\nqemu_pid_dir=%s/qemu\n%s",
+                        root, (unsigned)getuid(), tmp, extra);
     g_autofree char *path = g_build_filename(tmp, "daxfile.conf", NULL);
     g_autoptr(GError) error = NULL;
-    DaxfileConf *conf = daxfile_conf_load_data(text, strlen(text), path,
-                                               &error);
+    DaxfileConf *conf =
+        daxfile_conf_load_data(text, strlen(text), path, &error);
 
     g_assert_no_error(error);
     return conf;
@@ -130,14 +130,17 @@ hook(const DaxfileConf *conf, const char *op, const char *subop,
      const char *xml, char **ret_out, char **ret_notes, GError **error)
 {
     g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
-    DaxfileHookCall call = {.object = "vm1", .op = op, .subop = subop,
-                            .xml = xml, .xml_len = xml ? strlen(xml) : 0};
+    DaxfileHookCall call = {.object = "vm1",
+                            .op = op,
+                            .subop = subop,
+                            .xml = xml,
+                            .xml_len = xml ? strlen(xml) : 0};
     gboolean ok;
 
     ok = daxfile_hook_run(&call, conf, ret_out, notes, error);
     g_ptr_array_add(notes, NULL);
-    *ret_notes = notes->len > 1 ? g_strjoinv("\n", (char **)notes->pdata)
-                                : NULL;
+    *ret_notes =
+        notes->len > 1 ? g_strjoinv("\n", (char **)notes->pdata) : NULL;
     return ok;
 }
 
@@ -181,9 +184,9 @@ replay(const DaxfileConf *conf, const Replay *r)
     g_autofree char *notes = NULL;
     g_autoptr(GError) error = NULL;
     g_auto(Expected) want = {0};
-    gboolean ok = hook(conf, r->op ? r->op : "prepare",
-                       r->subop ? r->subop : "begin", xml, &out, &notes,
-                       &error);
+    gboolean ok =
+        hook(conf, r->op ? r->op : "prepare", r->subop ? r->subop : "begin",
+             xml, &out, &notes, &error);
 
     expected_read(r->name, &want);
     g_assert_cmpstr(notes, ==, want.notes);
@@ -277,8 +280,7 @@ test_lifecycle(void)
     replay(conf, &(Replay){"prepare-ok"});
     reg = registry();
     g_assert_cmpstr(reg, ==, "domain:vm1 reserved none\n");
-    g_assert_false(hook(conf, "prepare", "begin", vm2, &out, &notes,
-                        &error));
+    g_assert_false(hook(conf, "prepare", "begin", vm2, &out, &notes, &error));
     g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY);
     g_assert_true(g_str_has_prefix(error->message, "domain 'vm2' nvdimm0 "));
     g_assert_nonnull(strstr(error->message, "' is reserved for 'domain:vm1' "
@@ -340,6 +342,7 @@ test_ops(void)
         const char *subop;
         gboolean acts;
     } ops[] = {
+        /* clang-format off */
         {"prepare", "begin", TRUE}, {"started", "begin", TRUE},
         {"stopped", "end", TRUE}, {"release", "end", TRUE},
         {"reconnect", "begin", TRUE}, {"migrate", "begin", TRUE},
@@ -350,6 +353,7 @@ test_ops(void)
         {"restore", "end", FALSE}, {"frobnicate", "begin", FALSE},
         {"PREPARE", "begin", FALSE}, {NULL, "begin", FALSE},
         {"prepare", NULL, FALSE},
+        /* clang-format on */
     };
     g_autoptr(DaxfileConf) conf = conf_new("");
     guint i;
@@ -369,8 +373,8 @@ test_ops(void)
         }
         g_assert_false(ok);
         g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID);
-        g_assert_true(g_str_has_prefix(error->message,
-                                       "Cannot parse the domain XML: "));
+        g_assert_true(
+            g_str_has_prefix(error->message, "Cannot parse the domain XML: "));
     }
 }
 
@@ -380,12 +384,14 @@ static void
 test_nothing_managed(void)
 {
     static const char *const ops[][2] = {
-        {"prepare", "begin"}, {"started", "begin"}, {"stopped", "end"},
+        {"prepare", "begin"},
+        {"started", "begin"},
+        {"stopped", "end"},
         {"migrate", "begin"},
     };
     g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileConf) none = daxfile_conf_load_data("", 0, "/x.conf",
-                                                         &error);
+    g_autoptr(DaxfileConf) none =
+        daxfile_conf_load_data("", 0, "/x.conf", &error);
     g_autoptr(DaxfileConf) devdax = daxfile_conf_load_data(
         "[hook]\ndevice_dax=true\n", strlen("[hook]\ndevice_dax=true\n"),
         "/x.conf", &error);
@@ -396,8 +402,8 @@ test_nothing_managed(void)
         g_autofree char *out = NULL;
         g_autofree char *notes = NULL;
 
-        g_assert_true(hook(none, ops[i][0], ops[i][1], "garbage", &out,
-                           &notes, &error));
+        g_assert_true(
+            hook(none, ops[i][0], ops[i][1], "garbage", &out, &notes, &error));
         g_assert_no_error(error);
         g_assert_null(out);
         g_assert_false(hook(devdax, ops[i][0], ops[i][1], "garbage", &out,
@@ -412,15 +418,14 @@ test_nothing_managed(void)
 static void
 test_check_device(void)
 {
-    static const char *const good[] = {"prepare-ok",
-                                       "prepare-virtio-pmem-ok"};
+    static const char *const good[] = {"prepare-ok", "prepare-virtio-pmem-ok"};
     guint i;
 
     for (i = 0; i < G_N_ELEMENTS(good); i++) {
         g_autofree char *xml = data_file(good[i], ".xml");
         g_autoptr(GError) error = NULL;
-        g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(xml, strlen(xml),
-                                                            &error);
+        g_autoptr(DaxfileDomain) dom =
+            daxfile_domain_parse(xml, strlen(xml), &error);
         DaxfileNvdimm *nv;
         DaxfileNvdimm bad;
 
@@ -450,8 +455,8 @@ world_new(void)
 {
     static const char *const files[] = {"vm1.img", "spelt.img", "shared.img",
                                         "mig.img"};
-    DaxfileCreateParams params = {.size = 8 * M, .align = 4096,
-                                  .allow_non_dax = TRUE};
+    DaxfileCreateParams params = {
+        .size = 8 * M, .align = 4096, .allow_non_dax = TRUE};
     g_autofree char *state = g_build_filename(tmp, "state", NULL);
     g_autofree char *link = g_build_filename(tmp, "outside-link.img", NULL);
     g_autofree char *shared = g_build_filename(root, "shared.img", NULL);
@@ -462,8 +467,8 @@ world_new(void)
     for (i = 0; i < G_N_ELEMENTS(files); i++) {
         g_autofree char *path = g_build_filename(root, files[i], NULL);
         g_autoptr(GError) error = NULL;
-        g_autoptr(DaxfileReport) report = daxfile_create(path, &params, NULL,
-                                                         &error);
+        g_autoptr(DaxfileReport) report =
+            daxfile_create(path, &params, NULL, &error);
 
         g_assert_no_error(error);
     }
@@ -485,8 +490,8 @@ main(int argc, char **argv)
     g_test_add_func("/hook/nothing-managed", test_nothing_managed);
     g_test_add_func("/hook/check-device", test_check_device);
     for (i = 0; i < G_N_ELEMENTS(stateless); i++) {
-        g_autofree char *path = g_strdup_printf("/hook/replay/%s",
-                                                stateless[i].name);
+        g_autofree char *path =
+            g_strdup_printf("/hook/replay/%s", stateless[i].name);
 
         g_test_add_data_func(path, &stateless[i], test_replay);
     }

@@ -20,8 +20,7 @@ static const char *tmp;
 static char *
 state_new(void)
 {
-    g_autofree char *name = g_strdelimit(g_strdup(g_test_get_path()), "/",
-                                         '-');
+    g_autofree char *name = g_strdelimit(g_strdup(g_test_get_path()), "/", '-');
     g_autofree char *dir = g_build_filename(tmp, name, NULL);
 
     g_setenv("DAXFILE_STATE_DIR", dir, TRUE);
@@ -160,10 +159,10 @@ test_round_trip(void)
     g_autofree char *text = NULL;
     g_autoptr(GError) error = NULL;
     g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(&error);
-    g_autoptr(DaxfileEntry) a = entry_new("/mnt/pmem/vm1.img", 12,
-                                          "domain:vm1");
-    g_autoptr(DaxfileEntry) b = entry_new("/mnt/pmem/caf\xe9.img", 13,
-                                          "domain:vm2");
+    g_autoptr(DaxfileEntry) a =
+        entry_new("/mnt/pmem/vm1.img", 12, "domain:vm1");
+    g_autoptr(DaxfileEntry) b =
+        entry_new("/mnt/pmem/caf\xe9.img", 13, "domain:vm2");
     GPtrArray *entries;
     struct stat st;
 
@@ -279,17 +278,19 @@ test_corrupt(void)
          "\"frozen\", \"mechanism\": \"none\"}]}",
          ": entry 1 is malformed"},
         {"{\"entries\": [{\"path\": \"/a\", \"state\": \"engaged\", "
-         "\"mechanism\": \"glue\"}]}", ": entry 0 is malformed"},
+         "\"mechanism\": \"glue\"}]}",
+         ": entry 0 is malformed"},
         {"{\"entries\": [{\"state\": \"engaged\", \"mechanism\": "
-         "\"none\"}]}", ": entry 0 is malformed"},
+         "\"none\"}]}",
+         ": entry 0 is malformed"},
     };
     guint i;
 
     for (i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *lib = state_new();
         g_autofree char *file = registry_file(lib);
-        g_autofree char *want = g_strdup_printf("Cannot read the registry "
-                                                "'%s'", file);
+        g_autofree char *want =
+            g_strdup_printf("Cannot read the registry '%s'", file);
         g_autoptr(GError) error = NULL;
         g_autoptr(DaxfileRegistry) reg = NULL;
 
@@ -330,10 +331,8 @@ test_lock_inode(void)
 {
     g_autofree char *lib = state_new();
     g_autoptr(GError) error = NULL;
-    int first = daxfile_registry_lock_inode(2049, 12, "/a.img", FALSE,
-                                            &error);
-    int other = daxfile_registry_lock_inode(2049, 13, "/b.img", FALSE,
-                                            &error);
+    int first = daxfile_registry_lock_inode(2049, 12, "/a.img", FALSE, &error);
+    int other = daxfile_registry_lock_inode(2049, 13, "/b.img", FALSE, &error);
     int again;
 
     g_assert_no_error(error);
