@@ -11,7 +11,6 @@
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -52,9 +51,5 @@ gboolean daxfile_attest(pid_t pid, const char *smaps, int fd,
                         const struct stat *st, const char *path,
                         guint64 size, guint64 align, gboolean need_sync,
                         DaxfileAttestation *ret, GError **error);
-
-/* {"pid", "mapping" (daxfile_mapping_to_json, or null), "dax",
- *  "map_sync_required", "attested", "problem"} */
-JsonNode *daxfile_attestation_to_json(const DaxfileAttestation *a);
 
 G_END_DECLS

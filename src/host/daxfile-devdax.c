@@ -8,7 +8,6 @@
 #include "daxfile-error.h"
 #include "daxfile-escape.h"
 #include "daxfile-fd.h"
-#include "daxfile-json.h"
 #include "daxfile-size.h"
 #include "daxfile-sysfs.h"
 #include "daxfile-util.h"
@@ -164,19 +163,4 @@ daxfile_devdax_check(const DaxfileDevdax *d, const char *path, guint64 size,
         return FALSE;
     }
     return TRUE;
-}
-
-JsonNode *
-daxfile_devdax_to_json(const DaxfileDevdax *d, const char *path)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-
-    json_builder_begin_object(b);
-    daxfile_json_add_string(b, "name", d->name);
-    daxfile_json_add_string(b, "path", path);
-    daxfile_json_add_int(b, "size", (gint64)d->size);
-    daxfile_json_add_int(b, "align", (gint64)d->align);
-    daxfile_json_add_string(b, "mode", daxfile_devdax_mode(d));
-    json_builder_end_object(b);
-    return json_builder_get_root(b);
 }

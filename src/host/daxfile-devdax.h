@@ -14,7 +14,6 @@
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 #include <sys/stat.h>
 
 G_BEGIN_DECLS
@@ -60,8 +59,5 @@ gboolean daxfile_devdax_check(const DaxfileDevdax *d, const char *path,
 
 /* "devdax", "system-ram" (kmem), "disabled" (no driver), or the driver */
 const char *daxfile_devdax_mode(const DaxfileDevdax *d);
-
-/* {"name", "path", "size", "align", "mode"} */
-JsonNode *daxfile_devdax_to_json(const DaxfileDevdax *d, const char *path);
 
 G_END_DECLS

@@ -8,7 +8,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "daxfile-json.h"
 #include "daxfile-proc.h"
 
 gboolean
@@ -368,21 +367,4 @@ daxfile_smaps_find(const char *smaps, guint64 dev, guint64 ino,
     if (have_cur)
         mapping_keep(out, &have, &cur);
     return have;
-}
-
-JsonNode *
-daxfile_mapping_to_json(const DaxfileProcMap *map)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-
-    json_builder_begin_object(b);
-    daxfile_json_add_int(b, "start", (gint64)map->start);
-    daxfile_json_add_int(b, "end", (gint64)map->end);
-    daxfile_json_add_int(b, "offset", (gint64)map->offset);
-    daxfile_json_add_bool(b, "shared", map->shared);
-    daxfile_json_add_bool(b, "sync", map->sync);
-    daxfile_json_add_int(b, "vmas", map->vmas);
-    daxfile_json_add_int(b, "others", map->others);
-    json_builder_end_object(b);
-    return json_builder_get_root(b);
 }

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 #include <sys/types.h>
 
 G_BEGIN_DECLS
@@ -61,9 +60,5 @@ typedef struct {
  * /proc/PID/smaps) into *@out; FALSE when the file is not mapped. */
 gboolean daxfile_smaps_find(const char *smaps, guint64 dev, guint64 ino,
                             DaxfileProcMap *out);
-
-/* The mapping as a JSON object: start, end, offset (numbers), shared,
- * sync (booleans), vmas, others */
-JsonNode *daxfile_mapping_to_json(const DaxfileProcMap *map);
 
 G_END_DECLS

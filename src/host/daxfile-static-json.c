@@ -5,7 +5,7 @@
  */
 #include <sys/stat.h>
 
-#include "daxfile-attest.h"
+#include "daxfile-attest-json.h"
 #include "daxfile-conf.h"
 #include "daxfile-escape.h"
 #include "daxfile-guard.h"

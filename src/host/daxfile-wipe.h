@@ -16,7 +16,6 @@
 #pragma once
 
 #include <glib.h>
-#include <json-glib/json-glib.h>
 
 G_BEGIN_DECLS
 
@@ -67,10 +66,5 @@ gboolean daxfile_wipe_check(int fd, const char *path, GError **error);
  * that is not all zeros. */
 gboolean daxfile_wipe(int fd, const char *path, const DaxfileWipeParams *p,
                       DaxfileWipeResult *ret, GError **error);
-
-/* {size, resumed_from, zeroed, map_sync, method, interrupted, verified,
- *  first_nonzero (or null), sha256, seconds, verify_seconds} */
-JsonNode *daxfile_wipe_result_to_json(const DaxfileWipeResult *r,
-                                      const char *path);
 
 G_END_DECLS
