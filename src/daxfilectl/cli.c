@@ -83,60 +83,49 @@ print_geometry(const DaxfileReport *report)
         printf("geometry:     unknown for %s\n", fs->fs_type);
 }
 
-/* the "qemu" member of the static state: the running domain's QEMU */
+/* the running domain's QEMU, as status attested it */
 static void
-print_qemu(JsonObject *q)
+print_qemu(const DaxfileAttestation *a)
 {
-    JsonNode *mn = json_object_get_member(q, "mapping");
-    JsonObject *m = mn && !json_node_is_null(mn) ? json_node_get_object(mn)
-                                                 : NULL;
     g_autofree char *size = NULL;
     const char *sync;
 
-    if (!m || !json_object_get_boolean_member(q, "attested")) {
+    if (!a->mapped || !a->attested) {
         printf("qemu:         NOT ATTESTED: %s\n",
-               json_object_get_string_member_with_default(q, "problem", "?"));
+               a->problem ? a->problem : "?");
         return;
     }
-    size = daxfile_size_format(json_object_get_int_member(m, "end") -
-                               json_object_get_int_member(m, "start"));
-    if (json_object_get_boolean_member(m, "sync"))
+    size = daxfile_size_format(a->map.end - a->map.start);
+    if (a->map.sync)
         sync = "MAP_SYNC";
-    else if (!json_object_get_boolean_member(q, "dax"))
+    else if (!a->dax)
         sync = "without MAP_SYNC (not DAX)";
     else
         sync = "without MAP_SYNC (virtio-pmem: durable at the guest's "
                "flush)";
-    printf("qemu:         pid %" G_GINT64_FORMAT " maps %s of it, shared, "
-           "%s, at 0x%" G_GINT64_MODIFIER "x\n",
-           json_object_get_int_member(q, "pid"), size, sync,
-           (guint64)json_object_get_int_member(m, "start"));
+    printf("qemu:         pid %d maps %s of it, shared, %s, at 0x%"
+           G_GINT64_MODIFIER "x\n", (int)a->pid, size, sync, a->map.start);
 }
 
 static void
-print_static(JsonNode *node)
+print_static(const DaxfileStaticState *state)
 {
-    JsonObject *o = json_node_get_object(node);
-    const char *mech = json_object_get_string_member_with_default(
-        o, "mechanism", NULL);
-    JsonNode *unchanged = json_object_get_member(o, "layout_unchanged");
+    const DaxfileEntry *e = state->entry;
 
-    if (!mech) {
+    if (!e) {
         printf("static:       no\n");
         return;
     }
     printf("static:       %s (%s, %s for '%s' since %s%s)\n",
-           json_object_get_boolean_member(o, "enabled") ? "yes" : "no",
-           mech, json_object_get_string_member(o, "state"),
-           json_object_get_string_member(o, "owner"),
-           json_object_get_string_member(o, "since"),
-           json_object_get_boolean_member_with_default(o, "stale", FALSE)
-               ? ", STALE: run 'daxfile repair'" : "");
-    if (unchanged && !json_node_is_null(unchanged))
+           daxfile_static_state_enabled(state) ? "yes" : "no",
+           daxfile_mechanism_to_string(e->mechanism),
+           daxfile_entry_state_to_string(e->state), e->owner, e->since,
+           daxfile_entry_is_stale(e) ? ", STALE: run 'daxfile repair'" : "");
+    if (state->layout_unchanged != DAXFILE_TRI_UNKNOWN)
         printf("layout:       %s since it was made static\n",
-               json_node_get_boolean(unchanged) ? "unchanged" : "CHANGED");
-    if (json_object_has_member(o, "qemu"))
-        print_qemu(json_object_get_object_member(o, "qemu"));
+               state->layout_unchanged ? "unchanged" : "CHANGED");
+    if (state->qemu)
+        print_qemu(state->qemu);
 }
 
 void
@@ -184,7 +173,7 @@ cli_build_report(const char *path, const CliReportOptions *opts,
     report = daxfile_report_build(fd, path, opts->align, opts->allow_non_dax,
                                   error);
     if (report && opts->with_static)
-        report->static_state = daxfile_static_state_json(fd, report);
+        report->static_state = daxfile_static_state_read(fd, report);
     return report;
 }
 

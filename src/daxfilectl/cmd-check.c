@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 
+#include "daxfile-report-json.h"
 #include "daxfile-size.h"
 #include "daxfilectl.h"
 

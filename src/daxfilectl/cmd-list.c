@@ -7,7 +7,7 @@
 
 #include "daxfile-escape.h"
 #include "daxfile-registry.h"
-#include "daxfile-static.h"
+#include "daxfile-static-json.h"
 #include "daxfilectl.h"
 
 static gboolean arg_json;
@@ -54,7 +54,7 @@ cmd_list(int argc, char **argv)
     if (!entries)
         return cli_report_error(error);
     if (arg_json) {
-        cli_print_json(daxfile_static_list_json(entries));
+        cli_print_json(daxfile_static_list_to_json(entries));
         return CLI_EXIT_OK;
     }
     if (entries->len > 0)

@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 
+#include "daxfile-report-json.h"
 #include "daxfilectl.h"
 
 static char *arg_align;

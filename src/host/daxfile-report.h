@@ -4,13 +4,13 @@
  */
 #pragma once
 
-#include <json-glib/json-glib.h>
-
 #include "daxfile-extent.h"
-#include "daxfile-json.h"
 #include "daxfile-fs.h"
 
 G_BEGIN_DECLS
+
+/* What static mode says about the file (daxfile-static.h) */
+typedef struct _DaxfileStaticState DaxfileStaticState;
 
 typedef struct {
     char *path;              /* display form (escaped) */
@@ -26,7 +26,7 @@ typedef struct {
     gboolean allow_non_dax;
     gboolean static_ready;   /* layout_ok and (DAX or allowed) */
     char *fingerprint;
-    JsonNode *static_state;  /* filled by static mode, or NULL */
+    DaxfileStaticState *static_state; /* filled by static mode, or NULL */
 } DaxfileReport;
 
 void daxfile_report_free(DaxfileReport *report);
@@ -58,10 +58,5 @@ char *daxfile_report_describe_problem(const DaxfileReport *report,
  * the file is not static-ready */
 gboolean daxfile_report_require_ready(const DaxfileReport *report,
                                       GError **error);
-
-/* JSON: the full status object, or the check subset. */
-JsonNode *daxfile_report_to_json(const DaxfileReport *report);
-JsonNode *daxfile_report_check_to_json(const DaxfileReport *report);
-
 
 G_END_DECLS

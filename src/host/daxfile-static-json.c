@@ -1,19 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile-static-json.c: the "static" object of status --json, and
- * list --json
+ * daxfile-static-json.c: the "static" object of status --json, list
+ * --json and repair --json
  */
-#include <sys/stat.h>
-
 #include "daxfile-attest-json.h"
-#include "daxfile-conf.h"
 #include "daxfile-escape.h"
-#include "daxfile-guard.h"
 #include "daxfile-json.h"
-#include "daxfile-registry.h"
-#include "daxfile-static-priv.h"
-#include "daxfile-static.h"
-#include "daxfile-util.h"
+#include "daxfile-static-json.h"
 
 static void
 entry_members(JsonBuilder *b, const DaxfileEntry *e)
@@ -30,70 +23,37 @@ entry_members(JsonBuilder *b, const DaxfileEntry *e)
     daxfile_json_add_bool(b, "stale", daxfile_entry_is_stale(e));
 }
 
-/* For a file a running domain holds: what its QEMU mapped, attested as
- * the hook did at started (daxfile-attest.h); the <alignsize> judged is
- * the report's, and a virtio-pmem device needs neither it nor MAP_SYNC */
-static JsonNode *
-qemu_json(int fd, const struct stat *st, const DaxfileReport *report,
-          const DaxfileEntry *e)
-{
-    g_autoptr(DaxfileConf) conf = daxfile_conf_load(NULL, NULL);
-    g_auto(DaxfileAttestation) a = {.pid = -1};
-    g_autoptr(GError) local = NULL;
-    const char *domain = e->owner + strlen("domain:");
-    gboolean nvdimm = g_strcmp0(e->device, "virtio-pmem") != 0;
-
-    a.pid = daxfile_attest_qemu_pid(conf ? conf->qemu_pid_dir
-                                         : DAXFILE_QEMU_PID_DIR,
-                                    domain, daxfile_conf_path(), &local);
-    if (a.pid < 0)
-        a.problem = g_strdup(local->message);
-    else
-        daxfile_attest(a.pid, NULL, fd, st, report->path, st->st_size,
-                       nvdimm ? report->align : 0, nvdimm, &a, NULL);
-    return daxfile_attestation_to_json(&a);
-}
-
 JsonNode *
-daxfile_static_state_json(int fd, const DaxfileReport *report)
+daxfile_static_state_to_json(const DaxfileStaticState *state)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autoptr(DaxfileEntry) e = NULL;
-    gboolean immutable = FALSE;
-    struct stat st;
+    const DaxfileEntry *e = state->entry;
 
-    if (fstat(fd, &st) == 0)
-        daxfile_static_registry_peek(&st, &e, NULL);
     json_builder_begin_object(b);
-    daxfile_json_add_bool(b, "enabled", e && e->state == DAXFILE_STATE_ENGAGED);
-    if (e && e->state == DAXFILE_STATE_ENGAGED && e->owner &&
-        g_str_has_prefix(e->owner, "domain:")) {
+    daxfile_json_add_bool(b, "enabled", daxfile_static_state_enabled(state));
+    if (state->qemu) {
         json_builder_set_member_name(b, "qemu");
-        json_builder_add_value(b, qemu_json(fd, &st, report, e));
+        json_builder_add_value(b, daxfile_attestation_to_json(state->qemu));
     }
     if (e) {
         entry_members(b, e);
         daxfile_json_add_tristate(b, "layout_unchanged",
-                                 e->fingerprint && report->fingerprint &&
-                                     STREQ(e->fingerprint,
-                                           report->fingerprint));
+                                  state->layout_unchanged);
         daxfile_json_add_tristate(b, "mechanism_intact",
-                                  daxfile_static_mechanism_intact(fd, e));
+                                  state->mechanism_intact);
     } else {
         daxfile_json_add_string(b, "mechanism", NULL);
         daxfile_json_add_string(b, "owner", NULL);
         daxfile_json_add_string(b, "since", NULL);
         daxfile_json_add_tristate(b, "layout_unchanged", -1);
     }
-    daxfile_json_add_tristate(b, "immutable",
-                             daxfile_guard_get(fd, report->path, &immutable,
-                                               NULL) ? immutable : -1);
+    daxfile_json_add_tristate(b, "immutable", state->immutable);
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
 
 JsonNode *
-daxfile_static_list_json(const GPtrArray *entries)
+daxfile_static_list_to_json(const GPtrArray *entries)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     guint i;

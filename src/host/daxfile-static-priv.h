@@ -3,14 +3,14 @@
  * daxfile-static-priv.h: what the parts of static mode share, for
  * daxfile-static*.c only (daxfile-static.h is the interface)
  *
- *   daxfile-static.c         one file: enable, disable, list; the entry and
- *                            the checks every change makes
+ *   daxfile-static.c         one file: enable, disable, list, its state for
+ *                            status; the entry and the checks every change
+ *                            makes
  *   daxfile-static-mech.c    the mechanism: choice (kernel, immutable guard
  *                            and its self-test, verified-only), engaging it,
  *                            whether it is still in force
  *   daxfile-static-set.c     sets: several files in one registry transaction
  *   daxfile-static-repair.c  repair: interrupted and left-over entries
- *   daxfile-static-json.c    status --json's "static", list --json
  */
 #pragma once
 

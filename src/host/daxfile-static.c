@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "daxfile-attest.h"
+#include "daxfile-conf.h"
 #include "daxfile-error.h"
 #include "daxfile-escape.h"
 #include "daxfile-fd.h"
@@ -457,4 +459,72 @@ daxfile_static_list(GError **error)
         g_ptr_array_add(out, daxfile_entry_copy(g_ptr_array_index(entries,
                                                                   i)));
     return out;
+}
+
+void
+daxfile_static_state_free(DaxfileStaticState *state)
+{
+    if (!state)
+        return;
+    daxfile_entry_free(state->entry);
+    if (state->qemu)
+        daxfile_attestation_clear(state->qemu);
+    g_free(state->qemu);
+    g_free(state);
+}
+
+gboolean
+daxfile_static_state_enabled(const DaxfileStaticState *state)
+{
+    return state->entry && state->entry->state == DAXFILE_STATE_ENGAGED;
+}
+
+/* For a file a running domain holds: what its QEMU mapped, attested as
+ * the hook did at started (daxfile-attest.h); the <alignsize> judged is
+ * the report's, and a virtio-pmem device needs neither it nor MAP_SYNC */
+static DaxfileAttestation *
+attest_qemu(int fd, const struct stat *st, const DaxfileReport *report,
+            const DaxfileEntry *e)
+{
+    g_autoptr(DaxfileConf) conf = daxfile_conf_load(NULL, NULL);
+    DaxfileAttestation *a = g_new0(DaxfileAttestation, 1);
+    g_autoptr(GError) local = NULL;
+    const char *domain = e->owner + strlen("domain:");
+    gboolean nvdimm = g_strcmp0(e->device, "virtio-pmem") != 0;
+
+    a->pid = daxfile_attest_qemu_pid(conf ? conf->qemu_pid_dir
+                                          : DAXFILE_QEMU_PID_DIR,
+                                     domain, daxfile_conf_path(), &local);
+    if (a->pid < 0)
+        a->problem = g_strdup(local->message);
+    else
+        daxfile_attest(a->pid, NULL, fd, st, report->path, st->st_size,
+                       nvdimm ? report->align : 0, nvdimm, a, NULL);
+    return a;
+}
+
+DaxfileStaticState *
+daxfile_static_state_read(int fd, const DaxfileReport *report)
+{
+    DaxfileStaticState *state = g_new0(DaxfileStaticState, 1);
+    const DaxfileEntry *e = NULL;
+    gboolean immutable = FALSE;
+    struct stat st;
+
+    state->layout_unchanged = DAXFILE_TRI_UNKNOWN;
+    state->mechanism_intact = DAXFILE_TRI_UNKNOWN;
+    if (fstat(fd, &st) == 0)
+        daxfile_static_registry_peek(&st, &state->entry, NULL);
+    e = state->entry;
+    if (daxfile_static_state_enabled(state) && e->owner &&
+        g_str_has_prefix(e->owner, "domain:"))
+        state->qemu = attest_qemu(fd, &st, report, e);
+    if (e) {
+        state->layout_unchanged = e->fingerprint && report->fingerprint &&
+                                  STREQ(e->fingerprint, report->fingerprint);
+        state->mechanism_intact = daxfile_static_mechanism_intact(fd, e);
+    }
+    state->immutable = daxfile_guard_get(fd, report->path, &immutable, NULL)
+                           ? immutable : DAXFILE_TRI_UNKNOWN;
+    return state;
 }

@@ -14,9 +14,9 @@
  */
 #pragma once
 
-#include <json-glib/json-glib.h>
 #include <sys/types.h>
 
+#include "daxfile-attest.h"
 #include "daxfile-registry.h"
 #include "daxfile-report.h"
 
@@ -115,13 +115,30 @@ gboolean daxfile_static_enable_set(DaxfileStaticItem *items, guint n,
 gboolean daxfile_static_release_set(DaxfileStaticItem *items, guint n,
                                     guint *ret_failed, GError **error);
 
-/* The "static" object of `status --json` for the file behind @fd:
- * enabled, state, mechanism, owner, owner_uuid, since, layout_unchanged,
- * guard_intact, stale. */
-JsonNode *daxfile_static_state_json(int fd, const DaxfileReport *report);
+/* What static mode says about one file, for `daxfile status` */
+struct _DaxfileStaticState {
+    DaxfileEntry *entry;             /* a copy of its registry entry, or
+                                      * NULL when it is not static */
+    DaxfileTristate layout_unchanged; /* the block map is the one recorded
+                                       * at enable (UNKNOWN: no entry) */
+    DaxfileTristate mechanism_intact; /* UNKNOWN: no entry, or nothing to
+                                       * check */
+    DaxfileTristate immutable;       /* FS_IMMUTABLE_FL (UNKNOWN: cannot
+                                      * be read) */
+    DaxfileAttestation *qemu;        /* engaged for a domain: what its
+                                      * QEMU mapped; NULL otherwise */
+};
 
-/* `daxfile list --json` of daxfile_static_list()'s entries */
-JsonNode *daxfile_static_list_json(const GPtrArray *entries);
+void daxfile_static_state_free(DaxfileStaticState *state);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileStaticState, daxfile_static_state_free)
+
+/* The file is static (its entry is engaged) */
+gboolean daxfile_static_state_enabled(const DaxfileStaticState *state);
+
+/* The static state of the file behind @fd, whose @report was built; what
+ * cannot be read is left unknown. */
+DaxfileStaticState *daxfile_static_state_read(int fd,
+                                              const DaxfileReport *report);
 
 typedef struct {
     GPtrArray *actions;    /* one line per entry released or dropped */

@@ -4,7 +4,8 @@
  */
 #include <linux/fiemap.h>
 
-#include "daxfile-report.h"
+#include "daxfile-json.h"
+#include "daxfile-report-json.h"
 #include "daxfile-test-util.h"
 
 #define M (G_GUINT64_CONSTANT(1) << 20)
