@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * daxfile list [--json]: the registry of static files
- * daxfile repair: finish interrupted operations, drop stale entries
+ * daxfile repair [--json]: finish interrupted operations, drop stale
+ * entries
  */
 #include <stdio.h>
 
@@ -19,6 +20,7 @@ static const GOptionEntry list_options[] = {
 };
 
 static const GOptionEntry repair_options[] = {
+    {"json", 'j', 0, G_OPTION_ARG_NONE, &arg_json, "Print JSON", NULL},
     {"path", 'p', 0, G_OPTION_ARG_FILENAME, &arg_path,
      "The current path of a file whose entry repair cannot find (renamed, "
      "or on a filesystem mounted elsewhere)", "PATH"},
@@ -65,13 +67,65 @@ cmd_list(int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
+/* What repair did about one entry, for people */
+static char *
+repair_done_text(const DaxfileRepairAction *a)
+{
+    const char *why = daxfile_repair_finding_describe(a->found);
+
+    if (a->done == DAXFILE_REPAIR_DROPPED_FILE_GONE)
+        return g_strdup("the file no longer exists");
+    if (a->done == DAXFILE_REPAIR_DROPPED_SUPERSEDED)
+        return g_strdup("the file is static again under a newer entry, "
+                        "which stays");
+    if (a->mtime == DAXFILE_REPAIR_MTIME_STAMPED)
+        return g_strdup_printf("%s; its mtime is now (it may have been "
+                               "written while static, after its last "
+                               "stamp)", why);
+    if (a->mtime == DAXFILE_REPAIR_MTIME_FAILED)
+        return g_strdup_printf("%s; its mtime could not be set to now: %s",
+                               why, a->error);
+    return g_strdup(why);
+}
+
+/* The lines of what repair did (@kept FALSE), or of the entries it kept,
+ * which are errors (@kept TRUE) */
+static void
+print_repair(const DaxfileRepairResult *result, gboolean kept)
+{
+    guint i;
+
+    for (i = 0; i < result->actions->len; i++) {
+        const DaxfileRepairAction *a = g_ptr_array_index(result->actions, i);
+        const char *mech = daxfile_mechanism_to_string(a->mechanism);
+        g_autofree char *name = NULL;
+        g_autofree char *text = NULL;
+
+        if ((a->done == DAXFILE_REPAIR_KEPT) != kept)
+            continue;
+        name = daxfile_escape(a->path);
+        if (kept) {
+            fprintf(stderr, "daxfile: '%s' (%s, owner '%s', %s) cannot be "
+                    "found: %s; its registry entry is kept: mount its "
+                    "filesystem and run 'daxfile repair' again, or give its "
+                    "current path with 'daxfile repair --path PATH'\n",
+                    name, mech, a->owner,
+                    daxfile_repair_finding_describe(a->found), a->error);
+            continue;
+        }
+        text = repair_done_text(a);
+        fprintf(stderr, "%s '%s' (%s, owner '%s'): %s\n",
+                a->done == DAXFILE_REPAIR_RELEASED ? "released" : "dropped",
+                name, mech, a->owner, text);
+    }
+}
+
 int
 cmd_repair(int argc, char **argv)
 {
     g_auto(DaxfileRepairResult) result = {0};
     g_autoptr(GError) error = NULL;
     int ret = CLI_EXIT_OK;
-    guint i;
 
     if (!cli_parse("repair", "",
                    "Finish or roll back interrupted enable/disable, and "
@@ -82,17 +136,14 @@ cmd_repair(int argc, char **argv)
         return cli_usage_error("repair", "unexpected argument '%s'", argv[1]);
     if (!daxfile_static_repair(arg_path, &result, &error))
         return cli_report_error(error);
-    for (i = 0; i < result.actions->len; i++)
-        fprintf(stderr, "%s\n",
-                (const char *)g_ptr_array_index(result.actions, i));
-    for (i = 0; i < result.unresolved->len; i++)
-        fprintf(stderr, "daxfile: %s; its registry entry is kept: mount its "
-                "filesystem and run 'daxfile repair' again, or give its "
-                "current path with 'daxfile repair --path PATH'\n",
-                (const char *)g_ptr_array_index(result.unresolved, i));
-    if (result.unresolved->len > 0)
+    if (arg_json)
+        cli_print_json(daxfile_repair_result_to_json(&result));
+    else
+        print_repair(&result, FALSE);
+    print_repair(&result, TRUE);
+    if (daxfile_repair_result_kept(&result) > 0)
         return CLI_EXIT_FAILURE;
-    if (result.actions->len == 0)
+    if (result.actions->len == 0 && !arg_json)
         fprintf(stderr, "nothing to repair\n");
     return CLI_EXIT_OK;
 }

@@ -8,6 +8,41 @@
 #include "daxfile-json.h"
 #include "daxfile-static-json.h"
 
+static const char *const repair_found[] = {
+    [DAXFILE_REPAIR_FOUND_STALE] = "stale",
+    [DAXFILE_REPAIR_FOUND_INTERRUPTED] = "interrupted",
+    [DAXFILE_REPAIR_FOUND_START_UNFINISHED] = "start_unfinished",
+    [DAXFILE_REPAIR_FOUND_CONSUMER_GONE] = "consumer_gone",
+    [DAXFILE_REPAIR_FOUND_UNMAPPED] = "unmapped",
+    [DAXFILE_REPAIR_FOUND_MECHANISM_LOST] = "mechanism_lost",
+};
+
+static const char *const repair_done[] = {
+    [DAXFILE_REPAIR_RELEASED] = "released",
+    [DAXFILE_REPAIR_DROPPED_FILE_GONE] = "dropped_file_gone",
+    [DAXFILE_REPAIR_DROPPED_SUPERSEDED] = "dropped_superseded",
+    [DAXFILE_REPAIR_KEPT] = "kept",
+};
+
+static const char *const repair_mtime[] = {
+    [DAXFILE_REPAIR_MTIME_NONE] = NULL,
+    [DAXFILE_REPAIR_MTIME_NOT_FOUND] = "not_found",
+    [DAXFILE_REPAIR_MTIME_STAMPED] = "stamped",
+    [DAXFILE_REPAIR_MTIME_FAILED] = "failed",
+};
+
+/* JSON holds UTF-8 only: a path that is not is given in its display
+ * form */
+static void
+add_path(JsonBuilder *b, const char *path)
+{
+    g_autofree char *shown = NULL;
+
+    if (!g_utf8_validate(path, -1, NULL))
+        shown = daxfile_escape(path);
+    daxfile_json_add_string(b, "path", shown ? shown : path);
+}
+
 static void
 entry_members(JsonBuilder *b, const DaxfileEntry *e)
 {
@@ -63,15 +98,34 @@ daxfile_static_list_to_json(const GPtrArray *entries)
         const DaxfileEntry *e = g_ptr_array_index(entries, i);
 
         json_builder_begin_object(b);
-        if (g_utf8_validate(e->path, -1, NULL)) {
-            daxfile_json_add_string(b, "path", e->path);
-        } else {
-            g_autofree char *shown = daxfile_escape(e->path);
-
-            daxfile_json_add_string(b, "path", shown);
-        }
+        add_path(b, e->path);
         entry_members(b, e);
         daxfile_json_add_string(b, "fingerprint", e->fingerprint);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    return json_builder_get_root(b);
+}
+
+JsonNode *
+daxfile_repair_result_to_json(const DaxfileRepairResult *result)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    guint i;
+
+    json_builder_begin_array(b);
+    for (i = 0; i < result->actions->len; i++) {
+        const DaxfileRepairAction *a = g_ptr_array_index(result->actions, i);
+
+        json_builder_begin_object(b);
+        add_path(b, a->path);
+        daxfile_json_add_string(b, "mechanism",
+                                daxfile_mechanism_to_string(a->mechanism));
+        daxfile_json_add_string(b, "owner", a->owner);
+        daxfile_json_add_string(b, "found", repair_found[a->found]);
+        daxfile_json_add_string(b, "action", repair_done[a->done]);
+        daxfile_json_add_string(b, "mtime", repair_mtime[a->mtime]);
+        daxfile_json_add_string(b, "error", a->error);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);

@@ -18,4 +18,8 @@ JsonNode *daxfile_static_state_to_json(const DaxfileStaticState *state);
 /* `daxfile list --json` of daxfile_static_list()'s entries */
 JsonNode *daxfile_static_list_to_json(const GPtrArray *entries);
 
+/* `daxfile repair --json`: one object per action, {path, mechanism,
+ * owner, found, action, mtime, error} */
+JsonNode *daxfile_repair_result_to_json(const DaxfileRepairResult *result);
+
 G_END_DECLS

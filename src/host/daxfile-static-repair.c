@@ -36,43 +36,70 @@ owned_by_consumer(const DaxfileEntry *e)
                         g_str_has_prefix(e->owner, "pid:"));
 }
 
-/* Why a reservation is left over, or NULL while its start may still be
+static const char *const finding_texts[] = {
+    [DAXFILE_REPAIR_FOUND_STALE] = "left over from an earlier boot",
+    [DAXFILE_REPAIR_FOUND_INTERRUPTED] =
+        "an enable or disable was interrupted",
+    [DAXFILE_REPAIR_FOUND_START_UNFINISHED] =
+        "the start that reserved it never finished (the process that "
+        "reserved it is gone and no process maps the file)",
+    [DAXFILE_REPAIR_FOUND_CONSUMER_GONE] = "its consumer process is gone",
+    [DAXFILE_REPAIR_FOUND_UNMAPPED] = "no process maps it any more",
+    [DAXFILE_REPAIR_FOUND_MECHANISM_LOST] =
+        "its mechanism is not in force (a start was interrupted before it "
+        "engaged, or the flag was cleared by hand)",
+};
+
+const char *
+daxfile_repair_finding_describe(DaxfileRepairFinding found)
+{
+    return finding_texts[found];
+}
+
+/* Whether a reservation is left over; not while its start may still be
  * going on: the process that ran the prepare hook (libvirtd) is alive, or
  * QEMU has the file mapped (a libvirtd restarted meanwhile reconnects). */
-static const char *
-reservation_reason(const DaxfileEntry *e)
+static gboolean
+reservation_left_over(const DaxfileEntry *e)
 {
     g_autoptr(GArray) mappers = NULL;
 
     if (e->holder_pid > 0 &&
         daxfile_proc_same((pid_t)e->holder_pid, e->holder_start))
-        return NULL;
+        return FALSE;
     mappers = entry_mappers(e);
-    if (mappers->len > 0)
-        return NULL;
-    return "the start that reserved it never finished (the process that "
-           "reserved it is gone and no process maps the file)";
+    return mappers->len == 0;
 }
 
-/* Why an entry needs repair, or NULL when it is healthy */
-static const char *
-repair_reason(const DaxfileEntry *e)
+/* Why an entry needs repair, in *ret_found; FALSE when it is healthy */
+static gboolean
+repair_reason(const DaxfileEntry *e, DaxfileRepairFinding *ret_found)
 {
     g_autoptr(GArray) mappers = NULL;
 
-    if (daxfile_entry_is_stale(e))
-        return "left over from an earlier boot";
+    if (daxfile_entry_is_stale(e)) {
+        *ret_found = DAXFILE_REPAIR_FOUND_STALE;
+        return TRUE;
+    }
     if (e->state == DAXFILE_STATE_ENGAGING ||
-        e->state == DAXFILE_STATE_RELEASING)
-        return "an enable or disable was interrupted";
-    if (e->state == DAXFILE_STATE_RESERVED || e->holder_start)
-        return reservation_reason(e); /* (made static at prepare) */
-    if (e->pid > 0 && !daxfile_proc_alive((pid_t)e->pid))
-        return "its consumer process is gone";
+        e->state == DAXFILE_STATE_RELEASING) {
+        *ret_found = DAXFILE_REPAIR_FOUND_INTERRUPTED;
+        return TRUE;
+    }
+    if (e->state == DAXFILE_STATE_RESERVED || e->holder_start) {
+        /* (made static at prepare) */
+        *ret_found = DAXFILE_REPAIR_FOUND_START_UNFINISHED;
+        return reservation_left_over(e);
+    }
+    if (e->pid > 0 && !daxfile_proc_alive((pid_t)e->pid)) {
+        *ret_found = DAXFILE_REPAIR_FOUND_CONSUMER_GONE;
+        return TRUE;
+    }
     if (!owned_by_consumer(e))
-        return NULL;
+        return FALSE;
     mappers = entry_mappers(e);
-    return mappers->len == 0 ? "no process maps it any more" : NULL;
+    *ret_found = DAXFILE_REPAIR_FOUND_UNMAPPED;
+    return mappers->len == 0;
 }
 
 /* Whether undoing the entry needs its inode: an immutable flag outlives
@@ -165,28 +192,57 @@ repair_release(int fd, const DaxfileEntry *e, const char *name,
     return TRUE;
 }
 
+static void
+repair_action_free(DaxfileRepairAction *action)
+{
+    g_free(action->path);
+    g_free(action->owner);
+    g_free(action->error);
+    g_free(action);
+}
+
 void
 daxfile_repair_result_clear(DaxfileRepairResult *result)
 {
     g_clear_pointer(&result->actions, g_ptr_array_unref);
-    g_clear_pointer(&result->unresolved, g_ptr_array_unref);
 }
 
-static void
-add_action(GPtrArray *list, const DaxfileEntry *e, const char *name,
-           const char *verb, const char *why)
+guint
+daxfile_repair_result_kept(const DaxfileRepairResult *result)
 {
-    g_ptr_array_add(list, g_strdup_printf(
-        "%s '%s' (%s, owner '%s'): %s", verb, name,
-        daxfile_mechanism_to_string(e->mechanism), e->owner, why));
+    guint i;
+    guint n = 0;
+
+    for (i = 0; i < result->actions->len; i++) {
+        const DaxfileRepairAction *a = g_ptr_array_index(result->actions, i);
+
+        n += a->done == DAXFILE_REPAIR_KEPT;
+    }
+    return n;
+}
+
+static DaxfileRepairAction *
+add_action(DaxfileRepairResult *result, const DaxfileEntry *e,
+           DaxfileRepairFinding found, DaxfileRepairDone done)
+{
+    DaxfileRepairAction *a = g_new0(DaxfileRepairAction, 1);
+
+    a->path = g_strdup(e->path);
+    a->mechanism = e->mechanism;
+    a->owner = g_strdup(e->owner);
+    a->found = found;
+    a->done = done;
+    g_ptr_array_add(result->actions, a);
+    return a;
 }
 
 /* A file static in the kernel when an earlier boot ended: a kernel that
  * serves its faults from the frozen map (kernel/README.md, "Fault path")
  * stamps mtime only at fsync and release, so stores since the last stamp
  * may not show. Stamp it now, so that backups see it changed. */
-static char *
-stamp_left_static(const DaxfileEntry *e, int hint_fd, const char *why)
+static void
+stamp_left_static(const DaxfileEntry *e, int hint_fd,
+                  DaxfileRepairAction *action)
 {
     g_autoptr(GError) local = NULL;
     g_auto(DaxfileFd) fd = -1;
@@ -196,19 +252,21 @@ stamp_left_static(const DaxfileEntry *e, int hint_fd, const char *why)
     };
 
     fd = repair_resolve(e, hint_fd, &gone, &local);
-    if (fd < 0)
-        return g_strdup(why);
-    if (futimens(fd, now) < 0)
-        return g_strdup_printf("%s; its mtime could not be set to now: %s",
-                               why, g_strerror(errno));
-    return g_strdup_printf("%s; its mtime is now (it may have been written "
-                           "while static, after its last stamp)", why);
+    if (fd < 0) {
+        action->mtime = DAXFILE_REPAIR_MTIME_NOT_FOUND;
+    } else if (futimens(fd, now) < 0) {
+        action->mtime = DAXFILE_REPAIR_MTIME_FAILED;
+        action->error = g_strdup(g_strerror(errno));
+    } else {
+        action->mtime = DAXFILE_REPAIR_MTIME_STAMPED;
+    }
 }
 
 /* Repair one entry; TRUE when it is done with (and removed). */
 static gboolean
-repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, const char *why,
-             int hint_fd, DaxfileRepairResult *result, GError **error)
+repair_entry(DaxfileRegistry *reg, DaxfileEntry *e,
+             DaxfileRepairFinding found, int hint_fd,
+             DaxfileRepairResult *result, GError **error)
 {
     g_autofree char *name = daxfile_escape(e->path);
     g_autoptr(GError) local = NULL;
@@ -216,55 +274,59 @@ repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, const char *why,
     gboolean gone = FALSE;
 
     if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_entry_is_stale(e)) {
-        g_autofree char *done = stamp_left_static(e, hint_fd, why);
-
-        add_action(result->actions, e, name, "released", done);
+        stamp_left_static(e, hint_fd,
+                          add_action(result, e, found,
+                                     DAXFILE_REPAIR_RELEASED));
         return TRUE;
     }
     if (!needs_inode(e)) {
-        add_action(result->actions, e, name, "released", why);
+        add_action(result, e, found, DAXFILE_REPAIR_RELEASED);
         return TRUE;
     }
     fd = repair_resolve(e, hint_fd, &gone, &local);
     if (fd < 0 && gone) {
-        add_action(result->actions, e, name, "dropped", "the file no "
-                   "longer exists");
+        add_action(result, e, found, DAXFILE_REPAIR_DROPPED_FILE_GONE);
         return TRUE;
     }
     if (fd < 0) {
-        g_ptr_array_add(result->unresolved, g_strdup_printf(
-            "'%s' (%s, owner '%s', %s) cannot be found: %s", name,
-            daxfile_mechanism_to_string(e->mechanism), e->owner, why,
-            local->message));
+        add_action(result, e, found, DAXFILE_REPAIR_KEPT)->error =
+            g_strdup(local->message);
         return FALSE;
     }
     if (held_by_other(reg, e, fd)) {
-        add_action(result->actions, e, name, "dropped", "the file is static "
-                   "again under a newer entry, which stays");
+        add_action(result, e, found, DAXFILE_REPAIR_DROPPED_SUPERSEDED);
         return TRUE;
     }
     if (!repair_release(fd, e, name, error))
         return FALSE;
-    add_action(result->actions, e, name, "released", why);
+    add_action(result, e, found, DAXFILE_REPAIR_RELEASED);
     return TRUE;
 }
 
 /* An entry in force by the registry whose mechanism is not on its inode:
  * a hook killed between its registry write and the flag, or chattr -i by
- * hand. NULL otherwise. */
-static const char *
-lost_reason(const DaxfileEntry *e, int hint_fd)
+ * hand. */
+static gboolean
+mechanism_lost(const DaxfileEntry *e, int hint_fd)
 {
     g_auto(DaxfileFd) fd = -1;
     gboolean gone = FALSE;
 
     if (e->state != DAXFILE_STATE_ENGAGED || !needs_inode(e))
-        return NULL;
+        return FALSE;
     fd = repair_resolve(e, hint_fd, &gone, NULL);
-    if (fd < 0 || daxfile_static_mechanism_intact(fd, e) != 0)
-        return NULL;
-    return "its mechanism is not in force (a start was interrupted before "
-           "it engaged, or the flag was cleared by hand)";
+    return fd >= 0 && daxfile_static_mechanism_intact(fd, e) == 0;
+}
+
+/* Why @e needs repair, in *ret_found; FALSE when it does not */
+static gboolean
+needs_repair(const DaxfileEntry *e, int hint_fd,
+             DaxfileRepairFinding *ret_found)
+{
+    if (repair_reason(e, ret_found))
+        return TRUE;
+    *ret_found = DAXFILE_REPAIR_FOUND_MECHANISM_LOST;
+    return mechanism_lost(e, hint_fd);
 }
 
 gboolean
@@ -276,8 +338,8 @@ daxfile_static_repair(const char *hint_path, DaxfileRepairResult *ret_result,
     GPtrArray *entries;
     guint i = 0;
 
-    ret_result->actions = g_ptr_array_new_with_free_func(g_free);
-    ret_result->unresolved = g_ptr_array_new_with_free_func(g_free);
+    ret_result->actions = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)repair_action_free);
     if (hint_path) {
         hint_fd = daxfile_file_open(hint_path, DAXFILE_OPEN_READ, NULL, error);
         if (hint_fd < 0)
@@ -289,15 +351,13 @@ daxfile_static_repair(const char *hint_path, DaxfileRepairResult *ret_result,
     entries = daxfile_registry_entries(reg);
     while (i < entries->len) {
         DaxfileEntry *e = g_ptr_array_index(entries, i);
-        const char *why = repair_reason(e);
+        DaxfileRepairFinding found = DAXFILE_REPAIR_FOUND_STALE;
         g_autoptr(GError) local = NULL;
 
-        if (!why)
-            why = lost_reason(e, hint_fd);
-
-        if (!why) {
+        if (!needs_repair(e, hint_fd, &found)) {
             i++;
-        } else if (repair_entry(reg, e, why, hint_fd, ret_result, &local)) {
+        } else if (repair_entry(reg, e, found, hint_fd, ret_result,
+                                &local)) {
             daxfile_registry_remove(reg, e->dev, e->ino);
         } else if (local) {
             /* save what was done so far, then report the failure */

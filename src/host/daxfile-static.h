@@ -140,22 +140,71 @@ gboolean daxfile_static_state_enabled(const DaxfileStaticState *state);
 DaxfileStaticState *daxfile_static_state_read(int fd,
                                               const DaxfileReport *report);
 
+/* Why repair took up an entry */
+typedef enum {
+    DAXFILE_REPAIR_FOUND_STALE,            /* made in an earlier boot */
+    DAXFILE_REPAIR_FOUND_INTERRUPTED,      /* left engaging or releasing */
+    DAXFILE_REPAIR_FOUND_START_UNFINISHED, /* a reservation whose start
+                                            * is gone */
+    DAXFILE_REPAIR_FOUND_CONSUMER_GONE,    /* its consumer process died */
+    DAXFILE_REPAIR_FOUND_UNMAPPED,         /* no process maps it any more */
+    DAXFILE_REPAIR_FOUND_MECHANISM_LOST,   /* engaged, but its mechanism is
+                                            * not in force */
+} DaxfileRepairFinding;
+
+/* What repair did about it */
+typedef enum {
+    DAXFILE_REPAIR_RELEASED,           /* mechanism undone (or nothing to
+                                        * undo); entry removed */
+    DAXFILE_REPAIR_DROPPED_FILE_GONE,  /* the file no longer exists; entry
+                                        * removed */
+    DAXFILE_REPAIR_DROPPED_SUPERSEDED, /* a newer entry holds the file and
+                                        * stays; this one removed */
+    DAXFILE_REPAIR_KEPT,               /* its file cannot be found: the
+                                        * entry stays (error says why) */
+} DaxfileRepairDone;
+
+/* A file released from kernel static mode of an earlier boot gets its
+ * mtime stamped now (stores since its last stamp may not show) */
+typedef enum {
+    DAXFILE_REPAIR_MTIME_NONE,      /* not such a file */
+    DAXFILE_REPAIR_MTIME_NOT_FOUND, /* its file could not be found */
+    DAXFILE_REPAIR_MTIME_STAMPED,
+    DAXFILE_REPAIR_MTIME_FAILED,    /* error says why */
+} DaxfileRepairMtime;
+
 typedef struct {
-    GPtrArray *actions;    /* one line per entry released or dropped */
-    GPtrArray *unresolved; /* one line per entry kept: its file could not
-                            * be found (not mounted, renamed away) */
+    char *path;                 /* the entry's, as recorded (raw bytes) */
+    DaxfileMechanism mechanism;
+    char *owner;
+    DaxfileRepairFinding found;
+    DaxfileRepairDone done;
+    DaxfileRepairMtime mtime;
+    char *error;                /* KEPT: why the file cannot be found;
+                                 * MTIME_FAILED: why; else NULL */
+} DaxfileRepairAction;
+
+typedef struct {
+    GPtrArray *actions; /* DaxfileRepairAction *, one per entry taken up,
+                         * in registry order */
 } DaxfileRepairResult;
 
 void daxfile_repair_result_clear(DaxfileRepairResult *result);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileRepairResult,
                                  daxfile_repair_result_clear)
 
+/* Entries kept (DAXFILE_REPAIR_KEPT) in @result */
+guint daxfile_repair_result_kept(const DaxfileRepairResult *result);
+
+/* The finding for people: "left over from an earlier boot", ... */
+const char *daxfile_repair_finding_describe(DaxfileRepairFinding found);
+
 /* Finish or roll back interrupted operations and drop what a reboot, a
  * dead consumer or a start that never finished left behind. An entry
  * whose mechanism outlives it (the immutable flag) is only removed once
  * its inode was found (by its path, by @hint_path when that names the
  * same file, or by its file handle) and released, or is known to be gone;
- * otherwise it stays, listed in unresolved. FALSE only on an error. */
+ * otherwise it stays, as a KEPT action. FALSE only on an error. */
 gboolean daxfile_static_repair(const char *hint_path,
                                DaxfileRepairResult *ret_result,
                                GError **error);

@@ -272,12 +272,22 @@ def test_odd_names(fs, dx):
     res = dx("repair")
     tap.ok(res.rc == 0 and entries(dx) == [] and "\\xff" in res.err,
            "repair finds a non-UTF-8 path again and names it escaped", res)
+    dx("enable", "--allow-non-dax", "--owner", "pid:999999999", f)
+    res = dx("repair", "--json")
+    try:
+        done = json.loads(res.out)
+    except ValueError:
+        done = None
+    tap.ok(res.rc == 0 and res.err == "" and entries(dx) == [] and done and
+           len(done) == 1 and done[0]["action"] == "released" and
+           done[0]["path"] == fs.path("bad\\xff-utf8.img"),
+           "repair --json names a non-UTF-8 path escaped once", res)
 
 
 def main():
     need_root(tap)
     require_seams(DAXFILE, HOOK)
-    tap.plan(21)
+    tap.plan(22)
     with tempdir() as state:
         with (EngagedFs() if ENGAGED else LoopFs("ext4")) as fs:
             extra = getattr(fs, "env", None)
