@@ -8,6 +8,7 @@ golden files in tests/data/cli/ (review them before committing).
 """
 
 import difflib
+import json
 import os
 import sys
 
@@ -54,7 +55,54 @@ CASES = [
     ("watch-argument", ["watch", "frob"]),
     # a configuration that asks for no wipes: nothing to watch, exit 78
     ("watch-nothing", ["watch"], {"DAXFILE_CONF": "hook.conf"}),
+    # a registry (populate_registry) as left by an earlier boot, a dead
+    # consumer and an interrupted enable: repair's text and --json
+    ("repair", ["repair"], {"DAXFILE_STATE_DIR": "state-text"}),
+    ("repair-json", ["repair", "--json"], {"DAXFILE_STATE_DIR": "state-json"}),
 ]
+
+# pid_max is at most 2^22: this pid is never alive
+DEAD_PID = 1 << 30
+
+
+def registry_entry(path, state, mechanism, owner, boot_id, pid=0,
+                   path_b64=None):
+    e = {"path": path, "dev": 2049, "ino": 1000 + len(path), "state": state,
+         "mechanism": mechanism, "owner": owner, "owner_uuid": None,
+         "pid": pid, "align": 2097152, "fingerprint": None,
+         "since": "2024-01-02T03:04:05Z", "boot_id": boot_id,
+         "flag_set": mechanism == "immutable-guard", "handle": None,
+         "fsid": None}
+    if path_b64:
+        e["path_b64"] = path_b64
+    return e
+
+
+def populate_registry(state):
+    """A registry repair acts on without touching a file: every entry but
+    the last two needs no inode, the files of those two do not exist."""
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot = f.read().strip()
+    old = "00000000-0000-0000-0000-000000000000"
+    entries = [
+        registry_entry("/srv/old.img", "engaged", "verified-only",
+                       "domain:vm1", old),
+        # "/srv/caf\xe9.img": not UTF-8, named escaped once
+        registry_entry("/srv/caf\\xe9.img", "engaged", "verified-only",
+                       "domain:vm2", old, path_b64="L3Nydi9jYWbpLmltZw=="),
+        registry_entry("/srv/run.img", "engaged", "verified-only",
+                       f"pid:{DEAD_PID}", boot, pid=DEAD_PID),
+        registry_entry("/srv/manual.img", "engaged", "verified-only",
+                       "manual", boot),
+        registry_entry("/srv/gone-kernel.img", "engaged", "kernel",
+                       "domain:vm3", old),
+        registry_entry("/srv/gone-guard.img", "engaging", "immutable-guard",
+                       "domain:vm4", boot),
+    ]
+    lib = os.path.join(state, "lib")
+    os.makedirs(lib)
+    with open(os.path.join(lib, "registry.json"), "w") as f:
+        json.dump({"version": 1, "entries": entries}, f, indent=2)
 
 
 def render(res):
@@ -69,6 +117,8 @@ def populate(d):
     os.symlink("regular.img", os.path.join(d, "link.img"))
     with open(os.path.join(d, "hook.conf"), "w") as f:
         f.write("[hook]\nmanaged_roots=/var/lib/libvirt/pmem\n")
+    for state in ("state-text", "state-json"):
+        populate_registry(os.path.join(d, state))
 
 
 def main():
