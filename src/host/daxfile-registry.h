@@ -2,8 +2,8 @@
 /*
  * daxfile-registry.h: the record of static files
  *
- * One JSON file, <state>/lib/registry.json (default /var/lib/daxfile): it
- * survives a reboot because FS_IMMUTABLE_FL does. Locks live in the
+ * One JSON file in <state>/lib (default /var/lib/daxfile): it survives a
+ * reboot because FS_IMMUTABLE_FL does. Locks live in the
  * volatile <state>/run (default /run/daxfile). Every entry carries the boot
  * it was made in, so entries whose state died with a reboot (kernel static
  * mode, reservations, processes) are recognisable. Updates are atomic:
@@ -67,6 +67,8 @@ const char *daxfile_mechanism_to_string(DaxfileMechanism mech);
 gboolean daxfile_mechanism_from_string(const char *str,
                                        DaxfileMechanism *ret_mech);
 const char *daxfile_entry_state_to_string(DaxfileEntryState state);
+gboolean daxfile_entry_state_from_string(const char *str,
+                                         DaxfileEntryState *ret_state);
 
 /* "<state>/run" and "<state>/lib", honouring DAXFILE_STATE_DIR */
 char *daxfile_state_run_dir(void);
