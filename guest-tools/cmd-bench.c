@@ -51,7 +51,7 @@ find_dax_mount(GError **error)
     return NULL;
 }
 
-int
+static int
 cmd_bench(int argc, char **argv)
 {
     g_autoptr(GError) error = NULL;
@@ -61,12 +61,7 @@ cmd_bench(int argc, char **argv)
     guint64 size = 0;
     int ret = CLI_EXIT_OK;
 
-    if (!guest_cli_parse("bench",
-                         "Measure first-write fault latency (4 KiB and 2 MiB "
-                         "pages), flush+fence latency and write bandwidth. "
-                         "Under TCG only ratios mean anything.",
-                         bench_options, &argc, &argv, &ret) ||
-        !cli_check_target("bench", arg_dir, arg_dev, TRUE, &ret) ||
+    if (!cli_check_target("bench", arg_dir, arg_dev, TRUE, &ret) ||
         (arg_size && !cli_parse_size("bench", "size", arg_size, &size, &ret)))
         return ret;
     if (!cli_flush_choice(&choice, &error))
@@ -90,3 +85,14 @@ cmd_bench(int argc, char **argv)
     }
     return CLI_EXIT_OK;
 }
+
+const CliVerb cmd_bench_verb = {
+    .name = "bench",
+    .dispatch = cmd_bench,
+    .summary = "Measure fault, flush and write costs",
+    .params = "",
+    .description = "Measure first-write fault latency (4 KiB and 2 MiB "
+                   "pages), flush+fence latency and write bandwidth. Under "
+                   "TCG only ratios mean anything.",
+    .options = bench_options,
+};

@@ -36,23 +36,14 @@ print_summary(const GPtrArray *checks)
             counts[DAXGUEST_CHECK_WARN], counts[DAXGUEST_CHECK_FAIL]);
 }
 
-int
+static int
 cmd_check(int argc, char **argv)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(DaxguestFacts) facts = NULL;
     g_autoptr(GPtrArray) checks = NULL;
     g_autofree char *text = NULL;
-    int ret = CLI_EXIT_OK;
 
-    if (!guest_cli_parse("check",
-                         "Check that persistent memory passthrough works in "
-                         "this guest: NVDIMM, namespace mode and alignment, "
-                         "persistence domain, DAX mount, MAP_SYNC, 2 MiB "
-                         "faults, device-dax, flush instructions. Exit 1 "
-                         "when a check fails.",
-                         check_options, &argc, &argv, &ret))
-        return ret;
     if (arg_json && arg_tap)
         return cli_usage_error("check", "--json and --tap exclude each other");
     facts = daxguest_facts_gather(&error);
@@ -70,3 +61,15 @@ cmd_check(int argc, char **argv)
         print_summary(checks);
     return daxguest_checks_failed(checks) ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
+
+const CliVerb cmd_check_verb = {
+    .name = "check",
+    .dispatch = cmd_check,
+    .summary = "Check NVDIMM, namespace, DAX, MAP_SYNC, flushes",
+    .params = "",
+    .description = "Check that persistent memory passthrough works in this "
+                   "guest: NVDIMM, namespace mode and alignment, persistence "
+                   "domain, DAX mount, MAP_SYNC, 2 MiB faults, device-dax, "
+                   "flush instructions. Exit 1 when a check fails.",
+    .options = check_options,
+};

@@ -64,11 +64,9 @@ typedef struct {
 } PatternArgs;
 
 static gboolean
-parse_args(const char *cmd, const char *summary, const GOptionEntry *entries,
-           int argc, char **argv, PatternArgs *args, int *ret_exit)
+parse_args(const char *cmd, PatternArgs *args, int *ret_exit)
 {
-    if (!guest_cli_parse(cmd, summary, entries, &argc, &argv, ret_exit) ||
-        !cli_check_target(cmd, arg_dir, arg_dev, FALSE, ret_exit))
+    if (!cli_check_target(cmd, arg_dir, arg_dev, FALSE, ret_exit))
         return FALSE;
     if (!STREQ(cmd, "locate") && !arg_seed) {
         *ret_exit = cli_usage_error(cmd, "missing --seed N");
@@ -130,7 +128,7 @@ write_to_json(const DaxguestTarget *t, guint64 seed, guint64 sequence,
     return cli_json_array_of(json_builder_get_root(b));
 }
 
-int
+static int
 cmd_write(int argc, char **argv)
 {
     PatternArgs args = {0, 0, 0};
@@ -143,12 +141,7 @@ cmd_write(int argc, char **argv)
     guint64 sequence = 0;
     int ret = CLI_EXIT_OK;
 
-    if (!parse_args("write",
-                    "Write a self-describing, checksummed pattern through a "
-                    "MAP_SYNC mapping (device-dax: MAP_SHARED), flushing and "
-                    "fencing as libpmem does; the sequence number is "
-                    "committed last.",
-                    write_options, argc, argv, &args, &ret))
+    if (!parse_args("write", &args, &ret))
         return ret;
     if (arg_allow_non_dax)
         flags |= DAXGUEST_TARGET_ALLOW_NON_DAX;
@@ -168,7 +161,7 @@ cmd_write(int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-int
+static int
 cmd_verify(int argc, char **argv)
 {
     PatternArgs args = {0, 0, 0};
@@ -179,10 +172,7 @@ cmd_verify(int argc, char **argv)
     gboolean ok;
     int ret = CLI_EXIT_OK;
 
-    if (!parse_args("verify",
-                    "Compare the file or device with the pattern of --seed; "
-                    "exit 1 naming the first offset that differs.",
-                    verify_options, argc, argv, &args, &ret))
+    if (!parse_args("verify", &args, &ret))
         return ret;
     t = open_target(args.size, DAXGUEST_TARGET_READ, &error);
     if (!t)
@@ -201,7 +191,7 @@ cmd_verify(int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-int
+static int
 cmd_locate(int argc, char **argv)
 {
     PatternArgs args = {0, 0, 0};
@@ -210,11 +200,7 @@ cmd_locate(int argc, char **argv)
     g_auto(DaxguestLocation) loc = {0};
     int ret = CLI_EXIT_OK;
 
-    if (!parse_args("locate",
-                    "Print where byte OFFSET of the file or device lives: "
-                    "block or dax device offset, region and offset in the "
-                    "region (for QEMU: the offset in the backing file).",
-                    locate_options, argc, argv, &args, &ret))
+    if (!parse_args("locate", &args, &ret))
         return ret;
     t = open_target(0, DAXGUEST_TARGET_NO_MAP, &error);
     if (!t || !daxguest_target_locate(t, args.offset, &loc, &error))
@@ -231,3 +217,36 @@ cmd_locate(int argc, char **argv)
            loc.region_offset, loc.physical);
     return CLI_EXIT_OK;
 }
+
+const CliVerb cmd_write_verb = {
+    .name = "write",
+    .dispatch = cmd_write,
+    .summary = "Write a checksummed pattern through MAP_SYNC",
+    .params = "",
+    .description = "Write a self-describing, checksummed pattern through a "
+                   "MAP_SYNC mapping (device-dax: MAP_SHARED), flushing and "
+                   "fencing as libpmem does; the sequence number is "
+                   "committed last.",
+    .options = write_options,
+};
+
+const CliVerb cmd_verify_verb = {
+    .name = "verify",
+    .dispatch = cmd_verify,
+    .summary = "Verify the pattern; name the first bad offset",
+    .params = "",
+    .description = "Compare the file or device with the pattern of --seed; "
+                   "exit 1 naming the first offset that differs.",
+    .options = verify_options,
+};
+
+const CliVerb cmd_locate_verb = {
+    .name = "locate",
+    .dispatch = cmd_locate,
+    .summary = "Tell where a byte of the pattern lives",
+    .params = "",
+    .description = "Print where byte OFFSET of the file or device lives: "
+                   "block or dax device offset, region and offset in the "
+                   "region (for QEMU: the offset in the backing file).",
+    .options = locate_options,
+};

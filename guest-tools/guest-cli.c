@@ -8,21 +8,6 @@
 #include "guest-cli.h"
 
 gboolean
-guest_cli_parse(const char *cmd, const char *summary,
-                const GOptionEntry *entries, int *argc, char ***argv,
-                int *ret_exit)
-{
-    if (!cli_parse(cmd, "", summary, entries, argc, argv, ret_exit))
-        return FALSE;
-    if (*argc > 1) {
-        *ret_exit = cli_usage_error(cmd, "unexpected argument '%s'",
-                                    (*argv)[1]);
-        return FALSE;
-    }
-    return TRUE;
-}
-
-gboolean
 cli_parse_number(const char *cmd, const char *option, const char *value,
                  guint64 *ret_value, int *ret_exit)
 {

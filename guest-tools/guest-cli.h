@@ -9,12 +9,6 @@
 #include "cli-common.h"
 #include "daxguest-cpu.h"
 
-/* cli_parse() (src/cli), and no positional argument: the guest commands
- * take options only. */
-gboolean guest_cli_parse(const char *cmd, const char *summary,
-                         const GOptionEntry *entries, int *argc, char ***argv,
-                         int *ret_exit);
-
 /* A number in decimal or 0x-hex; usage error if not. */
 gboolean cli_parse_number(const char *cmd, const char *option,
                           const char *value, guint64 *ret_value,
@@ -30,8 +24,9 @@ gboolean cli_flush_choice(DaxguestFlushChoice *ret_choice, GError **error);
 /* One object wrapped in an array, as every --json output is. */
 JsonNode *cli_json_array_of(JsonNode *object);
 
-int cmd_check(int argc, char **argv);
-int cmd_write(int argc, char **argv);
-int cmd_verify(int argc, char **argv);
-int cmd_locate(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
+/* The verbs (cli-verbs.h); they take options only, no argument */
+extern const CliVerb cmd_check_verb;
+extern const CliVerb cmd_write_verb;
+extern const CliVerb cmd_verify_verb;
+extern const CliVerb cmd_locate_verb;
+extern const CliVerb cmd_bench_verb;

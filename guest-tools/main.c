@@ -5,17 +5,17 @@
  */
 #include "guest-cli.h"
 
-static const CliCommand commands[] = {
-    {"check", cmd_check, "Check NVDIMM, namespace, DAX, MAP_SYNC, flushes"},
-    {"write", cmd_write, "Write a checksummed pattern through MAP_SYNC"},
-    {"verify", cmd_verify, "Verify the pattern; name the first bad offset"},
-    {"locate", cmd_locate, "Tell where a byte of the pattern lives"},
-    {"bench", cmd_bench, "Measure fault, flush and write costs"},
+static const CliVerb *const verbs[] = {
+    &cmd_check_verb,
+    &cmd_write_verb,
+    &cmd_verify_verb,
+    &cmd_locate_verb,
+    &cmd_bench_verb,
 };
 
 int
 main(int argc, char **argv)
 {
     cli_set_program("daxfile-guest");
-    return cli_dispatch(commands, G_N_ELEMENTS(commands), argc, argv);
+    return cli_dispatch_verb(verbs, G_N_ELEMENTS(verbs), argc, argv);
 }

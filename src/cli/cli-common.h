@@ -8,30 +8,15 @@
 
 #include <json-glib/json-glib.h>
 
+#include "cli-verbs.h"
+
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAILURE 1
 #define CLI_EXIT_USAGE 2
 
-typedef struct {
-    const char *name;
-    int (*func)(int argc, char **argv);
-    const char *summary;
-} CliCommand;
-
 /* The program name in messages ("daxfile", "daxfile-guest") */
 void cli_set_program(const char *program);
 const char *cli_program(void);
-
-/* Dispatch argv[1] through @commands; handles --help/--version/help. */
-int cli_dispatch(const CliCommand *commands, gsize n_commands, int argc,
-                 char **argv);
-
-/* Parse the options of command @cmd. --help and --version print and return
- * FALSE with *ret_exit = 0; a usage error prints one line and returns
- * FALSE with *ret_exit = 2. Positional arguments stay in argv. */
-gboolean cli_parse(const char *cmd, const char *params, const char *summary,
-                   const GOptionEntry *entries, int *argc, char ***argv,
-                   int *ret_exit);
 
 /* "PROGRAM CMD: MESSAGE (see 'PROGRAM CMD --help')" on stderr; returns 2 */
 int cli_usage_error(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

@@ -215,7 +215,7 @@ maybe_create(const DaxfileNvdimmSpec *spec, GError **error)
     return TRUE;
 }
 
-int
+static int
 cmd_attach(int argc, char **argv)
 {
     DaxfileNvdimmSpec spec = {0};
@@ -224,14 +224,6 @@ cmd_attach(int argc, char **argv)
     g_autofree char *path = NULL;
     int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("attach", "DOMAIN PATH",
-                   "Attach PATH to DOMAIN as an nvdimm or a virtio-pmem "
-                   "device (persistent; also live when the running domain "
-                   "can hot-plug one).",
-                   attach_options, &argc, &argv, &ret))
-        return ret;
-    if (argc != 3)
-        return cli_usage_error("attach", "expected DOMAIN and PATH");
     if (arg_create && !arg_size)
         return cli_usage_error("attach", "--create needs --size");
     path = g_canonicalize_filename(argv[2], NULL);
@@ -247,22 +239,14 @@ cmd_attach(int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-int
+static int
 cmd_detach(int argc, char **argv)
 {
     g_auto(DaxfileAttachResult) result = {0};
     g_autoptr(GError) error = NULL;
     g_autofree char *path = NULL;
     g_auto(DaxfileFd) fd = -1;
-    int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("detach", "DOMAIN PATH",
-                   "Remove the nvdimm backed by PATH from DOMAIN's "
-                   "definition.",
-                   detach_options, &argc, &argv, &ret))
-        return ret;
-    if (argc != 3)
-        return cli_usage_error("detach", "expected DOMAIN and PATH");
     path = g_canonicalize_filename(argv[2], NULL);
     if (arg_wipe) {
         /* opened once, by the name given, and checked before the domain
@@ -278,7 +262,7 @@ cmd_detach(int argc, char **argv)
     return arg_wipe ? cli_wipe(fd, argv[2], FALSE) : CLI_EXIT_OK;
 }
 
-int
+static int
 cmd_domain_xml(int argc, char **argv)
 {
     DaxfileNvdimmSpec spec = {0};
@@ -289,14 +273,6 @@ cmd_domain_xml(int argc, char **argv)
     struct stat st;
     int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("domain-xml", "PATH",
-                   "Print the <memory model='nvdimm'> (or 'virtio-pmem') "
-                   "device XML for PATH (for virsh attach-device or a "
-                   "domain definition), after the checks attach makes.",
-                   xml_options, &argc, &argv, &ret))
-        return ret;
-    if (argc != 2)
-        return cli_usage_error("domain-xml", "expected exactly one PATH");
     path = g_canonicalize_filename(argv[1], NULL);
     name = daxfile_escape(path);
     if (!spec_from_options("domain-xml", path, &spec, &ret))
@@ -327,3 +303,47 @@ cmd_domain_xml(int argc, char **argv)
     fputs(xml, stdout);
     return CLI_EXIT_OK;
 }
+
+const CliVerb cmd_attach_verb = {
+    .name = "attach",
+    .min_args = 2,
+    .max_args = 2,
+    .dispatch = cmd_attach,
+    .summary = CMD_ATTACH_SUMMARY,
+    .params = "DOMAIN PATH",
+    .description = "Attach PATH to DOMAIN as an nvdimm or a virtio-pmem "
+                   "device (persistent; also live when the running domain "
+                   "can hot-plug one).",
+    .options = attach_options,
+    .too_few = "expected DOMAIN and PATH",
+    .too_many = "expected DOMAIN and PATH",
+};
+
+const CliVerb cmd_detach_verb = {
+    .name = "detach",
+    .min_args = 2,
+    .max_args = 2,
+    .dispatch = cmd_detach,
+    .summary = CMD_DETACH_SUMMARY,
+    .params = "DOMAIN PATH",
+    .description = "Remove the nvdimm backed by PATH from DOMAIN's "
+                   "definition.",
+    .options = detach_options,
+    .too_few = "expected DOMAIN and PATH",
+    .too_many = "expected DOMAIN and PATH",
+};
+
+const CliVerb cmd_domain_xml_verb = {
+    .name = "domain-xml",
+    .min_args = 1,
+    .max_args = 1,
+    .dispatch = cmd_domain_xml,
+    .summary = CMD_DOMAIN_XML_SUMMARY,
+    .params = "PATH",
+    .description = "Print the <memory model='nvdimm'> (or 'virtio-pmem') "
+                   "device XML for PATH (for virsh attach-device or a "
+                   "domain definition), after the checks attach makes.",
+    .options = xml_options,
+    .too_few = "expected exactly one PATH",
+    .too_many = "expected exactly one PATH",
+};

@@ -39,7 +39,7 @@ print_verdict(const DaxfileReport *report, gboolean separator)
     cli_print_problems(report);
 }
 
-int
+static int
 cmd_check(int argc, char **argv)
 {
     CliReportOptions opts = {
@@ -49,13 +49,6 @@ cmd_check(int argc, char **argv)
     };
     int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("check", "PATH...",
-                   "Exit 0 when every file can be made static; list every "
-                   "problem otherwise.",
-                   check_options, &argc, &argv, &ret))
-        return ret;
-    if (argc < 2)
-        return cli_usage_error("check", "missing PATH");
     if (!cli_parse_align("check", arg_align, &opts.align, &ret))
         return ret;
     opts.json = arg_json;
@@ -63,3 +56,16 @@ cmd_check(int argc, char **argv)
     opts.follow = arg_follow;
     return cli_for_each_report(argc - 1, argv + 1, &opts);
 }
+
+const CliVerb cmd_check_verb = {
+    .name = "check",
+    .min_args = 1,
+    .max_args = CLI_ARGS_ANY,
+    .dispatch = cmd_check,
+    .summary = "Tell whether files can be made static",
+    .params = "PATH...",
+    .description = "Exit 0 when every file can be made static; list every "
+                   "problem otherwise.",
+    .options = check_options,
+    .too_few = "missing PATH",
+};

@@ -89,7 +89,7 @@ print_summary(const DaxfileReport *report, const DaxfileCreateInfo *info,
     }
 }
 
-int
+static int
 cmd_create(int argc, char **argv)
 {
     DaxfileCreateParams params = {0};
@@ -99,14 +99,6 @@ cmd_create(int argc, char **argv)
     DaxfileCreateInfo info;
     int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("create", "PATH",
-                   "Create PATH, allocate and write every block, verify the "
-                   "layout; nothing is left behind on failure.",
-                   create_options, &argc, &argv, &ret))
-        return ret;
-    if (argc != 2)
-        return cli_usage_error("create", argc < 2 ? "missing PATH"
-                                                  : "exactly one PATH");
     if (!arg_size)
         return cli_usage_error("create", "missing --size");
     if (!cli_parse_size("create", "size", arg_size, &params.size, &ret) ||
@@ -132,3 +124,17 @@ cmd_create(int argc, char **argv)
                   g_get_monotonic_time() - progress.start);
     return CLI_EXIT_OK;
 }
+
+const CliVerb cmd_create_verb = {
+    .name = "create",
+    .min_args = 1,
+    .max_args = 1,
+    .dispatch = cmd_create,
+    .summary = "Make a new, provisioned file fit for static mode",
+    .params = "PATH",
+    .description = "Create PATH, allocate and write every block, verify the "
+                   "layout; nothing is left behind on failure.",
+    .options = create_options,
+    .too_few = "missing PATH",
+    .too_many = "exactly one PATH",
+};

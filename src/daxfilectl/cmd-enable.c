@@ -64,7 +64,7 @@ cli_print_enabled(const char *path, const DaxfileEnableResult *result,
             daxfile_mechanism_to_string(result->mechanism), owner);
 }
 
-int
+static int
 cmd_enable(int argc, char **argv)
 {
     DaxfileEnableParams params = {0};
@@ -73,14 +73,6 @@ cmd_enable(int argc, char **argv)
     g_auto(DaxfileFd) fd = -1;
     int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("enable", "PATH",
-                   "Verify PATH and make it static now, for a consumer that "
-                   "already has it mapped.",
-                   enable_options, &argc, &argv, &ret))
-        return ret;
-    if (argc != 2)
-        return cli_usage_error("enable", argc < 2 ? "missing PATH"
-                                                  : "exactly one PATH");
     if (!cli_parse_align("enable", arg_align, &params.align, &ret) ||
         !cli_parse_mechanism("enable", arg_mechanism, &params.mechanism,
                              &ret))
@@ -113,22 +105,13 @@ cli_print_disabled(const char *path, const DaxfileDisableResult *result)
     return CLI_EXIT_OK;
 }
 
-int
+static int
 cmd_disable(int argc, char **argv)
 {
     g_auto(DaxfileDisableResult) result = {0};
     g_autoptr(GError) error = NULL;
     g_auto(DaxfileFd) fd = -1;
-    int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("disable", "PATH",
-                   "Release static mode of PATH and report whether its "
-                   "layout changed meanwhile.",
-                   disable_options, &argc, &argv, &ret))
-        return ret;
-    if (argc != 2)
-        return cli_usage_error("disable", argc < 2 ? "missing PATH"
-                                                   : "exactly one PATH");
     fd = open_target(argv[1], &error);
     if (fd < 0 ||
         !daxfile_static_disable(fd, argv[1], arg_owner, FALSE, &result,
@@ -136,3 +119,31 @@ cmd_disable(int argc, char **argv)
         return cli_report_error(error);
     return cli_print_disabled(argv[1], &result);
 }
+
+const CliVerb cmd_enable_verb = {
+    .name = "enable",
+    .min_args = 1,
+    .max_args = 1,
+    .dispatch = cmd_enable,
+    .summary = "Make a file static now (its consumer has it mapped)",
+    .params = "PATH",
+    .description = "Verify PATH and make it static now, for a consumer that "
+                   "already has it mapped.",
+    .options = enable_options,
+    .too_few = "missing PATH",
+    .too_many = "exactly one PATH",
+};
+
+const CliVerb cmd_disable_verb = {
+    .name = "disable",
+    .min_args = 1,
+    .max_args = 1,
+    .dispatch = cmd_disable,
+    .summary = "Release static mode and compare the layout",
+    .params = "PATH",
+    .description = "Release static mode of PATH and report whether its "
+                   "layout changed meanwhile.",
+    .options = disable_options,
+    .too_few = "missing PATH",
+    .too_many = "exactly one PATH",
+};

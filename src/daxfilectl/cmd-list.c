@@ -39,19 +39,13 @@ print_entry(const DaxfileEntry *e)
                                      : "");
 }
 
-int
+static int
 cmd_list(int argc, char **argv)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) entries = NULL;
     guint i;
-    int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("list", "", "List the files daxfile holds static.",
-                   list_options, &argc, &argv, &ret))
-        return ret;
-    if (argc != 1)
-        return cli_usage_error("list", "unexpected argument '%s'", argv[1]);
     entries = daxfile_static_list(&error);
     if (!entries)
         return cli_report_error(error);
@@ -120,20 +114,12 @@ print_repair(const DaxfileRepairResult *result, gboolean kept)
     }
 }
 
-int
+static int
 cmd_repair(int argc, char **argv)
 {
     g_auto(DaxfileRepairResult) result = {0};
     g_autoptr(GError) error = NULL;
-    int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("repair", "",
-                   "Finish or roll back interrupted enable/disable, and "
-                   "release entries whose consumer, start or boot is gone.",
-                   repair_options, &argc, &argv, &ret))
-        return ret;
-    if (argc != 1)
-        return cli_usage_error("repair", "unexpected argument '%s'", argv[1]);
     if (!daxfile_static_repair(arg_path, &result, &error))
         return cli_report_error(error);
     if (arg_json)
@@ -147,3 +133,22 @@ cmd_repair(int argc, char **argv)
         fprintf(stderr, "nothing to repair\n");
     return CLI_EXIT_OK;
 }
+
+const CliVerb cmd_list_verb = {
+    .name = "list",
+    .dispatch = cmd_list,
+    .summary = "List the files held static",
+    .params = "",
+    .description = "List the files daxfile holds static.",
+    .options = list_options,
+};
+
+const CliVerb cmd_repair_verb = {
+    .name = "repair",
+    .dispatch = cmd_repair,
+    .summary = "Finish interrupted operations, drop stale entries",
+    .params = "",
+    .description = "Finish or roll back interrupted enable/disable, and "
+                   "release entries whose consumer, start or boot is gone.",
+    .options = repair_options,
+};

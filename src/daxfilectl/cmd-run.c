@@ -17,7 +17,6 @@
 #include "daxfile-file.h"
 #include "daxfile-proc.h"
 #include "daxfile-static.h"
-#include "daxfile-util.h"
 #include "daxfilectl.h"
 
 #define MAP_CHECK_INTERVAL_MS 20
@@ -270,23 +269,7 @@ run_spawn(RunCtx *ctx, char **command, GError **error)
     return TRUE;
 }
 
-/* Split "... -- COMMAND ARGS" before option parsing sees it. */
-static char **
-split_command(int *argc, char **argv)
-{
-    int i;
-
-    for (i = 1; i < *argc; i++) {
-        if (STREQ(argv[i], "--")) {
-            argv[i] = NULL;
-            *argc = i;
-            return argv + i + 1;
-        }
-    }
-    return NULL;
-}
-
-int
+static int
 cmd_run(int argc, char **argv)
 {
     RunCtx ctx = {0};
@@ -295,20 +278,10 @@ cmd_run(int argc, char **argv)
     g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
     g_autoptr(GError) error = NULL;
     g_autofree char *owner = NULL;
-    char **command = split_command(&argc, argv);
     int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("run", "--file PATH... -- COMMAND [ARGS...]",
-                   "Run COMMAND, make every --file static once COMMAND has "
-                   "it mapped, release it when COMMAND exits.",
-                   run_options, &argc, &argv, &ret))
-        return ret;
-    if (!command || !command[0])
-        return cli_usage_error("run", "missing '-- COMMAND'");
     if (!arg_files || !arg_files[0])
         return cli_usage_error("run", "missing --file");
-    if (argc != 1)
-        return cli_usage_error("run", "unexpected argument '%s'", argv[1]);
     if (arg_timeout <= 0)
         return cli_usage_error("run", "--timeout must be positive");
     ctx.files = files;
@@ -319,7 +292,7 @@ cmd_run(int argc, char **argv)
     if (!cli_parse_mechanism("run", arg_mechanism, &ctx.params.mechanism,
                              &ret))
         return ret;
-    if (!run_prepare(&ctx, &error) || !run_spawn(&ctx, command, &error))
+    if (!run_prepare(&ctx, &error) || !run_spawn(&ctx, argv + 1, &error))
         return cli_report_error(error);
     owner = ctx.owner;
     g_main_loop_run(loop);
@@ -328,3 +301,17 @@ cmd_run(int argc, char **argv)
         return CLI_EXIT_FAILURE;
     return ret != CLI_EXIT_OK ? ret : run_exit_status(&ctx);
 }
+
+const CliVerb cmd_run_verb = {
+    .name = "run",
+    .min_args = 1,
+    .max_args = CLI_ARGS_ANY,
+    .flags = CLI_VERB_COMMAND,
+    .dispatch = cmd_run,
+    .summary = "Run a consumer; static while it has the files mapped",
+    .params = "--file PATH... -- COMMAND [ARGS...]",
+    .description = "Run COMMAND, make every --file static once COMMAND has "
+                   "it mapped, release it when COMMAND exits.",
+    .options = run_options,
+    .too_few = "missing '-- COMMAND'",
+};

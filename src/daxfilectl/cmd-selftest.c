@@ -25,7 +25,7 @@ static const GOptionEntry selftest_options[] = {
     {NULL},
 };
 
-int
+static int
 cmd_selftest(int argc, char **argv)
 {
     g_auto(DaxfileSelftest) result = {0};
@@ -34,16 +34,7 @@ cmd_selftest(int argc, char **argv)
     g_autofree char *name = NULL;
     g_auto(DaxfileFd) dirfd = -1;
     struct stat st;
-    int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("selftest", "DIR",
-                   "Run the immutable-guard self-test in DIR: a child maps a "
-                   "probe file, the flag is set, the child keeps storing. "
-                   "Exit 0 when the guard is safe there.",
-                   selftest_options, &argc, &argv, &ret))
-        return ret;
-    if (argc != 2)
-        return cli_usage_error("selftest", "expected exactly one DIR");
     name = daxfile_escape(argv[1]);
     dirfd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0 || fstat(dirfd, &st) < 0) {
@@ -60,3 +51,18 @@ cmd_selftest(int argc, char **argv)
            fs->fs_type, result.detail);
     return result.safe ? CLI_EXIT_OK : CLI_EXIT_FAILURE;
 }
+
+const CliVerb cmd_selftest_verb = {
+    .name = "selftest",
+    .min_args = 1,
+    .max_args = 1,
+    .dispatch = cmd_selftest,
+    .summary = "Test whether the immutable guard is safe here",
+    .params = "DIR",
+    .description = "Run the immutable-guard self-test in DIR: a child maps a "
+                   "probe file, the flag is set, the child keeps storing. "
+                   "Exit 0 when the guard is safe there.",
+    .options = selftest_options,
+    .too_few = "expected exactly one DIR",
+    .too_many = "expected exactly one DIR",
+};

@@ -31,7 +31,7 @@ print_status(const DaxfileReport *report, gboolean separator)
     cli_print_status(report);
 }
 
-int
+static int
 cmd_status(int argc, char **argv)
 {
     CliReportOptions opts = {
@@ -42,13 +42,6 @@ cmd_status(int argc, char **argv)
     };
     int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("status", "PATH...",
-                   "Report the filesystem, DAX, MAP_SYNC, extent layout and "
-                   "static state of each file.",
-                   status_options, &argc, &argv, &ret))
-        return ret;
-    if (argc < 2)
-        return cli_usage_error("status", "missing PATH");
     if (!cli_parse_align("status", arg_align, &opts.align, &ret))
         return ret;
     opts.json = arg_json;
@@ -56,3 +49,16 @@ cmd_status(int argc, char **argv)
     opts.follow = arg_follow;
     return cli_for_each_report(argc - 1, argv + 1, &opts);
 }
+
+const CliVerb cmd_status_verb = {
+    .name = "status",
+    .min_args = 1,
+    .max_args = CLI_ARGS_ANY,
+    .dispatch = cmd_status,
+    .summary = "Show everything daxfile knows about files",
+    .params = "PATH...",
+    .description = "Report the filesystem, DAX, MAP_SYNC, extent layout and "
+                   "static state of each file.",
+    .options = status_options,
+    .too_few = "missing PATH",
+};

@@ -31,7 +31,7 @@ virt_helper(void)
     return g_build_filename(DAXFILE_LIBEXECDIR, "daxfile-virt", NULL);
 }
 
-int
+static int
 cmd_virt(int argc, char **argv)
 {
     g_autofree char *helper = virt_helper();
@@ -47,3 +47,17 @@ cmd_virt(int argc, char **argv)
             cli_program(), argv[0], helper, g_strerror(errno));
     return CLI_EXIT_FAILURE;
 }
+
+/* daxfile's entries for the verbs daxfile-virt runs (virt-main.c) */
+#define VIRT_VERB(verb, text)                                                \
+    {                                                                        \
+        .name = verb, .max_args = CLI_ARGS_ANY,                              \
+        .flags = CLI_VERB_PASSTHROUGH, .dispatch = cmd_virt,                 \
+        .summary = text,                                                     \
+    }
+
+const CliVerb cmd_virt_attach_verb = VIRT_VERB("attach", CMD_ATTACH_SUMMARY);
+const CliVerb cmd_virt_detach_verb = VIRT_VERB("detach", CMD_DETACH_SUMMARY);
+const CliVerb cmd_virt_domain_xml_verb =
+    VIRT_VERB("domain-xml", CMD_DOMAIN_XML_SUMMARY);
+const CliVerb cmd_virt_watch_verb = VIRT_VERB("watch", CMD_WATCH_SUMMARY);

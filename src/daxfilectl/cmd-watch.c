@@ -86,22 +86,13 @@ wants_wipes(const DaxfileConf *conf)
     return conf->wipe_devdax;
 }
 
-int
+static int
 cmd_watch(int argc, char **argv)
 {
     g_autoptr(DaxfileConf) conf = NULL;
     g_autoptr(GError) error = NULL;
     struct sigaction sa = {.sa_handler = on_signal};
-    int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("watch", "",
-                   "Follow libvirt's domains and wipe the files of a domain "
-                   "that is undefined, under the managed roots with "
-                   "wipe_on_undefine=true, once no other domain uses them.",
-                   watch_options, &argc, &argv, &ret))
-        return ret;
-    if (argc != 1)
-        return cli_usage_error("watch", "no arguments expected");
     conf = daxfile_conf_load(NULL, &error);
     if (!conf)
         return cli_report_error(error);
@@ -121,3 +112,15 @@ cmd_watch(int argc, char **argv)
         return cli_report_error(error);
     return CLI_EXIT_OK;
 }
+
+const CliVerb cmd_watch_verb = {
+    .name = "watch",
+    .dispatch = cmd_watch,
+    .summary = CMD_WATCH_SUMMARY,
+    .params = "",
+    .description = "Follow libvirt's domains and wipe the files of a domain "
+                   "that is undefined, under the managed roots with "
+                   "wipe_on_undefine=true, once no other domain uses them.",
+    .options = watch_options,
+    .too_many = "no arguments expected",
+};

@@ -100,24 +100,29 @@ cli_wipe(int fd, const char *path, gboolean json)
     return CLI_EXIT_OK;
 }
 
-int
+static int
 cmd_wipe(int argc, char **argv)
 {
     g_autoptr(GError) error = NULL;
     g_auto(DaxfileFd) fd = -1;
-    int ret = CLI_EXIT_OK;
 
-    if (!cli_parse("wipe", "PATH",
-                   "Zero PATH durably (through MAP_SYNC on DAX) and read it "
-                   "back, when no domain holds it. An interrupted wipe "
-                   "resumes when run again.",
-                   wipe_options, &argc, &argv, &ret))
-        return ret;
-    if (argc != 2)
-        return cli_usage_error("wipe", argc < 2 ? "missing PATH"
-                                                : "exactly one PATH");
     fd = daxfile_wipe_open(argv[1], arg_follow, &error);
     if (fd < 0)
         return cli_report_error(error);
     return cli_wipe(fd, argv[1], arg_json);
 }
+
+const CliVerb cmd_wipe_verb = {
+    .name = "wipe",
+    .min_args = 1,
+    .max_args = 1,
+    .dispatch = cmd_wipe,
+    .summary = "Zero a file no domain holds, durably, and prove it",
+    .params = "PATH",
+    .description = "Zero PATH durably (through MAP_SYNC on DAX) and read it "
+                   "back, when no domain holds it. An interrupted wipe "
+                   "resumes when run again.",
+    .options = wipe_options,
+    .too_few = "missing PATH",
+    .too_many = "exactly one PATH",
+};

@@ -47,27 +47,38 @@ void cli_print_enabled(const char *path, const DaxfileEnableResult *result,
                        const char *owner);
 int cli_print_disabled(const char *path, const DaxfileDisableResult *result);
 
-int cmd_create(int argc, char **argv);
-int cmd_check(int argc, char **argv);
-int cmd_status(int argc, char **argv);
-int cmd_enable(int argc, char **argv);
-int cmd_disable(int argc, char **argv);
-int cmd_list(int argc, char **argv);
-int cmd_repair(int argc, char **argv);
-int cmd_run(int argc, char **argv);
-int cmd_selftest(int argc, char **argv);
-int cmd_wipe(int argc, char **argv);
-
 /* the exit status of a command stopped by SIGINT, as a shell reports it */
 #define CLI_EXIT_INTERRUPTED 130
 
 /* wipe @fd (daxfile_wipe_open()) as `daxfile wipe` does (signals,
  * progress, the result line or @json), returning the exit status */
 int cli_wipe(int fd, const char *path, gboolean json);
-/* attach, detach, domain-xml: exec daxfile-virt (cmd-virt.c), which runs
- * these three */
-int cmd_virt(int argc, char **argv);
-int cmd_attach(int argc, char **argv);
-int cmd_detach(int argc, char **argv);
-int cmd_domain_xml(int argc, char **argv);
-int cmd_watch(int argc, char **argv);
+
+/* The verbs (cli-verbs.h): daxfile's */
+extern const CliVerb cmd_create_verb;
+extern const CliVerb cmd_check_verb;
+extern const CliVerb cmd_status_verb;
+extern const CliVerb cmd_enable_verb;
+extern const CliVerb cmd_disable_verb;
+extern const CliVerb cmd_run_verb;
+extern const CliVerb cmd_list_verb;
+extern const CliVerb cmd_repair_verb;
+extern const CliVerb cmd_selftest_verb;
+extern const CliVerb cmd_wipe_verb;
+/* daxfile's attach, detach, domain-xml and watch: exec daxfile-virt
+ * (cmd-virt.c), which runs the four below */
+extern const CliVerb cmd_virt_attach_verb;
+extern const CliVerb cmd_virt_detach_verb;
+extern const CliVerb cmd_virt_domain_xml_verb;
+extern const CliVerb cmd_virt_watch_verb;
+/* daxfile-virt's */
+extern const CliVerb cmd_attach_verb;
+extern const CliVerb cmd_detach_verb;
+extern const CliVerb cmd_domain_xml_verb;
+extern const CliVerb cmd_watch_verb;
+
+/* the summaries the verbs of daxfile-virt have in both binaries */
+#define CMD_ATTACH_SUMMARY "Attach a file to a libvirt domain as an nvdimm"
+#define CMD_DETACH_SUMMARY "Remove a file's nvdimm from a libvirt domain"
+#define CMD_DOMAIN_XML_SUMMARY "Print the nvdimm device XML for a file"
+#define CMD_WATCH_SUMMARY "Wipe the files of domains when they are undefined"

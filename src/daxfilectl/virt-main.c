@@ -6,16 +6,16 @@
  */
 #include "daxfilectl.h"
 
-static const CliCommand commands[] = {
-    {"attach", cmd_attach, "Attach a file to a libvirt domain as an nvdimm"},
-    {"detach", cmd_detach, "Remove a file's nvdimm from a libvirt domain"},
-    {"domain-xml", cmd_domain_xml, "Print the nvdimm device XML for a file"},
-    {"watch", cmd_watch, "Wipe the files of domains when they are undefined"},
+static const CliVerb *const verbs[] = {
+    &cmd_attach_verb,
+    &cmd_detach_verb,
+    &cmd_domain_xml_verb,
+    &cmd_watch_verb,
 };
 
 int
 main(int argc, char **argv)
 {
     cli_set_program("daxfile");
-    return cli_dispatch(commands, G_N_ELEMENTS(commands), argc, argv);
+    return cli_dispatch_verb(verbs, G_N_ELEMENTS(verbs), argc, argv);
 }
