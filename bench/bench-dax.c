@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bench-dax: the measuring half of daxfile's benchmarks (bench/run). Runs on
- * the host and inside the VM harness's guests; plain libc, one JSON object
- * per measurement on stdout, errors on stderr.
+ * the host and inside the VM harness's guests; libc, and daxfile-common for
+ * sizes and aligned mappings; one JSON object per measurement on stdout,
+ * errors on stderr. Sizes: daxfile_size_parse() (4096, 2M, 2MiB).
  *
  *   bench-dax fault PATH --mode 4k|2m --count N [--sync] [--offset BYTES]
  *       Map N pages (4 KiB or 2 MiB) of PATH (a file or /dev/daxX.Y) at a
@@ -167,10 +168,11 @@ fault_parse(int argc, char **argv, FaultArgs *a)
             else if (!streq(argv[i], "4k"))
                 return -1;
         } else if (streq(argv[i], "--count") && i + 1 < argc) {
-            if (dax_parse_size(argv[++i], &a->count) < 0 || a->count == 0)
+            if (!daxfile_size_parse(argv[++i], &a->count, NULL))
                 return -1;
         } else if (streq(argv[i], "--offset") && i + 1 < argc) {
-            if (dax_parse_size(argv[++i], &a->offset) < 0)
+            if (!daxfile_size_parse_flags(argv[++i], DAXFILE_SIZE_ZERO,
+                                          &a->offset, NULL))
                 return -1;
         } else {
             return -1;
@@ -479,8 +481,7 @@ cmd_fill(int argc, char **argv)
     double zero_s = -1, verify_s = -1;
     int i, rc;
 
-    if (argc < 5 || dax_parse_size(argv[3], &size) < 0 || size == 0 ||
-        size % MIB)
+    if (argc < 5 || !daxfile_size_parse(argv[3], &size, NULL) || size % MIB)
         return usage();
     path = argv[2];
     method = argv[4];
@@ -535,7 +536,7 @@ static int
 cmd_populate(int argc, char **argv)
 {
     uint64_t size = 0, t0, ns;
-    bool sync = false;
+    bool sync = false, ok = true;
     long f0, faults;
     char *map;
     int i, fd;
@@ -546,8 +547,10 @@ cmd_populate(int argc, char **argv)
         if (streq(argv[i], "--sync"))
             sync = true;
         else if (streq(argv[i], "--size") && i + 1 < argc)
-            dax_parse_size(argv[++i], &size);
+            ok = daxfile_size_parse(argv[++i], &size, NULL);
         else
+            return usage();
+        if (!ok)
             return usage();
     }
     if (!size)
@@ -632,7 +635,7 @@ static int
 cmd_frag(int argc, char **argv)
 {
     uint64_t chunk = 0, count = 0, i;
-    bool write = false;
+    bool write = false, ok = true;
     int fds[2], a, k;
 
     if (argc < 4)
@@ -641,10 +644,12 @@ cmd_frag(int argc, char **argv)
         if (streq(argv[a], "--write"))
             write = true;
         else if (streq(argv[a], "--chunk") && a + 1 < argc)
-            dax_parse_size(argv[++a], &chunk);
+            ok = daxfile_size_parse(argv[++a], &chunk, NULL);
         else if (streq(argv[a], "--count") && a + 1 < argc)
-            dax_parse_size(argv[++a], &count);
+            ok = daxfile_size_parse(argv[++a], &count, NULL);
         else
+            return usage();
+        if (!ok)
             return usage();
     }
     if (!chunk || !count || chunk % 4096)
@@ -726,7 +731,7 @@ cmd_extents(int argc, char **argv)
     int fd;
 
     if (argc == 5 && streq(argv[3], "--repeat")) {
-        if (dax_parse_size(argv[4], &repeat) < 0 || repeat == 0)
+        if (!daxfile_size_parse(argv[4], &repeat, NULL))
             return usage();
     } else if (argc != 3) {
         return usage();

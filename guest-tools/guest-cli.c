@@ -11,11 +11,8 @@ gboolean
 cli_parse_number(const char *cmd, const char *option, const char *value,
                  guint64 *ret_value, int *ret_exit)
 {
-    gboolean hex = g_str_has_prefix(value, "0x") ||
-                   g_str_has_prefix(value, "0X");
-
-    if (!g_ascii_string_to_unsigned(hex ? value + 2 : value, hex ? 16 : 10,
-                                    0, G_MAXUINT64, ret_value, NULL)) {
+    if (!daxfile_size_parse_flags(value, DAXFILE_SIZE_NUMBER, ret_value,
+                                  NULL)) {
         *ret_exit = cli_usage_error(cmd, "--%s: '%s' is not a number", option,
                                     value);
         return FALSE;

@@ -9,7 +9,8 @@
 #include "cli-common.h"
 #include "daxguest-cpu.h"
 
-/* A number in decimal or 0x-hex; usage error if not. */
+/* A number in decimal or 0x-hex (daxfile_size_parse_flags()'s
+ * DAXFILE_SIZE_NUMBER); usage error if not. */
 gboolean cli_parse_number(const char *cmd, const char *option,
                           const char *value, guint64 *ret_value,
                           int *ret_exit);

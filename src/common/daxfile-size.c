@@ -38,29 +38,70 @@ size_suffix_shift(const char *suffix, unsigned int *ret_shift)
     return FALSE;
 }
 
-gboolean
-daxfile_size_parse(const char *str, guint64 *ret_size, GError **error)
+/* Digits of @base from *@p on into *@ret_value, *@p moved past them;
+ * FALSE when the value exceeds @max */
+static gboolean
+size_digits(const char **p, guint base, guint64 max, guint64 *ret_value)
+{
+    guint64 value = 0;
+    int digit;
+
+    for (; (digit = g_ascii_xdigit_value(**p)) >= 0 && (guint)digit < base;
+         (*p)++) {
+        if (value > (max - (guint)digit) / base)
+            return FALSE;
+        value = value * base + (guint)digit;
+    }
+    *ret_value = value;
+    return TRUE;
+}
+
+/* DAXFILE_SIZE_NUMBER: decimal or 0x-hex digits, nothing else */
+static gboolean
+number_parse(const char *str, guint64 *ret_value, GError **error)
 {
     g_autofree char *shown = daxfile_escape(str);
+    gboolean hex = g_str_has_prefix(str, "0x") || g_str_has_prefix(str, "0X");
+    const char *p = hex ? str + 2 : str;
+    guint64 value = 0;
+
+    if (!size_digits(&p, hex ? 16 : 10, G_MAXUINT64, &value)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Invalid number '%s': too large", shown);
+        return FALSE;
+    }
+    if (p == (hex ? str + 2 : str) || *p) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Invalid number '%s': expected decimal digits, or 0x "
+                    "and hex digits", shown);
+        return FALSE;
+    }
+    *ret_value = value;
+    return TRUE;
+}
+
+gboolean
+daxfile_size_parse_flags(const char *str, DaxfileSizeFlags flags,
+                         guint64 *ret_size, GError **error)
+{
+    g_autofree char *shown = NULL;
     const char *p = str;
     guint64 value = 0;
     unsigned int shift = 0;
 
+    if (str && (flags & DAXFILE_SIZE_NUMBER))
+        return number_parse(str, ret_size, error);
+    shown = daxfile_escape(str);
     if (!str || !g_ascii_isdigit(*str)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Invalid size '%s': expected a positive number such as "
                     "4096, 2M, 2MiB or 4G", shown);
         return FALSE;
     }
-    for (; g_ascii_isdigit(*p); p++) {
-        guint digit = *p - '0';
-
-        if (value > ((guint64)G_MAXINT64 - digit) / 10) {
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                        "Invalid size '%s': too large", shown);
-            return FALSE;
-        }
-        value = value * 10 + digit;
+    if (!size_digits(&p, 10, G_MAXINT64, &value)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "Invalid size '%s': too large", shown);
+        return FALSE;
     }
     if (!size_suffix_shift(p, &shift)) {
         g_autofree char *unit = daxfile_escape(p);
@@ -77,13 +118,20 @@ daxfile_size_parse(const char *str, guint64 *ret_size, GError **error)
         return FALSE;
     }
     value <<= shift;
-    if (value == 0) {
+    if (value == 0 && !(flags & DAXFILE_SIZE_ZERO)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Invalid size '%s': must be greater than zero", shown);
         return FALSE;
     }
     *ret_size = value;
     return TRUE;
+}
+
+gboolean
+daxfile_size_parse(const char *str, guint64 *ret_size, GError **error)
+{
+    return daxfile_size_parse_flags(str, DAXFILE_SIZE_DEFAULT, ret_size,
+                                    error);
 }
 
 /* The largest unit @size is an exact multiple of, or -1 */

@@ -77,6 +77,118 @@ test_parse_bad(void)
     g_assert_false(daxfile_size_parse(NULL, NULL, NULL));
 }
 
+/* DAXFILE_SIZE_ZERO: offsets and counts (bench-dax, dax-probe), which
+ * took "0" and lowercase units from their own parser before */
+static void
+test_parse_zero(void)
+{
+    static const struct {
+        const char *in;
+        guint64 out;
+    } good[] = {
+        {"0", 0},
+        {"0K", 0},
+        {"0m", 0},
+        {"4096", 4096},
+        {"8m", G_GUINT64_CONSTANT(8) << 20},
+        {"64k", G_GUINT64_CONSTANT(64) << 10},
+        {"1t", G_GUINT64_CONSTANT(1) << 40},
+        {"2MiB", G_GUINT64_CONSTANT(2) << 20},
+        {"9223372036854775807", G_MAXINT64},
+    };
+    /* the old parser's strtoull() also took these: signs, spaces, octal,
+     * hex, 2^63 and above; they are refused now, as daxfile refuses them */
+    static const char *const bad[] = {
+        "", "-1", "+1", " 1", "0x10", "1.5k", "2 M", "9223372036854775808",
+        "18446744073709551615",
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(good); i++) {
+        g_autoptr(GError) error = NULL;
+        guint64 v = 77;
+
+        g_assert_true(daxfile_size_parse_flags(good[i].in, DAXFILE_SIZE_ZERO,
+                                               &v, &error));
+        g_assert_no_error(error);
+        g_assert_cmpuint(v, ==, good[i].out);
+    }
+    for (i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GError) error = NULL;
+        guint64 v = 77;
+
+        g_assert_false(daxfile_size_parse_flags(bad[i], DAXFILE_SIZE_ZERO,
+                                                &v, &error));
+        g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID);
+        g_assert_true(g_str_has_prefix(error->message, "Invalid size '"));
+        g_assert_cmpuint(v, ==, 77);
+    }
+}
+
+/* DAXFILE_SIZE_NUMBER: daxfile-guest's --seed and --offset */
+static void
+test_parse_number(void)
+{
+    static const struct {
+        const char *in;
+        guint64 out;
+    } good[] = {
+        {"0", 0},
+        {"42", 42},
+        {"0x1F", 31},
+        {"0XfF", 255},
+        {"0x0", 0},
+        {"007", 7},
+        {"18446744073709551615", G_MAXUINT64},
+        {"0xffffffffffffffff", G_MAXUINT64},
+    };
+    static const struct {
+        const char *in;
+        const char *msg;
+    } bad[] = {
+        {"", "Invalid number '': expected decimal digits, or 0x and hex"},
+        {"0x", "Invalid number '0x': expected decimal digits"},
+        {"1K", "Invalid number '1K': expected decimal digits"},
+        {"2M", "Invalid number '2M': expected decimal digits"},
+        {"-1", "Invalid number '-1': expected decimal digits"},
+        {"+1", "Invalid number '+1': expected decimal digits"},
+        {" 1", "Invalid number ' 1': expected decimal digits"},
+        {"1 ", "Invalid number '1 ': expected decimal digits"},
+        {"ff", "Invalid number 'ff': expected decimal digits"},
+        {"0x1g", "Invalid number '0x1g': expected decimal digits"},
+        {"x1", "Invalid number 'x1': expected decimal digits"},
+        {"18446744073709551616", "Invalid number '18446744073709551616': "
+                                 "too large"},
+        {"0x10000000000000000", "Invalid number '0x10000000000000000': "
+                                "too large"},
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(good); i++) {
+        g_autoptr(GError) error = NULL;
+        guint64 v = 77;
+
+        g_assert_true(daxfile_size_parse_flags(good[i].in,
+                                               DAXFILE_SIZE_NUMBER, &v,
+                                               &error));
+        g_assert_no_error(error);
+        g_assert_cmpuint(v, ==, good[i].out);
+    }
+    for (i = 0; i < G_N_ELEMENTS(bad); i++) {
+        g_autoptr(GError) error = NULL;
+        guint64 v = 77;
+
+        g_assert_false(daxfile_size_parse_flags(bad[i].in,
+                                                DAXFILE_SIZE_NUMBER, &v,
+                                                &error));
+        g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID);
+        g_assert_true(g_str_has_prefix(error->message, bad[i].msg));
+        g_assert_cmpuint(v, ==, 77);
+    }
+    g_assert_false(daxfile_size_parse_flags(NULL, DAXFILE_SIZE_NUMBER, NULL,
+                                            NULL));
+}
+
 static void
 test_format(void)
 {
@@ -125,6 +237,8 @@ main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/size/parse/good", test_parse_good);
     g_test_add_func("/size/parse/bad", test_parse_bad);
+    g_test_add_func("/size/parse/zero", test_parse_zero);
+    g_test_add_func("/size/parse/number", test_parse_number);
     g_test_add_func("/size/format", test_format);
     g_test_add_func("/util/align", test_align);
     g_test_add_func("/util/escape", test_escape);

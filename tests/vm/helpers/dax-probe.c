@@ -116,7 +116,8 @@ probe_faults(int argc, char **argv)
         } else if (strcmp(argv[a], "--expect-pmd") == 0) {
             expect_pmd = 1;
         } else if (strcmp(argv[a], "--offset") == 0 && a + 1 < argc) {
-            if (dax_parse_size(argv[++a], &offset) < 0 ||
+            if (!daxfile_size_parse_flags(argv[++a], DAXFILE_SIZE_ZERO,
+                                          &offset, NULL) ||
                 offset % DAX_PMD_SIZE) {
                 fprintf(stderr, "dax-probe: invalid --offset '%s'; a "
                         "multiple of 2 MiB\n", argv[a]);

@@ -1,58 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Plain-libc helpers shared by the small programs that run in the VM
- * harness's guests without the internal library: dax-probe (the guest
- * scripts' checks) and bench/bench-dax (the benchmarks' measuring half).
+ * Helpers shared by the small programs that run in the VM harness's
+ * guests: dax-probe (the guest scripts' checks) and bench/bench-dax (the
+ * benchmarks' measuring half). Both link daxfile-common for sizes
+ * (daxfile-size.h): glib is all that adds to a guest (with pcre2), not
+ * json-glib.
  */
 #pragma once
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
+#include "daxfile-size.h"
+
 #define DAX_PMD_SIZE ((uint64_t)2 << 20)
-
-/* "N" with an optional k/M/G/T suffix (powers of 1024) into *ret; -1 on
- * anything else or on overflow. */
-static inline int
-dax_parse_size(const char *s, uint64_t *ret)
-{
-    char *end = NULL;
-    unsigned long long v;
-    unsigned shift = 0;
-
-    errno = 0;
-    v = strtoull(s, &end, 0);
-    if (errno || end == s)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K':
-        shift = 10;
-        break;
-    case 'm': case 'M':
-        shift = 20;
-        break;
-    case 'g': case 'G':
-        shift = 30;
-        break;
-    case 't': case 'T':
-        shift = 40;
-        break;
-    case '\0':
-        break;
-    default:
-        return -1;
-    }
-    if (shift)
-        end++;
-    if (*end || (shift && v > (UINT64_MAX >> shift)))
-        return -1;
-    *ret = (uint64_t)v << shift;
-    return 0;
-}
 
 /* Page faults of this process so far (minor + major). */
 static inline long
