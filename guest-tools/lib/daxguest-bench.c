@@ -189,8 +189,8 @@ bench_map(int fd, guint64 len, guint64 offset, int flags, guint8 **ret_addr,
 {
     void *addr = NULL;
 
-    if (!daxguest_map_aligned(fd, len, offset, PROT_READ | PROT_WRITE, flags,
-                              SZ_2M, &addr, error))
+    if (!daxfile_map_aligned(fd, len, offset, PROT_READ | PROT_WRITE, flags,
+                             SZ_2M, &addr, error))
         return FALSE;
     map->addr = addr;
     map->length = len;

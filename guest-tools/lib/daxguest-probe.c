@@ -48,39 +48,6 @@ daxguest_fault_count(void)
     return (guint64)ru.ru_minflt + (guint64)ru.ru_majflt;
 }
 
-gboolean
-daxguest_map_aligned(int fd, guint64 len, guint64 offset, int prot, int flags,
-                     guint64 align, void **ret_addr, GError **error)
-{
-    guint8 *res = mmap(NULL, len + align, PROT_NONE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    guint8 *start;
-    void *addr;
-    int errsv;
-
-    if (res == MAP_FAILED) {
-        daxfile_set_error_errno(error, errno,
-                                "Cannot reserve %" G_GUINT64_FORMAT
-                                " bytes of address space",
-                                len + align);
-        return FALSE;
-    }
-    start = (guint8 *)DAXFILE_ALIGN_UP((guintptr)res, align);
-    if (start > res)
-        munmap(res, start - res);
-    if (res + align > start)
-        munmap(start + len, res + align - start);
-    addr = mmap(start, len, prot, flags | MAP_FIXED, fd, (off_t)offset);
-    if (addr == MAP_FAILED) {
-        errsv = errno;
-        munmap(start, len);
-        daxfile_set_error_errno(error, errsv, "mmap failed");
-        return FALSE;
-    }
-    *ret_addr = addr;
-    return TRUE;
-}
-
 /* ------------------------------------------------------------ tracefs */
 
 static gboolean
@@ -226,8 +193,8 @@ pmd_probe_fd(int fd, guint64 len, gboolean write, gboolean sync,
     guint64 f0, f1, f2, off;
     guint8 *base;
 
-    if (!daxguest_map_aligned(fd, len, 0, prot, flags, MAX(len, SZ_2M),
-                              &map.addr, &error)) {
+    if (!daxfile_map_aligned(fd, len, 0, prot, flags, MAX(len, SZ_2M),
+                             &map.addr, &error)) {
         probe->error = g_strdup(error->message);
         return;
     }

@@ -65,11 +65,6 @@ void daxguest_probe_devdax(const char *path, guint64 align, guint64 size,
 void daxguest_trace_count_pmd(const char *trace, int pid, guint *ret_pmd,
                               guint *ret_fallback);
 
-/* Map @len bytes of @fd at @offset at an @align-aligned address. */
-gboolean daxguest_map_aligned(int fd, guint64 len, guint64 offset, int prot,
-                              int flags, guint64 align, void **ret_addr,
-                              GError **error);
-
 /* fallocate @size bytes, write zeros over them and fsync: written extents,
  * so that later write faults neither allocate nor convert. @name is the
  * file's name for messages. */

@@ -13,6 +13,7 @@
 #include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-fiemap.h"
+#include "daxfile-mmap.h"
 #include "daxfile-size.h"
 #include "daxfile-sysfs.h"
 #include "daxguest-nvdimm.h"
@@ -68,16 +69,16 @@ target_map(DaxguestTarget *t, gboolean write, gboolean allow_non_dax,
 
     if (t->kind == DAXGUEST_TARGET_DEVDAX) {
         /* device-dax: plain MAP_SHARED, aligned address and length */
-        if (!daxguest_map_aligned(t->fd, t->size, 0, prot, MAP_SHARED,
-                                  MAX(t->align, SZ_2M), &addr, error))
+        if (!daxfile_map_aligned(t->fd, t->size, 0, prot, MAP_SHARED,
+                                 MAX(t->align, SZ_2M), &addr, error))
             return FALSE;
-    } else if (daxguest_map_aligned(t->fd, t->size, 0, prot,
-                                    MAP_SHARED_VALIDATE | MAP_SYNC, SZ_2M,
-                                    &addr, &local)) {
+    } else if (daxfile_map_aligned(t->fd, t->size, 0, prot,
+                                   MAP_SHARED_VALIDATE | MAP_SYNC, SZ_2M,
+                                   &addr, &local)) {
         t->map_sync = TRUE;
     } else if (!write || allow_non_dax || t->virtio) {
-        if (!daxguest_map_aligned(t->fd, t->size, 0, prot, MAP_SHARED, SZ_2M,
-                                  &addr, error))
+        if (!daxfile_map_aligned(t->fd, t->size, 0, prot, MAP_SHARED, SZ_2M,
+                                 &addr, error))
             return FALSE;
     } else {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
@@ -260,8 +261,8 @@ dev_size_from_header(DaxguestTarget *t, GError **error)
                     "'%s' is smaller than its alignment", t->path);
         return FALSE;
     }
-    if (!daxguest_map_aligned(t->fd, len, 0, PROT_READ, MAP_SHARED, len,
-                              &map.addr, error))
+    if (!daxfile_map_aligned(t->fd, len, 0, PROT_READ, MAP_SHARED, len,
+                             &map.addr, error))
         return FALSE;
     map.length = len;
     t->size = daxguest_pattern_peek_size(map.addr, len);

@@ -18,6 +18,7 @@
 #include "daxfile-file.h"
 #include "daxfile-guard.h"
 #include "daxfile-kernel.h"
+#include "daxfile-mmap.h"
 #include "daxfile-registry.h"
 #include "daxfile-size.h"
 #include "daxfile-wipe.h"
@@ -240,32 +241,6 @@ read_back(const unsigned char *map, guint64 size, DaxfileWipeResult *ret)
     ret->verify_seconds = now() - t0;
 }
 
-/* @size bytes of @fd mapped shared at an address aligned to @align (a
- * device-dax device refuses any other), or MAP_FAILED */
-static unsigned char *
-map_aligned(int fd, guint64 size, guint64 align)
-{
-    unsigned char *area = mmap(NULL, size + align, PROT_NONE,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    unsigned char *at;
-    void *map;
-
-    if (area == MAP_FAILED)
-        return MAP_FAILED;
-    at = (unsigned char *)DAXFILE_ALIGN_UP((guintptr)area, align);
-    map = mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-               0);
-    if (map == MAP_FAILED) {
-        munmap(area, size + align);
-        return MAP_FAILED;
-    }
-    if (at > area)
-        munmap(area, at - area);
-    if (at + size < area + size + align)
-        munmap(at + size, area + size + align - (at + size));
-    return map;
-}
-
 /* A device-dax device: zeroed through its own mapping (synchronous: no
  * page cache, no metadata), while the registry lock of the device keeps a
  * domain's start waiting; nothing marks a partial wipe (a device has no
@@ -279,6 +254,7 @@ wipe_device(int fd, const struct stat *st, const char *path,
     g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
     g_autoptr(DaxfileDevdax) d = NULL;
     g_auto(DaxfileFd) lock = -1;
+    void *addr = NULL;
     unsigned char *map;
     guint64 done = 0, align;
     double t0;
@@ -291,12 +267,13 @@ wipe_device(int fd, const struct stat *st, const char *path,
     g_clear_pointer(&reg, daxfile_registry_free);
     ret->size = d->size;
     align = MAX(d->align, (guint64)DAXFILE_SZ_2M);
-    map = map_aligned(fd, d->size, align);
-    if (map == MAP_FAILED) {
+    if (!daxfile_map_aligned(fd, d->size, 0, PROT_READ | PROT_WRITE,
+                             MAP_SHARED, align, &addr, NULL)) {
         daxfile_set_error_errno(error, errno, "Cannot map '%s' (%s)", name,
                                 d->name);
         return FALSE;
     }
+    map = addr;
     ret->map_sync = TRUE; /* a device-dax mapping is synchronous */
 #ifdef __x86_64__
     ret->method = "device-dax mapping, non-temporal stores and a store fence";

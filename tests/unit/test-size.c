@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "daxfile-align.h"
 #include "daxfile-error.h"
 #include "daxfile-escape.h"
+#include "daxfile-mmap.h"
 #include "daxfile-size.h"
 
 static void
@@ -223,6 +229,39 @@ test_align(void)
     g_assert_false(daxfile_align_check(0, &e3));
 }
 
+/* daxfile_map_aligned(): the address is aligned, the file is there from
+ * the offset, and a failure leaves errno as mmap() set it */
+static void
+test_map_aligned(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("test-size-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "f", NULL);
+    g_autofree char *data = g_malloc0(2 * 4096);
+    g_autoptr(GError) error = NULL;
+    g_auto(DaxfileMapping) map = {NULL, 0};
+    int fd;
+
+    data[4096] = 'x';
+    g_assert_true(g_file_set_contents(path, data, 2 * 4096, NULL));
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_true(daxfile_map_aligned(fd, 4096, 4096, PROT_READ, MAP_SHARED,
+                                      DAXFILE_SZ_2M, &map.addr, &error));
+    g_assert_no_error(error);
+    map.length = 4096;
+    g_assert_cmpuint((guintptr)map.addr % DAXFILE_SZ_2M, ==, 0);
+    g_assert_cmpint(((char *)map.addr)[0], ==, 'x');
+    close(fd);
+    errno = 0;
+    g_assert_false(daxfile_map_aligned(-1, 4096, 0, PROT_READ, MAP_SHARED,
+                                       DAXFILE_SZ_2M, &map.addr, &error));
+    g_assert_cmpint(errno, ==, EBADF);
+    g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED);
+    g_assert_true(g_str_has_prefix(error->message, "mmap failed: "));
+    unlink(path);
+    rmdir(dir);
+}
+
 static void
 test_escape(void)
 {
@@ -242,5 +281,6 @@ main(int argc, char **argv)
     g_test_add_func("/size/format", test_format);
     g_test_add_func("/util/align", test_align);
     g_test_add_func("/util/escape", test_escape);
+    g_test_add_func("/util/map-aligned", test_map_aligned);
     return g_test_run();
 }

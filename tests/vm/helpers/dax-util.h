@@ -2,18 +2,18 @@
 /*
  * Helpers shared by the small programs that run in the VM harness's
  * guests: dax-probe (the guest scripts' checks) and bench/bench-dax (the
- * benchmarks' measuring half). Both link daxfile-common for sizes
- * (daxfile-size.h): glib is all that adds to a guest (with pcre2), not
- * json-glib.
+ * benchmarks' measuring half). Both link daxfile-common for sizes and
+ * aligned mappings (daxfile-size.h, daxfile-mmap.h): glib is all that adds
+ * to a guest (with pcre2), not json-glib.
  */
 #pragma once
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
+#include "daxfile-mmap.h"
 #include "daxfile-size.h"
 
 #define DAX_PMD_SIZE ((uint64_t)2 << 20)
@@ -30,23 +30,16 @@ dax_faults_now(void)
 
 /* A shared read-write mapping of @len bytes of @fd from @offset at a
  * 2 MiB-aligned address (so that 2 MiB faults can map PMDs), with
- * MAP_SHARED_VALIDATE | MAP_SYNC when @sync. NULL with errno set when it
- * cannot be had. */
+ * MAP_SHARED_VALIDATE | MAP_SYNC when @sync: daxfile_map_aligned(). NULL
+ * with errno set when it cannot be had. */
 static inline char *
 dax_map_aligned(int fd, uint64_t len, uint64_t offset, bool sync)
 {
-    int flags = (sync ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED) |
-                MAP_FIXED;
-    char *area = mmap(NULL, len + DAX_PMD_SIZE, PROT_NONE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    char *aligned;
+    int flags = sync ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED;
+    void *addr = NULL;
 
-    if (area == MAP_FAILED)
+    if (!daxfile_map_aligned(fd, len, offset, PROT_READ | PROT_WRITE, flags,
+                             DAX_PMD_SIZE, &addr, NULL))
         return NULL;
-    aligned = (char *)(((uintptr_t)area + DAX_PMD_SIZE - 1) &
-                       ~(uintptr_t)(DAX_PMD_SIZE - 1));
-    if (mmap(aligned, len, PROT_READ | PROT_WRITE, flags, fd,
-             (off_t)offset) == MAP_FAILED)
-        return NULL;
-    return aligned;
+    return addr;
 }
