@@ -64,7 +64,7 @@ cmd_bench(int argc, char **argv)
     if (!cli_check_target("bench", arg_dir, arg_dev, TRUE, &ret) ||
         (arg_size && !cli_parse_size("bench", "size", arg_size, &size, &ret)))
         return ret;
-    if (!cli_flush_choice(&choice, &error))
+    if (!daxguest_flush_choice_detect(&choice, &error))
         return cli_report_error(error);
     if (arg_dev) {
         report = daxguest_bench_dev(arg_dev, size, &choice, &error);

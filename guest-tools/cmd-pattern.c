@@ -86,48 +86,6 @@ parse_args(const char *cmd, PatternArgs *args, int *ret_exit)
            cli_parse_size(cmd, "size", arg_size, &args->size, ret_exit);
 }
 
-static DaxguestTarget *
-open_target(guint64 size, DaxguestTargetFlags flags, GError **error)
-{
-    if (arg_dir)
-        return daxguest_target_open_dir(arg_dir, size, flags, error);
-    return daxguest_target_open_dev(arg_dev, size, flags, error);
-}
-
-static const char *
-mapping_name(const DaxguestTarget *t)
-{
-    if (t->kind == DAXGUEST_TARGET_DEVDAX)
-        return "device-dax MAP_SHARED";
-    if (t->map_sync)
-        return "MAP_SYNC";
-    return t->virtio ? "MAP_SHARED + msync (virtio-pmem: the device's flush)"
-                     : "MAP_SHARED + msync";
-}
-
-static JsonNode *
-write_to_json(const DaxguestTarget *t, guint64 seed, guint64 sequence,
-              const char *flush)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "path");
-    json_builder_add_string_value(b, t->path);
-    json_builder_set_member_name(b, "size");
-    json_builder_add_int_value(b, (gint64)t->size);
-    json_builder_set_member_name(b, "seed");
-    json_builder_add_int_value(b, (gint64)seed);
-    json_builder_set_member_name(b, "sequence");
-    json_builder_add_int_value(b, (gint64)sequence);
-    json_builder_set_member_name(b, "map_sync");
-    json_builder_add_boolean_value(b, t->map_sync);
-    json_builder_set_member_name(b, "flush");
-    json_builder_add_string_value(b, flush);
-    json_builder_end_object(b);
-    return cli_json_array_of(json_builder_get_root(b));
-}
-
 static int
 cmd_write(int argc, char **argv)
 {
@@ -145,19 +103,21 @@ cmd_write(int argc, char **argv)
         return ret;
     if (arg_allow_non_dax)
         flags |= DAXGUEST_TARGET_ALLOW_NON_DAX;
-    if (!cli_flush_choice(&choice, &error))
+    if (!daxguest_flush_choice_detect(&choice, &error))
         return cli_report_error(error);
-    t = open_target(args.size, flags, &error);
+    t = daxguest_target_open(arg_dir, arg_dev, args.size, flags, &error);
     if (!t || !daxguest_target_write_pattern(t, args.seed, &choice, &sequence,
                                              &error))
         return cli_report_error(error);
     flush = daxguest_flush_choice_describe(&choice);
     size = daxfile_size_format(t->size);
     if (arg_json)
-        cli_print_json(write_to_json(t, args.seed, sequence, flush));
+        cli_print_json(cli_json_array_of(
+            daxguest_target_write_to_json(t, args.seed, sequence, flush)));
     fprintf(stderr, "daxfile-guest: wrote %s to '%s' (seed %" G_GUINT64_FORMAT
                     ", sequence %" G_GUINT64_FORMAT ", %s, flush: %s)\n",
-            size, t->path, args.seed, sequence, mapping_name(t), flush);
+            size, t->path, args.seed, sequence,
+            daxguest_target_mapping_name(t), flush);
     return CLI_EXIT_OK;
 }
 
@@ -174,7 +134,8 @@ cmd_verify(int argc, char **argv)
 
     if (!parse_args("verify", &args, &ret))
         return ret;
-    t = open_target(args.size, DAXGUEST_TARGET_READ, &error);
+    t = daxguest_target_open(arg_dir, arg_dev, args.size,
+                             DAXGUEST_TARGET_READ, &error);
     if (!t)
         return cli_report_error(error);
     ok = daxguest_pattern_verify(t->map.addr, t->size, args.seed, t->path,
@@ -202,7 +163,8 @@ cmd_locate(int argc, char **argv)
 
     if (!parse_args("locate", &args, &ret))
         return ret;
-    t = open_target(0, DAXGUEST_TARGET_NO_MAP, &error);
+    t = daxguest_target_open(arg_dir, arg_dev, 0, DAXGUEST_TARGET_NO_MAP,
+                             &error);
     if (!t || !daxguest_target_locate(t, args.offset, &loc, &error))
         return cli_report_error(error);
     if (arg_json) {

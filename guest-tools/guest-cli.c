@@ -4,7 +4,6 @@
 #include "config.h"
 #include "daxfile-error.h"
 #include "daxfile-size.h"
-#include "daxguest-nvdimm.h"
 #include "guest-cli.h"
 
 gboolean
@@ -32,21 +31,6 @@ cli_check_target(const char *cmd, const char *dir, const char *dev,
         *ret_exit = cli_usage_error(cmd, "missing --dir DIR or --dev DEVICE");
         return FALSE;
     }
-    return TRUE;
-}
-
-gboolean
-cli_flush_choice(DaxguestFlushChoice *ret_choice, GError **error)
-{
-    g_autoptr(DaxguestNvInventory) inv = daxguest_nv_inventory_read(error);
-    DaxguestCpuFeatures cpu;
-    DaxguestFlushEnv env;
-
-    if (!inv)
-        return FALSE;
-    daxguest_cpu_features_detect(&cpu);
-    daxguest_flush_env_get(&env);
-    daxguest_flush_choose(&cpu, &env, daxguest_nv_auto_flush(inv), ret_choice);
     return TRUE;
 }
 

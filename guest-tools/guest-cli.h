@@ -19,9 +19,6 @@ gboolean cli_parse_number(const char *cmd, const char *option,
 gboolean cli_check_target(const char *cmd, const char *dir, const char *dev,
                           gboolean optional, int *ret_exit);
 
-/* libpmem's flush choice here (CPUID, environment, persistence domain). */
-gboolean cli_flush_choice(DaxguestFlushChoice *ret_choice, GError **error);
-
 /* One object wrapped in an array, as every --json output is. */
 JsonNode *cli_json_array_of(JsonNode *object);
 

@@ -10,6 +10,7 @@
 
 #include "daxfile-util.h"
 #include "daxguest-cpu.h"
+#include "daxguest-nvdimm.h"
 
 #define CACHE_LINE ((uintptr_t)64)
 
@@ -95,6 +96,21 @@ daxguest_flush_choose(const DaxguestCpuFeatures *cpu,
     /* clflush is ordered by itself; everything else needs an sfence (and
      * so does the fence-only mode: libpmem's pmem_drain is an sfence) */
     c->fence = !(c->flush && c->insn == DAXGUEST_FLUSH_CLFLUSH);
+}
+
+gboolean
+daxguest_flush_choice_detect(DaxguestFlushChoice *ret_choice, GError **error)
+{
+    g_autoptr(DaxguestNvInventory) inv = daxguest_nv_inventory_read(error);
+    DaxguestCpuFeatures cpu;
+    DaxguestFlushEnv env;
+
+    if (!inv)
+        return FALSE;
+    daxguest_cpu_features_detect(&cpu);
+    daxguest_flush_env_get(&env);
+    daxguest_flush_choose(&cpu, &env, daxguest_nv_auto_flush(inv), ret_choice);
+    return TRUE;
 }
 
 const char *

@@ -64,6 +64,11 @@ void daxguest_flush_choose(const DaxguestCpuFeatures *cpu,
                            const DaxguestFlushEnv *env, gboolean auto_flush,
                            DaxguestFlushChoice *ret_choice);
 
+/* daxguest_flush_choose() for this guest: its CPU, its environment and
+ * its NVDIMM regions' persistence domain */
+gboolean daxguest_flush_choice_detect(DaxguestFlushChoice *ret_choice,
+                                      GError **error);
+
 const char *daxguest_flush_insn_name(DaxguestFlushInsn insn);
 
 /* "clwb, then sfence: the best the CPU offers" and the like. */

@@ -579,3 +579,44 @@ daxguest_location_to_json(const char *path, const DaxguestLocation *loc)
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
+
+/* `write --json`: what was written, where and how */
+JsonNode *
+daxguest_target_write_to_json(const DaxguestTarget *t, guint64 seed,
+                              guint64 sequence, const char *flush)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "path");
+    json_builder_add_string_value(b, t->path);
+    json_add_u64(b, "size", t->size);
+    json_add_u64(b, "seed", seed);
+    json_add_u64(b, "sequence", sequence);
+    json_builder_set_member_name(b, "map_sync");
+    json_builder_add_boolean_value(b, t->map_sync);
+    json_builder_set_member_name(b, "flush");
+    json_builder_add_string_value(b, flush);
+    json_builder_end_object(b);
+    return json_builder_get_root(b);
+}
+
+const char *
+daxguest_target_mapping_name(const DaxguestTarget *t)
+{
+    if (t->kind == DAXGUEST_TARGET_DEVDAX)
+        return "device-dax MAP_SHARED";
+    if (t->map_sync)
+        return "MAP_SYNC";
+    return t->virtio ? "MAP_SHARED + msync (virtio-pmem: the device's flush)"
+                     : "MAP_SHARED + msync";
+}
+
+DaxguestTarget *
+daxguest_target_open(const char *dir, const char *dev, guint64 size,
+                     DaxguestTargetFlags flags, GError **error)
+{
+    if (dir)
+        return daxguest_target_open_dir(dir, size, flags, error);
+    return daxguest_target_open_dev(dev, size, flags, error);
+}

@@ -60,6 +60,16 @@ DaxguestTarget *daxguest_target_open_dev(const char *dev, guint64 size,
                                          DaxguestTargetFlags flags,
                                          GError **error);
 
+/* daxguest_target_open_dir(@dir) when @dir is set, else
+ * daxguest_target_open_dev(@dev) */
+DaxguestTarget *daxguest_target_open(const char *dir, const char *dev,
+                                     guint64 size, DaxguestTargetFlags flags,
+                                     GError **error);
+
+/* How the target is mapped, for messages: "MAP_SYNC", "device-dax
+ * MAP_SHARED", "MAP_SHARED + msync" ... */
+const char *daxguest_target_mapping_name(const DaxguestTarget *target);
+
 /* Write the pattern through the mapping, flushing as @choice says (and
  * msync when the mapping has no MAP_SYNC). */
 gboolean daxguest_target_write_pattern(DaxguestTarget *target, guint64 seed,
@@ -86,5 +96,10 @@ gboolean daxguest_target_locate(const DaxguestTarget *target, guint64 offset,
 
 JsonNode *daxguest_location_to_json(const char *path,
                                     const DaxguestLocation *loc);
+
+/* `write --json`'s object: path, size, seed, sequence, map_sync, flush */
+JsonNode *daxguest_target_write_to_json(const DaxguestTarget *target,
+                                        guint64 seed, guint64 sequence,
+                                        const char *flush);
 
 G_END_DECLS
