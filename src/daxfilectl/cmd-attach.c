@@ -168,21 +168,26 @@ spec_check_devdax(DaxfileNvdimmSpec *spec, GError **error)
     return spec_check_settings(spec, error);
 }
 
-/* The file's size, checked against --size, and the device settings */
+/* The file's size, checked against --size, and the device settings;
+ * @created: the report of the file attach --create just made, or NULL */
 static gboolean
-spec_check_file(DaxfileNvdimmSpec *spec, gboolean need_ready, GError **error)
+spec_check_file(DaxfileNvdimmSpec *spec, gboolean need_ready,
+                const DaxfileReport *created, GError **error)
 {
-    g_autoptr(DaxfileReport) report = NULL;
+    g_autoptr(DaxfileReport) built = NULL;
+    const DaxfileReport *report = created;
     g_autofree char *name = daxfile_escape(spec->path);
     g_auto(DaxfileFd) fd = -1;
 
-    if (daxfile_devdax_is(spec->path))
+    if (!created && daxfile_devdax_is(spec->path))
         return spec_check_devdax(spec, error);
-    fd = daxfile_file_open(spec->path, DAXFILE_OPEN_READ, NULL, error);
-    if (fd < 0)
-        return FALSE;
-    report = daxfile_report_build(fd, spec->path, spec->align,
-                                  arg_allow_non_dax, error);
+    if (!created) {
+        fd = daxfile_file_open(spec->path, DAXFILE_OPEN_READ, NULL, error);
+        if (fd < 0)
+            return FALSE;
+        report = built = daxfile_report_build(fd, spec->path, spec->align,
+                                              arg_allow_non_dax, error);
+    }
     if (!report || (need_ready && !daxfile_report_require_ready(report,
                                                                 error)))
         return FALSE;
@@ -199,19 +204,21 @@ spec_check_file(DaxfileNvdimmSpec *spec, gboolean need_ready, GError **error)
     return spec_check_settings(spec, error);
 }
 
+/* --create: the file, and its report in *@ret_report (kept for
+ * spec_check_file(), which need not build it again) */
 static gboolean
-maybe_create(const DaxfileNvdimmSpec *spec, GError **error)
+maybe_create(const DaxfileNvdimmSpec *spec, DaxfileReport **ret_report,
+             GError **error)
 {
     DaxfileCreateParams params = {.size = spec->size, .align = spec->align,
                                   .allow_non_dax = arg_allow_non_dax};
-    g_autoptr(DaxfileReport) report = NULL;
 
     if (!arg_create || daxfile_devdax_is(spec->path))
         return TRUE; /* spec_check_devdax() refuses --create */
-    report = daxfile_create(spec->path, &params, NULL, error);
-    if (!report)
+    *ret_report = daxfile_create(spec->path, &params, NULL, error);
+    if (!*ret_report)
         return FALSE;
-    fprintf(stderr, "created '%s'\n", report->path);
+    fprintf(stderr, "created '%s'\n", (*ret_report)->path);
     return TRUE;
 }
 
@@ -220,6 +227,7 @@ cmd_attach(int argc, char **argv)
 {
     DaxfileNvdimmSpec spec = {0};
     g_auto(DaxfileAttachResult) result = {0};
+    g_autoptr(DaxfileReport) created = NULL;
     g_autoptr(GError) error = NULL;
     g_autofree char *path = NULL;
     int ret = CLI_EXIT_OK;
@@ -229,8 +237,8 @@ cmd_attach(int argc, char **argv)
     path = g_canonicalize_filename(argv[2], NULL);
     if (!spec_from_options("attach", path, &spec, &ret))
         return ret;
-    if (!maybe_create(&spec, &error) ||
-        !spec_check_file(&spec, !arg_readonly, &error) ||
+    if (!maybe_create(&spec, &created, &error) ||
+        !spec_check_file(&spec, !arg_readonly, created, &error) ||
         !daxfile_virt_attach(arg_uri, argv[1], &spec, &result, &error))
         return cli_report_error(error);
     fprintf(stderr, "attached '%s' to domain '%s'%s%s%s\n", path, argv[1],
@@ -294,7 +302,7 @@ cmd_domain_xml(int argc, char **argv)
                                    "make it with 'daxfile create', or give "
                                    "--no-check and --size for the XML of a "
                                    "file not made yet", name);
-        if (!spec_check_file(&spec, !arg_readonly, &error))
+        if (!spec_check_file(&spec, !arg_readonly, NULL, &error))
             return cli_report_error(error);
     }
     xml = daxfile_nvdimm_device_xml(&spec, &error);
