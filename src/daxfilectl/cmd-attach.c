@@ -15,7 +15,7 @@
 #include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-file.h"
-#include "daxfile-hook.h"
+#include "daxfile-nvdimm.h"
 #include "daxfile-size.h"
 #include "daxfile-virt.h"
 #include "daxfile-wipe.h"
@@ -82,22 +82,21 @@ static const GOptionEntry detach_options[] = {
     {NULL},
 };
 
-/* Fill @spec from the options and the file (when it exists). */
+/* Fill @spec, the device daxfile makes for @path, from the options */
 static gboolean
-spec_from_options(const char *cmd, const char *path, DaxfileNvdimmSpec *spec,
+spec_from_options(const char *cmd, const char *path, DaxfileNvdimm *spec,
                   int *ret_exit)
 {
-    spec->size = 0;
-    spec->label_size = 0;
-    spec->node = arg_node;
-    spec->readonly = arg_readonly;
-    spec->model = DAXFILE_DEVICE_NVDIMM;
-    if (arg_model && !daxfile_device_model_from_string(arg_model,
-                                                       &spec->model)) {
+    DaxfileDeviceModel model = DAXFILE_DEVICE_NVDIMM;
+
+    if (arg_model && !daxfile_device_model_from_string(arg_model, &model)) {
         *ret_exit = cli_usage_error(cmd, "--model must be nvdimm or "
                                     "virtio-pmem, not '%s'", arg_model);
         return FALSE;
     }
+    daxfile_nvdimm_init(spec, model, path);
+    spec->node = arg_node;
+    spec->readonly = arg_readonly;
     if (spec->model == DAXFILE_DEVICE_VIRTIO_PMEM &&
         (arg_label || arg_node || arg_readonly)) {
         /* libvirt would drop them without a word */
@@ -107,7 +106,7 @@ spec_from_options(const char *cmd, const char *path, DaxfileNvdimmSpec *spec,
                                     : arg_node ? "--node" : "--readonly");
         return FALSE;
     }
-    if (!cli_parse_align(cmd, arg_align, &spec->align, ret_exit) ||
+    if (!cli_parse_align(cmd, arg_align, &spec->alignsize, ret_exit) ||
         (arg_size && !cli_parse_size(cmd, "size", arg_size, &spec->size,
                                      ret_exit)) ||
         (arg_label && !cli_parse_size(cmd, "label-size", arg_label,
@@ -117,24 +116,16 @@ spec_from_options(const char *cmd, const char *path, DaxfileNvdimmSpec *spec,
         *ret_exit = cli_usage_error(cmd, "--node must not be negative");
         return FALSE;
     }
-    spec->path = path;
     return TRUE;
 }
 
 /* The device settings, checked as the hook will check them at start */
 static gboolean
-spec_check_settings(const DaxfileNvdimmSpec *spec, GError **error)
+spec_check_settings(const DaxfileNvdimm *spec, GError **error)
 {
     g_autofree char *name = daxfile_escape(spec->path);
-    DaxfileNvdimm nv = {0};
 
-    nv.model = spec->model;
-    nv.access = (char *)"shared";
-    nv.pmem = TRUE;
-    nv.alignsize = spec->align;
-    nv.size = spec->size;
-    nv.label_size = spec->label_size;
-    if (daxfile_hook_check_device(&nv, error))
+    if (daxfile_nvdimm_check(spec, error))
         return TRUE;
     g_prefix_error(error, "'%s': ", name);
     return FALSE;
@@ -143,7 +134,7 @@ spec_check_settings(const DaxfileNvdimmSpec *spec, GError **error)
 /* A device-dax device: its size, and its page size for <alignsize>
  * unless --align says (then they must agree), checked as the hook does */
 static gboolean
-spec_check_devdax(DaxfileNvdimmSpec *spec, GError **error)
+spec_check_devdax(DaxfileNvdimm *spec, GError **error)
 {
     g_autoptr(DaxfileDevdax) d = NULL;
     g_autofree char *name = daxfile_escape(spec->path);
@@ -160,10 +151,11 @@ spec_check_devdax(DaxfileNvdimmSpec *spec, GError **error)
         return FALSE;
     }
     if (!arg_align && d->align)
-        spec->align = d->align;
+        spec->alignsize = d->align;
     if (!spec->size)
         spec->size = d->size;
-    if (!daxfile_devdax_check(d, spec->path, spec->size, spec->align, error))
+    if (!daxfile_devdax_check(d, spec->path, spec->size, spec->alignsize,
+                              error))
         return FALSE;
     return spec_check_settings(spec, error);
 }
@@ -171,7 +163,7 @@ spec_check_devdax(DaxfileNvdimmSpec *spec, GError **error)
 /* The file's size, checked against --size, and the device settings;
  * @created: the report of the file attach --create just made, or NULL */
 static gboolean
-spec_check_file(DaxfileNvdimmSpec *spec, gboolean need_ready,
+spec_check_file(DaxfileNvdimm *spec, gboolean need_ready,
                 const DaxfileReport *created, GError **error)
 {
     g_autoptr(DaxfileReport) built = NULL;
@@ -185,7 +177,8 @@ spec_check_file(DaxfileNvdimmSpec *spec, gboolean need_ready,
         fd = daxfile_file_open(spec->path, DAXFILE_OPEN_READ, NULL, error);
         if (fd < 0)
             return FALSE;
-        report = built = daxfile_report_build(fd, spec->path, spec->align,
+        report = built = daxfile_report_build(fd, spec->path,
+                                              spec->alignsize,
                                               arg_allow_non_dax, error);
     }
     if (!report || (need_ready && !daxfile_report_require_ready(report,
@@ -207,10 +200,10 @@ spec_check_file(DaxfileNvdimmSpec *spec, gboolean need_ready,
 /* --create: the file, and its report in *@ret_report (kept for
  * spec_check_file(), which need not build it again) */
 static gboolean
-maybe_create(const DaxfileNvdimmSpec *spec, DaxfileReport **ret_report,
+maybe_create(const DaxfileNvdimm *spec, DaxfileReport **ret_report,
              GError **error)
 {
-    DaxfileCreateParams params = {.size = spec->size, .align = spec->align,
+    DaxfileCreateParams params = {.size = spec->size, .align = spec->alignsize,
                                   .allow_non_dax = arg_allow_non_dax};
 
     if (!arg_create || daxfile_devdax_is(spec->path))
@@ -225,7 +218,7 @@ maybe_create(const DaxfileNvdimmSpec *spec, DaxfileReport **ret_report,
 static int
 cmd_attach(int argc, char **argv)
 {
-    DaxfileNvdimmSpec spec = {0};
+    g_auto(DaxfileNvdimm) spec = {0};
     g_auto(DaxfileAttachResult) result = {0};
     g_autoptr(DaxfileReport) created = NULL;
     g_autoptr(GError) error = NULL;
@@ -273,7 +266,7 @@ cmd_detach(int argc, char **argv)
 static int
 cmd_domain_xml(int argc, char **argv)
 {
-    DaxfileNvdimmSpec spec = {0};
+    g_auto(DaxfileNvdimm) spec = {0};
     g_autoptr(GError) error = NULL;
     g_autofree char *path = NULL;
     g_autofree char *name = NULL;
@@ -305,7 +298,7 @@ cmd_domain_xml(int argc, char **argv)
         if (!spec_check_file(&spec, !arg_readonly, NULL, &error))
             return cli_report_error(error);
     }
-    xml = daxfile_nvdimm_device_xml(&spec, &error);
+    xml = daxfile_nvdimm_format(&spec, &error);
     if (!xml)
         return cli_report_error(error);
     fputs(xml, stdout);

@@ -20,47 +20,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlXPathContext, xmlXPathFreeContext)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlXPathObject, xmlXPathFreeObject)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlDoc, xmlFreeDoc)
 
-static const char *const model_names[] = {
-    [DAXFILE_DEVICE_NVDIMM] = "nvdimm",
-    [DAXFILE_DEVICE_VIRTIO_PMEM] = "virtio-pmem",
-};
-
-const char *
-daxfile_device_model_to_string(DaxfileDeviceModel model)
-{
-    return model_names[model];
-}
-
-gboolean
-daxfile_device_model_from_string(const char *name, DaxfileDeviceModel *ret)
-{
-    guint i;
-
-    for (i = 0; name && i < G_N_ELEMENTS(model_names); i++) {
-        if (STREQ(name, model_names[i])) {
-            *ret = (DaxfileDeviceModel)i;
-            return TRUE;
-        }
-    }
-    return FALSE;
-}
-
-guint64
-daxfile_nvdimm_page(const DaxfileNvdimm *nv)
-{
-    return nv->model == DAXFILE_DEVICE_VIRTIO_PMEM ? DAXFILE_DEFAULT_ALIGN
-                                                   : nv->alignsize;
-}
-
-static void
-nvdimm_free(DaxfileNvdimm *nv)
-{
-    g_free(nv->alias);
-    g_free(nv->access);
-    g_free(nv->path);
-    g_free(nv);
-}
-
 void
 daxfile_domain_free(DaxfileDomain *dom)
 {
@@ -197,7 +156,7 @@ nvdimm_parse(xmlNode *mem, DaxfileDeviceModel model, guint index,
              GError **error)
 {
     g_autoptr(GError) local = NULL;
-    DaxfileNvdimm *nv = g_new0(DaxfileNvdimm, 1);
+    g_autoptr(DaxfileNvdimm) nv = g_new0(DaxfileNvdimm, 1);
     xmlNode *source = child(mem, "source");
     xmlNode *target = child(mem, "target");
     g_autofree char *node = text_of(child(target, "node"));
@@ -218,11 +177,9 @@ nvdimm_parse(xmlNode *mem, DaxfileDeviceModel model, guint index,
                  &nv->alignsize, error) ||
         !size_of(child(target, "size"), "nvdimm size", &nv->size, error) ||
         !size_of(child(child(target, "label"), "size"), "nvdimm label size",
-                 &nv->label_size, error)) {
-        nvdimm_free(nv);
+                 &nv->label_size, error))
         return NULL;
-    }
-    return nv;
+    return g_steal_pointer(&nv);
 }
 
 static gboolean
@@ -364,7 +321,8 @@ daxfile_domain_parse(const char *xml, gsize len, GError **error)
     xmlDoc *doc = read_xml(xml, len, error);
     xmlNode *root;
 
-    dom->nvdimms = g_ptr_array_new_with_free_func((GDestroyNotify)nvdimm_free);
+    dom->nvdimms = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)daxfile_nvdimm_free);
     if (!doc)
         return NULL;
     dom->doc = doc;
@@ -431,19 +389,39 @@ add_size(xmlNode *parent, const char *name, guint64 bytes)
     xmlNewProp(n, (const xmlChar *)"unit", (const xmlChar *)"KiB");
 }
 
+/* <source> and <target> of an nvdimm (a virtio-pmem device has only
+ * <path> and <size>: libvirt keeps nothing else of it) */
+static void
+format_nvdimm(const DaxfileNvdimm *nv, xmlNode *source, xmlNode *target)
+{
+    g_autofree char *node = g_strdup_printf("%d", nv->node);
+
+    if (nv->alignsize)
+        add_size(source, "alignsize", nv->alignsize);
+    if (nv->pmem)
+        xmlNewChild(source, NULL, (const xmlChar *)"pmem", NULL);
+    if (nv->node >= 0)
+        xmlNewTextChild(target, NULL, (const xmlChar *)"node",
+                        (const xmlChar *)node);
+    if (nv->label_size)
+        add_size(xmlNewChild(target, NULL, (const xmlChar *)"label", NULL),
+                 "size", nv->label_size);
+    if (nv->readonly)
+        xmlNewChild(target, NULL, (const xmlChar *)"readonly", NULL);
+}
+
 char *
-daxfile_nvdimm_device_xml(const DaxfileNvdimmSpec *spec, GError **error)
+daxfile_nvdimm_format(const DaxfileNvdimm *nv, GError **error)
 {
     g_autoptr(xmlDoc) doc = xmlNewDoc((const xmlChar *)"1.0");
     xmlNode *mem = xmlNewNode(NULL, (const xmlChar *)"memory");
     xmlNode *source, *target;
-    g_autofree char *node = g_strdup_printf("%d", spec->node);
     xmlBuffer *buf;
     char *out;
 
     xmlDocSetRootElement(doc, mem);
-    if (!g_utf8_validate(spec->path, -1, NULL)) {
-        g_autofree char *name = daxfile_escape(spec->path);
+    if (nv->path && !g_utf8_validate(nv->path, -1, NULL)) {
+        g_autofree char *name = daxfile_escape(nv->path);
 
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' is not valid UTF-8 and cannot be written into "
@@ -451,28 +429,22 @@ daxfile_nvdimm_device_xml(const DaxfileNvdimmSpec *spec, GError **error)
         return NULL;
     }
     xmlNewProp(mem, (const xmlChar *)"model",
-               (const xmlChar *)daxfile_device_model_to_string(spec->model));
-    xmlNewProp(mem, (const xmlChar *)"access", (const xmlChar *)"shared");
+               (const xmlChar *)daxfile_device_model_to_string(nv->model));
+    if (nv->access)
+        xmlNewProp(mem, (const xmlChar *)"access",
+                   (const xmlChar *)nv->access);
     source = xmlNewChild(mem, NULL, (const xmlChar *)"source", NULL);
-    xmlNewTextChild(source, NULL, (const xmlChar *)"path",
-                    (const xmlChar *)spec->path);
+    if (nv->path)
+        xmlNewTextChild(source, NULL, (const xmlChar *)"path",
+                        (const xmlChar *)nv->path);
     target = xmlNewChild(mem, NULL, (const xmlChar *)"target", NULL);
-    add_size(target, "size", spec->size);
-    if (spec->model == DAXFILE_DEVICE_VIRTIO_PMEM) {
-        /* libvirt keeps neither <alignsize>, <pmem/>, <node>, a label
-         * nor <readonly/> of a virtio-pmem device */
-        goto done;
-    }
-    add_size(source, "alignsize", spec->align);
-    xmlNewChild(source, NULL, (const xmlChar *)"pmem", NULL);
-    xmlNewTextChild(target, NULL, (const xmlChar *)"node",
-                    (const xmlChar *)node);
-    if (spec->label_size)
-        add_size(xmlNewChild(target, NULL, (const xmlChar *)"label", NULL),
-                 "size", spec->label_size);
-    if (spec->readonly)
-        xmlNewChild(target, NULL, (const xmlChar *)"readonly", NULL);
-done:
+    if (nv->size)
+        add_size(target, "size", nv->size);
+    if (nv->model == DAXFILE_DEVICE_NVDIMM)
+        format_nvdimm(nv, source, target);
+    if (nv->alias)
+        xmlNewProp(xmlNewChild(mem, NULL, (const xmlChar *)"alias", NULL),
+                   (const xmlChar *)"name", (const xmlChar *)nv->alias);
     buf = xmlBufferCreate();
     xmlNodeDump(buf, doc, mem, 0, 1);
     out = g_strconcat((const char *)xmlBufferContent(buf), "\n", NULL);
@@ -649,12 +621,12 @@ daxfile_domain_nvdimm_xml(DaxfileDomain *dom, guint index)
 }
 
 static gboolean
-check_memory_room(const DaxfileDomain *dom, const DaxfileNvdimmSpec *spec,
+check_memory_room(const DaxfileDomain *dom, const DaxfileNvdimm *nv,
                   const char *name, GError **error)
 {
-    guint64 need = dom->memory + dom->devices_memory + spec->size;
+    guint64 need = dom->memory + dom->devices_memory + nv->size;
     g_autofree char *max = daxfile_size_format(dom->max_memory);
-    g_autofree char *want = daxfile_size_format(spec->size);
+    g_autofree char *want = daxfile_size_format(nv->size);
 
     if (dom->memory_devices >= dom->max_slots) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
@@ -715,11 +687,11 @@ check_not_named(const DaxfileDomain *dom, const char *path, const char *name,
 
 gboolean
 daxfile_domain_check_attach(const DaxfileDomain *dom,
-                            const DaxfileNvdimmSpec *spec, GError **error)
+                            const DaxfileNvdimm *nv, GError **error)
 {
     g_autofree char *name = daxfile_escape(dom->name);
-    g_autofree char *path = daxfile_escape(spec->path);
-    guint64 suggest = (dom->memory + spec->size) * 2;
+    g_autofree char *path = daxfile_escape(nv->path);
+    guint64 suggest = (dom->memory + nv->size) * 2;
     gint index;
 
     if (!dom->max_memory || !dom->max_slots) {
@@ -737,25 +709,25 @@ daxfile_domain_check_attach(const DaxfileDomain *dom,
                     "unit='KiB'/></numa></cpu>", name, dom->memory >> 10);
         return FALSE;
     }
-    if (spec->node < 0 || (guint)spec->node >= dom->numa_cells) {
+    if (nv->node < 0 || (guint)nv->node >= dom->numa_cells) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Domain '%s' has %u NUMA cell(s), so there is no node %d; "
-                    "fix: --node 0", name, dom->numa_cells, spec->node);
+                    "fix: --node 0", name, dom->numa_cells, nv->node);
         return FALSE;
     }
-    if (!dom->acpi && spec->model == DAXFILE_DEVICE_NVDIMM) {
+    if (!dom->acpi && nv->model == DAXFILE_DEVICE_NVDIMM) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Domain '%s' has no <features><acpi/>, and QEMU refuses "
                     "memory devices without ACPI; fix: add <acpi/> to "
                     "<features>", name);
         return FALSE;
     }
-    index = daxfile_domain_find_nvdimm(dom, spec->path);
+    index = daxfile_domain_find_nvdimm(dom, nv->path);
     if (index >= 0) {
-        const DaxfileNvdimm *nv = g_ptr_array_index(dom->nvdimms, index);
-        g_autofree char *as = daxfile_escape(nv->path);
+        const DaxfileNvdimm *had = g_ptr_array_index(dom->nvdimms, index);
+        g_autofree char *as = daxfile_escape(had->path);
 
-        if (STREQ(nv->path, spec->path))
+        if (STREQ(had->path, nv->path))
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
                         "'%s' is already attached to domain '%s'", path, name);
         else
@@ -765,6 +737,6 @@ daxfile_domain_check_attach(const DaxfileDomain *dom,
                         path, name, as);
         return FALSE;
     }
-    return check_not_named(dom, spec->path, name, error) &&
-           check_memory_room(dom, spec, name, error);
+    return check_not_named(dom, nv->path, name, error) &&
+           check_memory_room(dom, nv, name, error);
 }

@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daxfile-align.h"
 #include "daxfile-attest.h"
 #include "daxfile-create.h"
 #include "daxfile-devdax.h"
@@ -53,77 +52,6 @@ dev_fail(const Hook *h, const DaxfileNvdimm *nv, GError *local,
     return FALSE;
 }
 
-gboolean
-daxfile_hook_check_device(const DaxfileNvdimm *nv, GError **error)
-{
-    g_autoptr(GError) align_error = NULL;
-    g_autofree char *size = daxfile_size_format(nv->size);
-    g_autofree char *label = daxfile_size_format(nv->label_size);
-    guint64 visible;
-
-    if (!nv->access || STRNEQ(nv->access, "shared")) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "access is '%s', so guest writes never reach the file; "
-                    "fix: <memory model='%s' access='shared'>",
-                    nv->access ? nv->access : "unset (private)",
-                    daxfile_device_model_to_string(nv->model));
-        return FALSE;
-    }
-    if (nv->model == DAXFILE_DEVICE_VIRTIO_PMEM) {
-        /* no MAP_SYNC, no alignment, no label: QEMU maps the file shared
-         * and serves the guest's flush requests with fsync() */
-        if (!nv->size) {
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                        "<target> has no <size>; fix: set it to the file's "
-                        "size");
-            return FALSE;
-        }
-        return TRUE;
-    }
-    if (!nv->pmem) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "<source> has no <pmem/>, so QEMU maps the file without "
-                    "MAP_SYNC and libvirt preallocates it; fix: add <pmem/> "
-                    "to <source>");
-        return FALSE;
-    }
-    if (!nv->alignsize) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "<source> has no <alignsize>, so the mapping is not "
-                    "aligned for huge pages; fix: add <alignsize "
-                    "unit='KiB'>2048</alignsize> to <source>");
-        return FALSE;
-    }
-    if (!daxfile_align_check(nv->alignsize, &align_error)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "<alignsize>: %s", align_error->message);
-        return FALSE;
-    }
-    if (!nv->size) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "<target> has no <size>; fix: set it to the file's size");
-        return FALSE;
-    }
-    if (nv->label_size && nv->label_size < DAXFILE_MIN_LABEL_SIZE) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "label size %s is below QEMU's minimum of 128 KiB; fix: "
-                    "<label><size unit='KiB'>128</size></label>", label);
-        return FALSE;
-    }
-    visible = nv->label_size < nv->size
-                  ? DAXFILE_ALIGN_DOWN(nv->size - nv->label_size,
-                                       nv->alignsize)
-                  : 0;
-    if (visible == 0) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "the guest would see 0 bytes (size %s minus label %s, "
-                    "aligned down to <alignsize>); fix: a larger file and "
-                    "<size>, or a smaller label", size, label);
-        return FALSE;
-    }
-    return TRUE;
-}
-
 /* Open the device's file inside its managed root and check who owns it
  * and that no hard link can lead outside the root. */
 static int
@@ -163,7 +91,7 @@ devdax_validate(const DaxfileNvdimm *nv, GError **error)
     g_autoptr(DaxfileDevdax) d = NULL;
     g_auto(DaxfileFd) fd = -1;
 
-    if (!daxfile_hook_check_device(nv, error))
+    if (!daxfile_nvdimm_check(nv, error))
         return -1;
     fd = daxfile_devdax_open(nv->path, &d, NULL, error);
     if (fd < 0 || !daxfile_devdax_check(d, nv->path, nv->size,
@@ -184,7 +112,7 @@ dev_validate(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
 
     if (!root)
         return devdax_validate(nv, error);
-    if (!daxfile_hook_check_device(nv, error))
+    if (!daxfile_nvdimm_check(nv, error))
         return -1;
     fd = dev_open(h, nv, root, &st, error);
     if (fd < 0)
@@ -700,7 +628,7 @@ ensure_file(const Hook *h, const DaxfileNvdimm *nv, const char *path,
     fd = dev_validate(h, &mapped, root, &local);
     if (fd >= 0)
         return TRUE;
-    if (!root->create_missing || !daxfile_hook_check_device(nv, NULL) ||
+    if (!root->create_missing || !daxfile_nvdimm_check(nv, NULL) ||
         !g_error_matches(local, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND))
         return dev_fail(h, &mapped, g_steal_pointer(&local), error);
     g_clear_error(&local);

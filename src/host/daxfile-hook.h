@@ -44,8 +44,4 @@ gboolean daxfile_hook_run(const DaxfileHookCall *call,
                           const DaxfileConf *conf, char **ret_stdout,
                           GPtrArray *notes, GError **error);
 
-/* The checks of prepare for one device, exposed for tests and attach:
- * the device's own settings, before the file is opened. */
-gboolean daxfile_hook_check_device(const DaxfileNvdimm *nv, GError **error);
-
 G_END_DECLS

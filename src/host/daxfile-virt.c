@@ -76,13 +76,13 @@ domain_xml(virDomainPtr dom, unsigned int flags, GError **error)
  * even start a domain with one (it has no parser for QEMU's report of the
  * device), and QEMU could not unplug it again. */
 static gboolean
-can_hotplug(virDomainPtr dom, const DaxfileNvdimmSpec *spec, char **ret_note)
+can_hotplug(virDomainPtr dom, const DaxfileNvdimm *nv, char **ret_note)
 {
     g_autoptr(DaxfileDomain) live = NULL;
 
     if (virDomainIsActive(dom) != 1)
         return FALSE;
-    if (spec->model == DAXFILE_DEVICE_VIRTIO_PMEM) {
+    if (nv->model == DAXFILE_DEVICE_VIRTIO_PMEM) {
         *ret_note = g_strdup("a virtio-pmem device is not hot-plugged; it "
                              "appears at the next boot");
         return FALSE;
@@ -98,7 +98,7 @@ can_hotplug(virDomainPtr dom, const DaxfileNvdimmSpec *spec, char **ret_note)
 
 gboolean
 daxfile_virt_attach(const char *uri, const char *domain,
-                    const DaxfileNvdimmSpec *spec,
+                    const DaxfileNvdimm *nv,
                     DaxfileAttachResult *ret_result, GError **error)
 {
     g_autoptr(virConnect) conn = NULL;
@@ -110,15 +110,15 @@ daxfile_virt_attach(const char *uri, const char *domain,
     if (!dom)
         return FALSE;
     def = domain_xml(dom, VIR_DOMAIN_XML_INACTIVE, error);
-    if (!def || !daxfile_domain_check_attach(def, spec, error))
+    if (!def || !daxfile_domain_check_attach(def, nv, error))
         return FALSE;
-    xml = daxfile_nvdimm_device_xml(spec, error);
+    xml = daxfile_nvdimm_format(nv, error);
     if (!xml)
         return FALSE;
-    if (can_hotplug(dom, spec, &ret_result->note))
+    if (can_hotplug(dom, nv, &ret_result->note))
         flags |= VIR_DOMAIN_AFFECT_LIVE;
     if (virDomainAttachDeviceFlags(dom, xml, flags) < 0) {
-        set_virt_error(error, spec->model == DAXFILE_DEVICE_NVDIMM
+        set_virt_error(error, nv->model == DAXFILE_DEVICE_NVDIMM
                                   ? "libvirt refused the nvdimm"
                                   : "libvirt refused the virtio-pmem device");
         return FALSE;

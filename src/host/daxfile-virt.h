@@ -22,9 +22,10 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileAttachResult,
 
 /* Check the domain's prerequisites, then virDomainAttachDeviceFlags with
  * AFFECT_CONFIG (and AFFECT_LIVE when the domain runs and booted with an
- * nvdimm, which is when QEMU can hot-plug one). @uri NULL = default. */
+ * nvdimm, which is when QEMU can hot-plug one) for @nv, a device that
+ * daxfile_nvdimm_check() passed. @uri NULL = default. */
 gboolean daxfile_virt_attach(const char *uri, const char *domain,
-                             const DaxfileNvdimmSpec *spec,
+                             const DaxfileNvdimm *nv,
                              DaxfileAttachResult *ret_result, GError **error);
 
 /* Remove the nvdimm backed by @path from the persistent definition (QEMU

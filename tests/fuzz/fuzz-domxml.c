@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * libFuzzer: the domain-XML reader and the hook's per-device validator,
+ * libFuzzer: the domain-XML reader, the device formatter and checks,
  * and the path rewriter migrate uses. Untrusted input, root process.
  */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "daxfile-domxml.h"
-#include "daxfile-hook.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,13 +24,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     paths = g_hash_table_new(NULL, NULL);
     for (i = 0; i < dom->nvdimms->len; i++) {
         DaxfileNvdimm *nv = g_ptr_array_index(dom->nvdimms, i);
-        DaxfileNvdimmSpec spec = {nv->path ? nv->path : "/x", nv->size,
-                                  nv->alignsize ? nv->alignsize : 4096,
-                                  nv->label_size, nv->node, nv->readonly};
+        DaxfileNvdimm spec = *nv;
         g_autofree char *xml = daxfile_domain_nvdimm_xml(dom, nv->index);
-        g_autofree char *dev = daxfile_nvdimm_device_xml(&spec, NULL);
+        g_autofree char *dev = daxfile_nvdimm_format(nv, NULL);
 
-        daxfile_hook_check_device(nv, NULL);
+        if (!spec.path)
+            spec.path = (char *)"/x";
+        daxfile_nvdimm_check(nv, NULL);
         daxfile_domain_check_attach(dom, &spec, NULL);
         g_hash_table_insert(paths, GUINT_TO_POINTER(nv->index),
                             (char *)"/fuzz/new path.img");

@@ -13,6 +13,14 @@
 #define M (G_GUINT64_CONSTANT(1) << 20)
 #define G (G_GUINT64_CONSTANT(1) << 30)
 
+/* A device as attach makes it (daxfile_nvdimm_init() and the options) */
+#define DEVICE(p, sz, label, nd, ro, mdl)                                    \
+    {.model = (mdl), .access = (char *)"shared", .path = (char *)(p),        \
+     .alignsize = 2 * M, .pmem = (mdl) == DAXFILE_DEVICE_NVDIMM,              \
+     .size = (sz), .node = (nd), .label_size = (label), .readonly = (ro)}
+#define NVDIMM DAXFILE_DEVICE_NVDIMM
+#define VIRTIO DAXFILE_DEVICE_VIRTIO_PMEM
+
 static DaxfileDomain *
 load(const char *name)
 {
@@ -125,14 +133,14 @@ test_scale(void)
 static void
 test_device_xml(void)
 {
-    DaxfileNvdimmSpec spec = {"/mnt/pmem/a <&> b.img", G, 2 * M, 128 * K, 1,
-                              FALSE};
-    DaxfileNvdimmSpec plain = {"/srv/vm.img", 512 * M, 2 * M, 0, 0, TRUE};
-    DaxfileNvdimmSpec bad = {"/srv/\xff.img", 512 * M, 2 * M, 0, 0, FALSE};
-    g_autofree char *a = daxfile_nvdimm_device_xml(&spec, NULL);
-    g_autofree char *b = daxfile_nvdimm_device_xml(&plain, NULL);
+    DaxfileNvdimm spec = DEVICE("/mnt/pmem/a <&> b.img", G, 128 * K, 1,
+                                FALSE, NVDIMM);
+    DaxfileNvdimm plain = DEVICE("/srv/vm.img", 512 * M, 0, 0, TRUE, NVDIMM);
+    DaxfileNvdimm bad = DEVICE("/srv/\xff.img", 512 * M, 0, 0, FALSE, NVDIMM);
+    g_autofree char *a = daxfile_nvdimm_format(&spec, NULL);
+    g_autofree char *b = daxfile_nvdimm_format(&plain, NULL);
     g_autoptr(GError) error = NULL;
-    g_autofree char *c = daxfile_nvdimm_device_xml(&bad, &error);
+    g_autofree char *c = daxfile_nvdimm_format(&bad, &error);
     g_autofree char *both = g_strconcat(a, b, NULL);
     g_autoptr(DaxfileDomain) dom = NULL;
     g_autofree char *wrapped = NULL;
@@ -157,7 +165,7 @@ test_device_xml(void)
 }
 
 static void
-expect_attach_error(const char *xml, const DaxfileNvdimmSpec *spec,
+expect_attach_error(const char *xml, const DaxfileNvdimm *spec,
                     const char *want)
 {
     g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(xml, strlen(xml),
@@ -182,11 +190,13 @@ expect_attach_error(const char *xml, const DaxfileNvdimmSpec *spec,
 static void
 test_check_attach(void)
 {
-    DaxfileNvdimmSpec spec = {"/mnt/pmem/a.img", 512 * M, 2 * M, 0, 0, FALSE};
-    DaxfileNvdimmSpec node1 = {"/mnt/pmem/a.img", 512 * M, 2 * M, 0, 1,
-                               FALSE};
-    DaxfileNvdimmSpec big = {"/mnt/pmem/a.img", 2 * G, 2 * M, 0, 0, FALSE};
-    DaxfileNvdimmSpec again = {"/mnt/pmem/a.img", 1 * G, 2 * M, 0, 1, FALSE};
+    DaxfileNvdimm spec = DEVICE("/mnt/pmem/a.img", 512 * M, 0, 0, FALSE,
+                                NVDIMM);
+    DaxfileNvdimm node1 = DEVICE("/mnt/pmem/a.img", 512 * M, 0, 1, FALSE,
+                                 NVDIMM);
+    DaxfileNvdimm big = DEVICE("/mnt/pmem/a.img", 2 * G, 0, 0, FALSE, NVDIMM);
+    DaxfileNvdimm again = DEVICE("/mnt/pmem/a.img", 1 * G, 0, 1, FALSE,
+                                 NVDIMM);
     g_autoptr(DaxfileDomain) ok = NULL;
     const char *good = DOM(MAXMEM, CELL, "<acpi/>", "");
 
@@ -211,11 +221,11 @@ test_check_attach(void)
 static void
 test_virtio_pmem(void)
 {
-    DaxfileNvdimmSpec spec = {"/mnt/pmem/v.img", 512 * M, 2 * M, 0, 0, FALSE,
-                              DAXFILE_DEVICE_VIRTIO_PMEM};
-    DaxfileNvdimmSpec nvdimm = {"/mnt/pmem/n.img", 512 * M, 2 * M, 0, 0, FALSE,
-                                DAXFILE_DEVICE_NVDIMM};
-    g_autofree char *xml = daxfile_nvdimm_device_xml(&spec, NULL);
+    DaxfileNvdimm spec = DEVICE("/mnt/pmem/v.img", 512 * M, 0, 0, FALSE,
+                                VIRTIO);
+    DaxfileNvdimm nvdimm = DEVICE("/mnt/pmem/n.img", 512 * M, 0, 0, FALSE,
+                                  NVDIMM);
+    g_autofree char *xml = daxfile_nvdimm_format(&spec, NULL);
     g_autofree char *both = NULL;
     g_autoptr(DaxfileDomain) dom = NULL;
     g_autoptr(DaxfileDomain) noacpi = NULL;

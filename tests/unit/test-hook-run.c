@@ -432,20 +432,20 @@ test_check_device(void)
         g_assert_no_error(error);
         g_assert_cmpuint(dom->nvdimms->len, ==, 1);
         nv = g_ptr_array_index(dom->nvdimms, 0);
-        g_assert_true(daxfile_hook_check_device(nv, &error));
+        g_assert_true(daxfile_nvdimm_check(nv, &error));
         g_assert_no_error(error);
         bad = *nv;
         bad.size = 0;
-        g_assert_false(daxfile_hook_check_device(&bad, &error));
+        g_assert_false(daxfile_nvdimm_check(&bad, &error));
         g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID);
         g_clear_error(&error);
         bad = *nv;
         bad.access = NULL;
-        g_assert_false(daxfile_hook_check_device(&bad, NULL));
+        g_assert_false(daxfile_nvdimm_check(&bad, NULL));
         /* a label of exactly QEMU's minimum leaves the guest room */
         bad = *nv;
         bad.label_size = 128 << 10;
-        g_assert_true(daxfile_hook_check_device(&bad, NULL));
+        g_assert_true(daxfile_nvdimm_check(&bad, NULL));
     }
 }
 
