@@ -915,7 +915,11 @@ def t_kills(w, n):
     bad = []
     i = 0
     try:
-        while sum(kills.values()) < n and i < 4 * n:
+        # An attempt kills only when the operation is still running at its
+        # random moment: on a loaded machine more of them miss (259 kills
+        # in 4n attempts was seen), so the bound is generous; the loop
+        # stops at n kills.
+        while sum(kills.values()) < n and i < 12 * n:
             op, killed, problems = kt.one(i)
             kills[op] += killed
             if problems:
