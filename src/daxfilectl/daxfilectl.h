@@ -37,7 +37,7 @@ DaxfileReport *cli_build_report(const char *path, const CliReportOptions *opts,
  * A path that cannot be opened is reported and makes the exit status 1. */
 int cli_for_each_report(int argc, char **argv, const CliReportOptions *opts);
 
-/* Human report for `status`. */
+/* Human report for `status` (cli-print.c). */
 void cli_print_status(const DaxfileReport *report);
 void cli_print_problems(const DaxfileReport *report);
 

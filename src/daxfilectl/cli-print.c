@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * cli-print.c: the human text of a report (status), shared by the
+ * commands that print one
+ */
+#include <stdio.h>
+
+#include "daxfile-escape.h"
+#include "daxfile-size.h"
+#include "daxfile-static.h"
+#include "daxfilectl.h"
+
+void
+cli_print_problems(const DaxfileReport *report)
+{
+    DaxfileReason last_fix = DAXFILE_REASON_NONE;
+    guint i;
+
+    for (i = 0; i < report->problems->len; i++) {
+        const DaxfileRange *r =
+            &g_array_index(report->problems, DaxfileRange, i);
+        g_autofree char *len = daxfile_size_format(r->length);
+
+        printf("  %s at 0x%" G_GINT64_MODIFIER "x, %s: %s\n",
+               daxfile_reason_to_string(r->reason), r->offset, len,
+               daxfile_reason_describe(r->reason));
+    }
+    for (i = 0; i < report->problems->len; i++) {
+        DaxfileReason reason =
+            g_array_index(report->problems, DaxfileRange, i).reason;
+        g_autofree char *fix = daxfile_report_fix(report, reason);
+
+        if (reason == last_fix || !*fix)
+            continue;
+        printf("  fix (%s): %s\n", daxfile_reason_to_string(reason), fix);
+        last_fix = reason;
+    }
+}
+
+static const char *
+tristate_word(DaxfileTristate value)
+{
+    if (value == DAXFILE_TRI_UNKNOWN)
+        return "unknown";
+    return value == DAXFILE_TRI_YES ? "yes" : "no";
+}
+
+static void
+print_geometry(const DaxfileReport *report)
+{
+    const DaxfileFsInfo *fs = report->fs;
+    g_autofree char *align = daxfile_size_format(report->align);
+    g_autofree char *stripe = daxfile_size_format(fs->stripe);
+
+    if (fs->geometry_aligned == DAXFILE_TRI_YES)
+        printf("geometry:     allocations are %s aligned%s%s\n", align,
+               fs->stripe ? ", stripe unit " : "", fs->stripe ? stripe : "");
+    else if (fs->geometry_aligned == DAXFILE_TRI_NO)
+        printf("geometry:     cannot guarantee %s-aligned extents; fix: %s\n",
+               align, fs->geometry_fix);
+    else
+        printf("geometry:     unknown for %s\n", fs->fs_type);
+}
+
+/* the running domain's QEMU, as status attested it */
+static void
+print_qemu(const DaxfileAttestation *a)
+{
+    g_autofree char *size = NULL;
+    const char *sync;
+
+    if (!a->mapped || !a->attested) {
+        printf("qemu:         NOT ATTESTED: %s\n",
+               a->problem ? a->problem : "?");
+        return;
+    }
+    size = daxfile_size_format(a->map.end - a->map.start);
+    if (a->map.sync)
+        sync = "MAP_SYNC";
+    else if (!a->dax)
+        sync = "without MAP_SYNC (not DAX)";
+    else
+        sync = "without MAP_SYNC (virtio-pmem: durable at the guest's "
+               "flush)";
+    printf("qemu:         pid %d maps %s of it, shared, %s, at 0x%"
+           G_GINT64_MODIFIER "x\n", (int)a->pid, size, sync, a->map.start);
+}
+
+static void
+print_static(const DaxfileStaticState *state)
+{
+    const DaxfileEntry *e = state->entry;
+
+    if (!e) {
+        printf("static:       no\n");
+        return;
+    }
+    printf("static:       %s (%s, %s for '%s' since %s%s)\n",
+           daxfile_static_state_enabled(state) ? "yes" : "no",
+           daxfile_mechanism_to_string(e->mechanism),
+           daxfile_entry_state_to_string(e->state), e->owner, e->since,
+           daxfile_entry_is_stale(e) ? ", STALE: run 'daxfile repair'" : "");
+    if (state->layout_unchanged != DAXFILE_TRI_UNKNOWN)
+        printf("layout:       %s since it was made static\n",
+               state->layout_unchanged ? "unchanged" : "CHANGED");
+    if (state->qemu)
+        print_qemu(state->qemu);
+}
+
+void
+cli_print_status(const DaxfileReport *report)
+{
+    const DaxfileFsInfo *fs = report->fs;
+    g_autofree char *size = daxfile_size_format(report->size);
+    g_autofree char *align = daxfile_size_format(report->align);
+    g_autofree char *mnt = daxfile_escape(fs->mount_point ? fs->mount_point
+                                                           : "?");
+    g_autofree char *dev = daxfile_escape(fs->device ? fs->device : "?");
+
+    printf("path:         %s\n", report->path);
+    printf("size:         %" G_GUINT64_FORMAT " (%s)\n", report->size, size);
+    printf("filesystem:   %s on %s at %s, block size %u\n", fs->fs_type, dev,
+           mnt, fs->block_size);
+    printf("dax:          %s (mount option: %s)\n", tristate_word(fs->dax),
+           fs->dax_mode ? fs->dax_mode : "none");
+    printf("map_sync:     %s%s%s%s\n", fs->map_sync ? "yes" : "no",
+           fs->map_sync ? "" : " (", fs->map_sync ? "" : fs->map_sync_error,
+           fs->map_sync ? "" : ")");
+    print_geometry(report);
+    printf("extents:      %u\n", daxfile_extent_map_count(report->map));
+    printf("align:        %s\n", align);
+    printf("static ready: %s\n", report->static_ready ? "yes" : "no");
+    if (report->static_state)
+        print_static(report->static_state);
+    if (report->problems->len > 0) {
+        printf("problems:\n");
+        cli_print_problems(report);
+    }
+}
