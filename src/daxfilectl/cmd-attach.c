@@ -9,14 +9,10 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "daxfile-create.h"
-#include "daxfile-devdax.h"
-#include "daxfile-error.h"
+#include "daxfile-attach.h"
 #include "daxfile-escape.h"
 #include "daxfile-fd.h"
-#include "daxfile-file.h"
 #include "daxfile-nvdimm.h"
-#include "daxfile-size.h"
 #include "daxfile-virt.h"
 #include "daxfile-wipe.h"
 #include "daxfilectl.h"
@@ -119,102 +115,6 @@ spec_from_options(const char *cmd, const char *path, DaxfileNvdimm *spec,
     return TRUE;
 }
 
-/* The device settings, checked as the hook will check them at start */
-static gboolean
-spec_check_settings(const DaxfileNvdimm *spec, GError **error)
-{
-    g_autofree char *name = daxfile_escape(spec->path);
-
-    if (daxfile_nvdimm_check(spec, error))
-        return TRUE;
-    g_prefix_error(error, "'%s': ", name);
-    return FALSE;
-}
-
-/* A device-dax device: its size, and its page size for <alignsize>
- * unless --align says (then they must agree), checked as the hook does */
-static gboolean
-spec_check_devdax(DaxfileNvdimm *spec, GError **error)
-{
-    g_autoptr(DaxfileDevdax) d = NULL;
-    g_autofree char *name = daxfile_escape(spec->path);
-    g_auto(DaxfileFd) fd = daxfile_devdax_open(spec->path, &d, NULL, error);
-
-    if (fd < 0)
-        return FALSE;
-    if (spec->model != DAXFILE_DEVICE_NVDIMM || arg_create) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is a device-dax device (%s): it is given to a "
-                    "guest as an nvdimm, and there is nothing to create; "
-                    "fix: drop %s", name, d->name,
-                    arg_create ? "--create" : "--model");
-        return FALSE;
-    }
-    if (!arg_align && d->align)
-        spec->alignsize = d->align;
-    if (!spec->size)
-        spec->size = d->size;
-    if (!daxfile_devdax_check(d, spec->path, spec->size, spec->alignsize,
-                              error))
-        return FALSE;
-    return spec_check_settings(spec, error);
-}
-
-/* The file's size, checked against --size, and the device settings;
- * @created: the report of the file attach --create just made, or NULL */
-static gboolean
-spec_check_file(DaxfileNvdimm *spec, gboolean need_ready,
-                const DaxfileReport *created, GError **error)
-{
-    g_autoptr(DaxfileReport) built = NULL;
-    const DaxfileReport *report = created;
-    g_autofree char *name = daxfile_escape(spec->path);
-    g_auto(DaxfileFd) fd = -1;
-
-    if (!created && daxfile_devdax_is(spec->path))
-        return spec_check_devdax(spec, error);
-    if (!created) {
-        fd = daxfile_file_open(spec->path, DAXFILE_OPEN_READ, NULL, error);
-        if (fd < 0)
-            return FALSE;
-        report = built = daxfile_report_build(fd, spec->path,
-                                              spec->alignsize,
-                                              arg_allow_non_dax, error);
-    }
-    if (!report || (need_ready && !daxfile_report_require_ready(report,
-                                                                error)))
-        return FALSE;
-    if (spec->size && spec->size != report->size) {
-        g_autofree char *have = daxfile_size_format(report->size);
-        g_autofree char *want = daxfile_size_format(spec->size);
-
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is %s, not %s; the device size must equal the "
-                    "file's size (drop --size)", name, have, want);
-        return FALSE;
-    }
-    spec->size = report->size;
-    return spec_check_settings(spec, error);
-}
-
-/* --create: the file, and its report in *@ret_report (kept for
- * spec_check_file(), which need not build it again) */
-static gboolean
-maybe_create(const DaxfileNvdimm *spec, DaxfileReport **ret_report,
-             GError **error)
-{
-    DaxfileCreateParams params = {.size = spec->size, .align = spec->alignsize,
-                                  .allow_non_dax = arg_allow_non_dax};
-
-    if (!arg_create || daxfile_devdax_is(spec->path))
-        return TRUE; /* spec_check_devdax() refuses --create */
-    *ret_report = daxfile_create(spec->path, &params, NULL, error);
-    if (!*ret_report)
-        return FALSE;
-    fprintf(stderr, "created '%s'\n", (*ret_report)->path);
-    return TRUE;
-}
-
 static int
 cmd_attach(int argc, char **argv)
 {
@@ -223,6 +123,9 @@ cmd_attach(int argc, char **argv)
     g_autoptr(DaxfileReport) created = NULL;
     g_autoptr(GError) error = NULL;
     g_autofree char *path = NULL;
+    DaxfileAttachOptions opts = {.create = arg_create,
+                                 .align_given = arg_align != NULL,
+                                 .allow_non_dax = arg_allow_non_dax};
     int ret = CLI_EXIT_OK;
 
     if (arg_create && !arg_size)
@@ -230,8 +133,11 @@ cmd_attach(int argc, char **argv)
     path = g_canonicalize_filename(argv[2], NULL);
     if (!spec_from_options("attach", path, &spec, &ret))
         return ret;
-    if (!maybe_create(&spec, &created, &error) ||
-        !spec_check_file(&spec, !arg_readonly, created, &error) ||
+    if (!daxfile_attach_create(&spec, &opts, &created, &error))
+        return cli_report_error(error);
+    if (created)
+        fprintf(stderr, "created '%s'\n", created->path);
+    if (!daxfile_attach_check(&spec, &opts, created, &error) ||
         !daxfile_virt_attach(arg_uri, argv[1], &spec, &result, &error))
         return cli_report_error(error);
     fprintf(stderr, "attached '%s' to domain '%s'%s%s%s\n", path, argv[1],
@@ -271,6 +177,9 @@ cmd_domain_xml(int argc, char **argv)
     g_autofree char *path = NULL;
     g_autofree char *name = NULL;
     g_autofree char *xml = NULL;
+    DaxfileAttachOptions opts = {.create = FALSE,
+                                 .align_given = arg_align != NULL,
+                                 .allow_non_dax = arg_allow_non_dax};
     struct stat st;
     int ret = CLI_EXIT_OK;
 
@@ -284,7 +193,7 @@ cmd_domain_xml(int argc, char **argv)
         if (!spec.size)
             return cli_usage_error("domain-xml", "'%s' does not exist; "
                                    "give --size", name);
-        if (!spec_check_settings(&spec, &error))
+        if (!daxfile_attach_check_settings(&spec, &error))
             return cli_report_error(error);
         fprintf(stderr, "%s domain-xml: '%s' not checked (--no-check); "
                 "attach and the hook will check it\n", cli_program(), name);
@@ -295,7 +204,7 @@ cmd_domain_xml(int argc, char **argv)
                                    "make it with 'daxfile create', or give "
                                    "--no-check and --size for the XML of a "
                                    "file not made yet", name);
-        if (!spec_check_file(&spec, !arg_readonly, NULL, &error))
+        if (!daxfile_attach_check(&spec, &opts, NULL, &error))
             return cli_report_error(error);
     }
     xml = daxfile_nvdimm_format(&spec, &error);
