@@ -2,52 +2,21 @@
 /*
  * daxfile attach DOMAIN PATH [--create --size S] ...: wire a file as an nvdimm
  *                                 (or, --model virtio-pmem, a virtio-pmem device)
- * daxfile detach DOMAIN PATH: remove it from the definition
- * daxfile domain-xml PATH ...: print the device XML, no libvirt involved
  */
-#include <errno.h>
 #include <stdio.h>
-#include <sys/stat.h>
 
 #include "daxfile-attach.h"
-#include "daxfile-escape.h"
-#include "daxfile-fd.h"
 #include "daxfile-nvdimm.h"
 #include "daxfile-virt.h"
-#include "daxfile-wipe.h"
 #include "daxfilectl.h"
 
-static char *arg_model;
-static char *arg_size;
-static char *arg_align;
-static char *arg_label;
-static gint arg_node;
+static CliSpecArgs arg_spec;
 static char *arg_uri;
 static gboolean arg_create;
-static gboolean arg_readonly;
 static gboolean arg_allow_non_dax;
-static gboolean arg_no_check;
-
-#define SPEC_OPTIONS                                                         \
-    {"model", 0, 0, G_OPTION_ARG_STRING, &arg_model,                       \
-     "Device model: nvdimm (default) or virtio-pmem", "MODEL"},              \
-    {"size", 's', 0, G_OPTION_ARG_STRING, &arg_size,                         \
-     "Device size, equal to the file's size (default: the file's size)",     \
-     "SIZE"},                                                                \
-    {"align", 'a', 0, G_OPTION_ARG_STRING, &arg_align,                       \
-     "Device alignsize (nvdimm), and the page size the file must support "   \
-     "(default 2M)",                                                         \
-     "SIZE"},                                                                \
-    {"label-size", 'l', 0, G_OPTION_ARG_STRING, &arg_label,                  \
-     "NVDIMM label area at the end of the file (at least 128K; nvdimm "      \
-     "only)", "SIZE"},                                                       \
-    {"node", 'n', 0, G_OPTION_ARG_INT, &arg_node,                            \
-     "Guest NUMA node (default 0; nvdimm only)", "N"},                       \
-    {"readonly", 0, 0, G_OPTION_ARG_NONE, &arg_readonly,                     \
-     "Give the guest a read-only nvdimm (nvdimm only)", NULL}
 
 static const GOptionEntry attach_options[] = {
-    SPEC_OPTIONS,
+    CLI_SPEC_OPTIONS(arg_spec),
     {"uri", 'c', 0, G_OPTION_ARG_STRING, &arg_uri,
      "libvirt connection URI (default: libvirt's default)", "URI"},
     {"create", 0, 0, G_OPTION_ARG_NONE, &arg_create,
@@ -56,64 +25,6 @@ static const GOptionEntry attach_options[] = {
      "Accept a file without DAX (development)", NULL},
     {NULL},
 };
-
-static const GOptionEntry xml_options[] = {
-    SPEC_OPTIONS,
-    {"allow-non-dax", 0, 0, G_OPTION_ARG_NONE, &arg_allow_non_dax,
-     "Accept a file without DAX (development)", NULL},
-    {"no-check", 0, 0, G_OPTION_ARG_NONE, &arg_no_check,
-     "Do not check the file (it may not exist yet: give --size), only the "
-     "options; attach and the hook check it later", NULL},
-    {NULL},
-};
-
-static gboolean arg_wipe;
-
-static const GOptionEntry detach_options[] = {
-    {"uri", 'c', 0, G_OPTION_ARG_STRING, &arg_uri,
-     "libvirt connection URI (default: libvirt's default)", "URI"},
-    {"wipe", 0, 0, G_OPTION_ARG_NONE, &arg_wipe,
-     "Then wipe the file as 'daxfile wipe' does (refused before anything "
-     "changes while the file is held)", NULL},
-    {NULL},
-};
-
-/* Fill @spec, the device daxfile makes for @path, from the options */
-static gboolean
-spec_from_options(const char *cmd, const char *path, DaxfileNvdimm *spec,
-                  int *ret_exit)
-{
-    DaxfileDeviceModel model = DAXFILE_DEVICE_NVDIMM;
-
-    if (arg_model && !daxfile_device_model_from_string(arg_model, &model)) {
-        *ret_exit = cli_usage_error(cmd, "--model must be nvdimm or "
-                                    "virtio-pmem, not '%s'", arg_model);
-        return FALSE;
-    }
-    daxfile_nvdimm_init(spec, model, path);
-    spec->node = arg_node;
-    spec->readonly = arg_readonly;
-    if (spec->model == DAXFILE_DEVICE_VIRTIO_PMEM &&
-        (arg_label || arg_node || arg_readonly)) {
-        /* libvirt would drop them without a word */
-        *ret_exit = cli_usage_error(cmd, "a virtio-pmem device has no %s; "
-                                    "drop it, or use --model nvdimm",
-                                    arg_label ? "--label-size"
-                                    : arg_node ? "--node" : "--readonly");
-        return FALSE;
-    }
-    if (!cli_parse_align(cmd, arg_align, &spec->alignsize, ret_exit) ||
-        (arg_size && !cli_parse_size(cmd, "size", arg_size, &spec->size,
-                                     ret_exit)) ||
-        (arg_label && !cli_parse_size(cmd, "label-size", arg_label,
-                                      &spec->label_size, ret_exit)))
-        return FALSE;
-    if (arg_node < 0) {
-        *ret_exit = cli_usage_error(cmd, "--node must not be negative");
-        return FALSE;
-    }
-    return TRUE;
-}
 
 static int
 cmd_attach(int argc, char **argv)
@@ -124,14 +35,14 @@ cmd_attach(int argc, char **argv)
     g_autoptr(GError) error = NULL;
     g_autofree char *path = NULL;
     DaxfileAttachOptions opts = {.create = arg_create,
-                                 .align_given = arg_align != NULL,
+                                 .align_given = arg_spec.align != NULL,
                                  .allow_non_dax = arg_allow_non_dax};
     int ret = CLI_EXIT_OK;
 
-    if (arg_create && !arg_size)
+    if (arg_create && !arg_spec.size)
         return cli_usage_error("attach", "--create needs --size");
     path = g_canonicalize_filename(argv[2], NULL);
-    if (!spec_from_options("attach", path, &spec, &ret))
+    if (!cli_spec_from_options("attach", &arg_spec, path, &spec, &ret))
         return ret;
     if (!daxfile_attach_create(&spec, &opts, &created, &error))
         return cli_report_error(error);
@@ -143,74 +54,6 @@ cmd_attach(int argc, char **argv)
     fprintf(stderr, "attached '%s' to domain '%s'%s%s%s\n", path, argv[1],
             result.live ? " (live and persistent)" : " (persistent)",
             result.note ? ": " : "", result.note ? result.note : "");
-    return CLI_EXIT_OK;
-}
-
-static int
-cmd_detach(int argc, char **argv)
-{
-    g_auto(DaxfileAttachResult) result = {0};
-    g_autoptr(GError) error = NULL;
-    g_autofree char *path = NULL;
-    g_auto(DaxfileFd) fd = -1;
-
-    path = g_canonicalize_filename(argv[2], NULL);
-    if (arg_wipe) {
-        /* opened once, by the name given, and checked before the domain
-         * changes: a held file refuses both */
-        fd = daxfile_wipe_open(argv[2], FALSE, &error);
-        if (fd < 0 || !daxfile_wipe_check(fd, argv[2], &error))
-            return cli_report_error(error);
-    }
-    if (!daxfile_virt_detach(arg_uri, argv[1], path, &result, &error))
-        return cli_report_error(error);
-    fprintf(stderr, "detached '%s' from domain '%s'%s%s\n", path, argv[1],
-            result.note ? ": " : "", result.note ? result.note : "");
-    return arg_wipe ? cli_wipe(fd, argv[2], FALSE) : CLI_EXIT_OK;
-}
-
-static int
-cmd_domain_xml(int argc, char **argv)
-{
-    g_auto(DaxfileNvdimm) spec = {0};
-    g_autoptr(GError) error = NULL;
-    g_autofree char *path = NULL;
-    g_autofree char *name = NULL;
-    g_autofree char *xml = NULL;
-    DaxfileAttachOptions opts = {.create = FALSE,
-                                 .align_given = arg_align != NULL,
-                                 .allow_non_dax = arg_allow_non_dax};
-    struct stat st;
-    int ret = CLI_EXIT_OK;
-
-    path = g_canonicalize_filename(argv[1], NULL);
-    name = daxfile_escape(path);
-    if (!spec_from_options("domain-xml", path, &spec, &ret))
-        return ret;
-    if (arg_no_check) {
-        if (!spec.size && stat(path, &st) == 0)
-            spec.size = (guint64)st.st_size;
-        if (!spec.size)
-            return cli_usage_error("domain-xml", "'%s' does not exist; "
-                                   "give --size", name);
-        if (!daxfile_attach_check_settings(&spec, &error))
-            return cli_report_error(error);
-        fprintf(stderr, "%s domain-xml: '%s' not checked (--no-check); "
-                "attach and the hook will check it\n", cli_program(), name);
-    } else {
-        /* only for the hint: the open below fails on its own */
-        if (lstat(path, &st) < 0 && errno == ENOENT)
-            return cli_usage_error("domain-xml", "'%s' does not exist; "
-                                   "make it with 'daxfile create', or give "
-                                   "--no-check and --size for the XML of a "
-                                   "file not made yet", name);
-        if (!daxfile_attach_check(&spec, &opts, NULL, &error))
-            return cli_report_error(error);
-    }
-    xml = daxfile_nvdimm_format(&spec, &error);
-    if (!xml)
-        return cli_report_error(error);
-    fputs(xml, stdout);
     return CLI_EXIT_OK;
 }
 
@@ -227,33 +70,4 @@ const CliVerb cmd_attach_verb = {
     .options = attach_options,
     .too_few = "expected DOMAIN and PATH",
     .too_many = "expected DOMAIN and PATH",
-};
-
-const CliVerb cmd_detach_verb = {
-    .name = "detach",
-    .min_args = 2,
-    .max_args = 2,
-    .dispatch = cmd_detach,
-    .summary = CMD_DETACH_SUMMARY,
-    .params = "DOMAIN PATH",
-    .description = "Remove the nvdimm backed by PATH from DOMAIN's "
-                   "definition.",
-    .options = detach_options,
-    .too_few = "expected DOMAIN and PATH",
-    .too_many = "expected DOMAIN and PATH",
-};
-
-const CliVerb cmd_domain_xml_verb = {
-    .name = "domain-xml",
-    .min_args = 1,
-    .max_args = 1,
-    .dispatch = cmd_domain_xml,
-    .summary = CMD_DOMAIN_XML_SUMMARY,
-    .params = "PATH",
-    .description = "Print the <memory model='nvdimm'> (or 'virtio-pmem') "
-                   "device XML for PATH (for virsh attach-device or a "
-                   "domain definition), after the checks attach makes.",
-    .options = xml_options,
-    .too_few = "expected exactly one PATH",
-    .too_many = "expected exactly one PATH",
 };
