@@ -95,7 +95,6 @@ cmd_write(int argc, char **argv)
     g_autofree char *flush = NULL;
     g_autofree char *size = NULL;
     DaxguestTargetFlags flags = DAXGUEST_TARGET_WRITE;
-    DaxguestFlushChoice choice;
     guint64 sequence = 0;
     int ret = CLI_EXIT_OK;
 
@@ -103,13 +102,10 @@ cmd_write(int argc, char **argv)
         return ret;
     if (arg_allow_non_dax)
         flags |= DAXGUEST_TARGET_ALLOW_NON_DAX;
-    if (!daxguest_flush_choice_detect(&choice, &error))
+    t = daxguest_target_write(arg_dir, arg_dev, args.size, flags, args.seed,
+                              &sequence, &flush, &error);
+    if (!t)
         return cli_report_error(error);
-    t = daxguest_target_open(arg_dir, arg_dev, args.size, flags, &error);
-    if (!t || !daxguest_target_write_pattern(t, args.seed, &choice, &sequence,
-                                             &error))
-        return cli_report_error(error);
-    flush = daxguest_flush_choice_describe(&choice);
     size = daxfile_size_format(t->size);
     if (arg_json)
         cli_print_json(cli_json_array_of(
@@ -138,8 +134,7 @@ cmd_verify(int argc, char **argv)
                              DAXGUEST_TARGET_READ, &error);
     if (!t)
         return cli_report_error(error);
-    ok = daxguest_pattern_verify(t->map.addr, t->size, args.seed, t->path,
-                                 &result, &error);
+    ok = daxguest_target_verify(t, args.seed, &result, &error);
     if (arg_json)
         cli_print_json(cli_json_array_of(
             daxguest_pattern_result_to_json(t->path, &result)));

@@ -377,6 +377,35 @@ daxguest_target_write_pattern(DaxguestTarget *target, guint64 seed,
     return TRUE;
 }
 
+DaxguestTarget *
+daxguest_target_write(const char *dir, const char *dev, guint64 size,
+                      DaxguestTargetFlags flags, guint64 seed,
+                      guint64 *ret_sequence, char **ret_flush,
+                      GError **error)
+{
+    g_autoptr(DaxguestTarget) t = NULL;
+    DaxguestFlushChoice choice;
+
+    if (!daxguest_flush_choice_detect(&choice, error))
+        return NULL;
+    t = daxguest_target_open(dir, dev, size, flags | DAXGUEST_TARGET_WRITE,
+                             error);
+    if (!t ||
+        !daxguest_target_write_pattern(t, seed, &choice, ret_sequence, error))
+        return NULL;
+    *ret_flush = daxguest_flush_choice_describe(&choice);
+    return g_steal_pointer(&t);
+}
+
+gboolean
+daxguest_target_verify(const DaxguestTarget *target, guint64 seed,
+                       DaxguestPatternResult *ret_result, GError **error)
+{
+    g_return_val_if_fail(target->map.addr, FALSE);
+    return daxguest_pattern_verify(target->map.addr, target->size, seed,
+                                   target->path, ret_result, error);
+}
+
 /* ------------------------------------------------------------ locating */
 
 void

@@ -11,6 +11,7 @@
 
 #include "daxfile-mmap.h"
 #include "daxguest-cpu.h"
+#include "daxguest-pattern.h"
 
 G_BEGIN_DECLS
 
@@ -75,6 +76,22 @@ const char *daxguest_target_mapping_name(const DaxguestTarget *target);
 gboolean daxguest_target_write_pattern(DaxguestTarget *target, guint64 seed,
                                        const DaxguestFlushChoice *choice,
                                        guint64 *ret_sequence, GError **error);
+
+/* `write`: how this guest flushes (daxguest_flush_choice_detect()),
+ * @dir or @dev opened for writing (daxguest_target_open(), @flags with
+ * DAXGUEST_TARGET_WRITE) and the pattern of @seed written through it
+ * (daxguest_target_write_pattern()). The target, its sequence number in
+ * *@ret_sequence and the flush in *@ret_flush
+ * (daxguest_flush_choice_describe()). */
+DaxguestTarget *daxguest_target_write(const char *dir, const char *dev,
+                                      guint64 size, DaxguestTargetFlags flags,
+                                      guint64 seed, guint64 *ret_sequence,
+                                      char **ret_flush, GError **error);
+
+/* daxguest_pattern_verify() of the mapped target for @seed */
+gboolean daxguest_target_verify(const DaxguestTarget *target, guint64 seed,
+                                DaxguestPatternResult *ret_result,
+                                GError **error);
 
 typedef struct {
     guint64 offset;        /* in the file or device */
