@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile-guest write|verify|locate (--dir DIR | --dev DEVICE) ...
+ * daxfile-guest write|verify (--dir DIR | --dev DEVICE) --seed N ...
  */
 #include <stdio.h>
 
 #include "daxfile-error.h"
 #include "daxfile-size.h"
-#include "daxfile-util.h"
 #include "daxguest-pattern.h"
 #include "daxguest-target.h"
 #include "guest-cli.h"
@@ -15,20 +14,11 @@ static char *arg_dir;
 static char *arg_dev;
 static char *arg_seed;
 static char *arg_size;
-static char *arg_offset;
 static gboolean arg_json;
 static gboolean arg_allow_non_dax;
 
-#define TARGET_OPTIONS                                                        \
-    {"dir", 'd', 0, G_OPTION_ARG_FILENAME, &arg_dir,                          \
-     "Use DIR/daxfile-guest.dat on a DAX filesystem", "DIR"},                 \
-    {"dev", 'D', 0, G_OPTION_ARG_FILENAME, &arg_dev,                          \
-     "Use a device-dax device (its data is overwritten by write)",            \
-     "/dev/daxX.Y"},                                                          \
-    {"json", 'j', 0, G_OPTION_ARG_NONE, &arg_json, "Print JSON", NULL}
-
 static const GOptionEntry write_options[] = {
-    TARGET_OPTIONS,
+    CLI_TARGET_OPTIONS(arg_dir, arg_dev, arg_json),
     {"seed", 's', 0, G_OPTION_ARG_STRING, &arg_seed,
      "Seed of the pattern (required)", "N"},
     {"size", 0, 0, G_OPTION_ARG_STRING, &arg_size,
@@ -40,7 +30,7 @@ static const GOptionEntry write_options[] = {
 };
 
 static const GOptionEntry verify_options[] = {
-    TARGET_OPTIONS,
+    CLI_TARGET_OPTIONS(arg_dir, arg_dev, arg_json),
     {"seed", 's', 0, G_OPTION_ARG_STRING, &arg_seed,
      "Seed the pattern was written with (required)", "N"},
     {"size", 0, 0, G_OPTION_ARG_STRING, &arg_size,
@@ -50,17 +40,9 @@ static const GOptionEntry verify_options[] = {
     {NULL},
 };
 
-static const GOptionEntry locate_options[] = {
-    TARGET_OPTIONS,
-    {"offset", 'o', 0, G_OPTION_ARG_STRING, &arg_offset,
-     "Offset in the file or device (decimal or 0x-hex; required)", "OFFSET"},
-    {NULL},
-};
-
 typedef struct {
     guint64 seed;
     guint64 size;
-    guint64 offset;
 } PatternArgs;
 
 static gboolean
@@ -68,19 +50,11 @@ parse_args(const char *cmd, PatternArgs *args, int *ret_exit)
 {
     if (!cli_check_target(cmd, arg_dir, arg_dev, FALSE, ret_exit))
         return FALSE;
-    if (!STREQ(cmd, "locate") && !arg_seed) {
+    if (!arg_seed) {
         *ret_exit = cli_usage_error(cmd, "missing --seed N");
         return FALSE;
     }
-    if (STREQ(cmd, "locate") && !arg_offset) {
-        *ret_exit = cli_usage_error(cmd, "missing --offset OFFSET");
-        return FALSE;
-    }
-    if (arg_seed &&
-        !cli_parse_number(cmd, "seed", arg_seed, &args->seed, ret_exit))
-        return FALSE;
-    if (arg_offset &&
-        !cli_parse_number(cmd, "offset", arg_offset, &args->offset, ret_exit))
+    if (!cli_parse_number(cmd, "seed", arg_seed, &args->seed, ret_exit))
         return FALSE;
     return !arg_size ||
            cli_parse_size(cmd, "size", arg_size, &args->size, ret_exit);
@@ -89,7 +63,7 @@ parse_args(const char *cmd, PatternArgs *args, int *ret_exit)
 static int
 cmd_write(int argc, char **argv)
 {
-    PatternArgs args = {0, 0, 0};
+    PatternArgs args = {0, 0};
     g_autoptr(GError) error = NULL;
     g_autoptr(DaxguestTarget) t = NULL;
     g_autofree char *flush = NULL;
@@ -120,7 +94,7 @@ cmd_write(int argc, char **argv)
 static int
 cmd_verify(int argc, char **argv)
 {
-    PatternArgs args = {0, 0, 0};
+    PatternArgs args = {0, 0};
     g_autoptr(GError) error = NULL;
     g_autoptr(DaxguestTarget) t = NULL;
     g_autofree char *size = NULL;
@@ -147,34 +121,6 @@ cmd_verify(int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
-static int
-cmd_locate(int argc, char **argv)
-{
-    PatternArgs args = {0, 0, 0};
-    g_autoptr(GError) error = NULL;
-    g_autoptr(DaxguestTarget) t = NULL;
-    g_auto(DaxguestLocation) loc = {0};
-    int ret = CLI_EXIT_OK;
-
-    if (!parse_args("locate", &args, &ret))
-        return ret;
-    t = daxguest_target_open(arg_dir, arg_dev, 0, DAXGUEST_TARGET_NO_MAP,
-                             &error);
-    if (!t || !daxguest_target_locate(t, args.offset, &loc, &error))
-        return cli_report_error(error);
-    if (arg_json) {
-        cli_print_json(cli_json_array_of(
-            daxguest_location_to_json(t->path, &loc)));
-        return CLI_EXIT_OK;
-    }
-    printf("%s offset 0x%" G_GINT64_MODIFIER "x: %s offset 0x%"
-           G_GINT64_MODIFIER "x, %s offset 0x%" G_GINT64_MODIFIER
-           "x, physical address 0x%" G_GINT64_MODIFIER "x\n",
-           t->path, loc.offset, loc.device, loc.device_offset, loc.region,
-           loc.region_offset, loc.physical);
-    return CLI_EXIT_OK;
-}
-
 const CliVerb cmd_write_verb = {
     .name = "write",
     .dispatch = cmd_write,
@@ -195,15 +141,4 @@ const CliVerb cmd_verify_verb = {
     .description = "Compare the file or device with the pattern of --seed; "
                    "exit 1 naming the first offset that differs.",
     .options = verify_options,
-};
-
-const CliVerb cmd_locate_verb = {
-    .name = "locate",
-    .dispatch = cmd_locate,
-    .summary = "Tell where a byte of the pattern lives",
-    .params = "",
-    .description = "Print where byte OFFSET of the file or device lives: "
-                   "block or dax device offset, region and offset in the "
-                   "region (for QEMU: the offset in the backing file).",
-    .options = locate_options,
 };
