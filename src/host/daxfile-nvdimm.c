@@ -5,30 +5,10 @@
 #include "daxfile-size.h"
 #include "daxfile-util.h"
 
-static const char *const model_names[] = {
-    [DAXFILE_DEVICE_NVDIMM] = "nvdimm",
-    [DAXFILE_DEVICE_VIRTIO_PMEM] = "virtio-pmem",
-};
-
-const char *
-daxfile_device_model_to_string(DaxfileDeviceModel model)
-{
-    return model_names[model];
-}
-
-gboolean
-daxfile_device_model_from_string(const char *name, DaxfileDeviceModel *ret)
-{
-    guint i;
-
-    for (i = 0; name && i < G_N_ELEMENTS(model_names); i++) {
-        if (STREQ(name, model_names[i])) {
-            *ret = (DaxfileDeviceModel)i;
-            return TRUE;
-        }
-    }
-    return FALSE;
-}
+DAXFILE_ENUM_IMPL(daxfile_device_model, DaxfileDeviceModel,
+                  DAXFILE_DEVICE_LAST,
+                  "nvdimm",
+                  "virtio-pmem");
 
 void
 daxfile_nvdimm_init(DaxfileNvdimm *nv, DaxfileDeviceModel model,

@@ -11,6 +11,8 @@
 
 #include <glib.h>
 
+#include "daxfile-enum.h"
+
 G_BEGIN_DECLS
 
 #define DAXFILE_MIN_LABEL_SIZE (G_GUINT64_CONSTANT(128) << 10)
@@ -23,13 +25,12 @@ G_BEGIN_DECLS
 typedef enum {
     DAXFILE_DEVICE_NVDIMM = 0,
     DAXFILE_DEVICE_VIRTIO_PMEM,
+    DAXFILE_DEVICE_LAST
 } DaxfileDeviceModel;
 
-/* "nvdimm", "virtio-pmem" (libvirt's <memory model=...>) */
-const char *daxfile_device_model_to_string(DaxfileDeviceModel model);
-/* FALSE for any other model */
-gboolean daxfile_device_model_from_string(const char *name,
-                                          DaxfileDeviceModel *ret);
+/* "nvdimm", "virtio-pmem" (libvirt's <memory model=...>); from_string is
+ * FALSE for any other model */
+DAXFILE_ENUM_DECL(daxfile_device_model, DaxfileDeviceModel);
 
 /* One pmem device of either model ("nvdimm" in names below means both):
  *

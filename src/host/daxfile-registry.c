@@ -23,61 +23,18 @@ struct _DaxfileRegistry {
     gboolean dirty;
 };
 
-static const char *const mech_names[] = {
-    [DAXFILE_MECH_NONE] = "none",
-    [DAXFILE_MECH_KERNEL] = "kernel",
-    [DAXFILE_MECH_IMMUTABLE] = "immutable-guard",
-    [DAXFILE_MECH_VERIFIED_ONLY] = "verified-only",
-    [DAXFILE_MECH_DEVICE_DAX] = "device-dax",
-};
+DAXFILE_ENUM_IMPL(daxfile_mechanism, DaxfileMechanism, DAXFILE_MECH_LAST,
+                  "none",
+                  "kernel",
+                  "immutable-guard",
+                  "verified-only",
+                  "device-dax");
 
-static const char *const state_names[] = {
-    [DAXFILE_STATE_RESERVED] = "reserved",
-    [DAXFILE_STATE_ENGAGING] = "engaging",
-    [DAXFILE_STATE_ENGAGED] = "engaged",
-    [DAXFILE_STATE_RELEASING] = "releasing",
-};
-
-const char *
-daxfile_mechanism_to_string(DaxfileMechanism mech)
-{
-    return mech_names[mech];
-}
-
-gboolean
-daxfile_mechanism_from_string(const char *str, DaxfileMechanism *ret_mech)
-{
-    guint i;
-
-    for (i = 0; i < G_N_ELEMENTS(mech_names); i++) {
-        if (str && STREQ(str, mech_names[i])) {
-            *ret_mech = i;
-            return TRUE;
-        }
-    }
-    return FALSE;
-}
-
-const char *
-daxfile_entry_state_to_string(DaxfileEntryState state)
-{
-    return state_names[state];
-}
-
-gboolean
-daxfile_entry_state_from_string(const char *str,
-                                DaxfileEntryState *ret_state)
-{
-    guint i;
-
-    for (i = 0; i < G_N_ELEMENTS(state_names); i++) {
-        if (str && STREQ(str, state_names[i])) {
-            *ret_state = i;
-            return TRUE;
-        }
-    }
-    return FALSE;
-}
+DAXFILE_ENUM_IMPL(daxfile_entry_state, DaxfileEntryState, DAXFILE_STATE_LAST,
+                  "reserved",
+                  "engaging",
+                  "engaged",
+                  "releasing");
 
 void
 daxfile_entry_free(DaxfileEntry *entry)

@@ -14,6 +14,8 @@
 #include <glib.h>
 #include <sys/types.h>
 
+#include "daxfile-enum.h"
+
 G_BEGIN_DECLS
 
 typedef enum {
@@ -21,6 +23,7 @@ typedef enum {
     DAXFILE_STATE_ENGAGING,  /* intent logged, mechanism being engaged */
     DAXFILE_STATE_ENGAGED,   /* static */
     DAXFILE_STATE_RELEASING, /* intent logged, mechanism being released */
+    DAXFILE_STATE_LAST
 } DaxfileEntryState;
 
 typedef enum {
@@ -32,6 +35,7 @@ typedef enum {
                                   * map, nothing to enforce; held for its
                                   * owner (entry key: its device number,
                                   * inode 0) */
+    DAXFILE_MECH_LAST
 } DaxfileMechanism;
 
 typedef struct {
@@ -63,12 +67,10 @@ void daxfile_entry_free(DaxfileEntry *entry);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileEntry, daxfile_entry_free)
 DaxfileEntry *daxfile_entry_copy(const DaxfileEntry *entry);
 
-const char *daxfile_mechanism_to_string(DaxfileMechanism mech);
-gboolean daxfile_mechanism_from_string(const char *str,
-                                       DaxfileMechanism *ret_mech);
-const char *daxfile_entry_state_to_string(DaxfileEntryState state);
-gboolean daxfile_entry_state_from_string(const char *str,
-                                         DaxfileEntryState *ret_state);
+/* "none", "kernel", ...: the names in the registry and in JSON */
+DAXFILE_ENUM_DECL(daxfile_mechanism, DaxfileMechanism);
+/* "reserved", "engaging", ... */
+DAXFILE_ENUM_DECL(daxfile_entry_state, DaxfileEntryState);
 
 /* "<state>/run" and "<state>/lib", honouring DAXFILE_STATE_DIR */
 char *daxfile_state_run_dir(void);

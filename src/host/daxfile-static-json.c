@@ -8,28 +8,29 @@
 #include "daxfile-json.h"
 #include "daxfile-static-json.h"
 
-static const char *const repair_found[] = {
-    [DAXFILE_REPAIR_FOUND_STALE] = "stale",
-    [DAXFILE_REPAIR_FOUND_INTERRUPTED] = "interrupted",
-    [DAXFILE_REPAIR_FOUND_START_UNFINISHED] = "start_unfinished",
-    [DAXFILE_REPAIR_FOUND_CONSUMER_GONE] = "consumer_gone",
-    [DAXFILE_REPAIR_FOUND_UNMAPPED] = "unmapped",
-    [DAXFILE_REPAIR_FOUND_MECHANISM_LOST] = "mechanism_lost",
-};
+DAXFILE_ENUM_IMPL(daxfile_repair_finding, DaxfileRepairFinding,
+                  DAXFILE_REPAIR_FOUND_LAST,
+                  "stale",
+                  "interrupted",
+                  "start_unfinished",
+                  "consumer_gone",
+                  "unmapped",
+                  "mechanism_lost");
 
-static const char *const repair_done[] = {
-    [DAXFILE_REPAIR_RELEASED] = "released",
-    [DAXFILE_REPAIR_DROPPED_FILE_GONE] = "dropped_file_gone",
-    [DAXFILE_REPAIR_DROPPED_SUPERSEDED] = "dropped_superseded",
-    [DAXFILE_REPAIR_KEPT] = "kept",
-};
+DAXFILE_ENUM_IMPL(daxfile_repair_done, DaxfileRepairDone,
+                  DAXFILE_REPAIR_DONE_LAST,
+                  "released",
+                  "dropped_file_gone",
+                  "dropped_superseded",
+                  "kept");
 
-static const char *const repair_mtime[] = {
-    [DAXFILE_REPAIR_MTIME_NONE] = NULL,
-    [DAXFILE_REPAIR_MTIME_NOT_FOUND] = "not_found",
-    [DAXFILE_REPAIR_MTIME_STAMPED] = "stamped",
-    [DAXFILE_REPAIR_MTIME_FAILED] = "failed",
-};
+/* MTIME_NONE has no name: "mtime" is null */
+DAXFILE_ENUM_IMPL(daxfile_repair_mtime, DaxfileRepairMtime,
+                  DAXFILE_REPAIR_MTIME_LAST,
+                  NULL,
+                  "not_found",
+                  "stamped",
+                  "failed");
 
 /* JSON holds UTF-8 only: a path that is not is given in its display
  * form */
@@ -122,9 +123,12 @@ daxfile_repair_result_to_json(const DaxfileRepairResult *result)
         daxfile_json_add_string(b, "mechanism",
                                 daxfile_mechanism_to_string(a->mechanism));
         daxfile_json_add_string(b, "owner", a->owner);
-        daxfile_json_add_string(b, "found", repair_found[a->found]);
-        daxfile_json_add_string(b, "action", repair_done[a->done]);
-        daxfile_json_add_string(b, "mtime", repair_mtime[a->mtime]);
+        daxfile_json_add_string(b, "found",
+                                daxfile_repair_finding_to_string(a->found));
+        daxfile_json_add_string(b, "action",
+                                daxfile_repair_done_to_string(a->done));
+        daxfile_json_add_string(b, "mtime",
+                                daxfile_repair_mtime_to_string(a->mtime));
         daxfile_json_add_string(b, "error", a->error);
         json_builder_end_object(b);
     }

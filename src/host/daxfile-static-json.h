@@ -22,4 +22,10 @@ JsonNode *daxfile_static_list_to_json(const GPtrArray *entries);
  * owner, found, action, mtime, error} */
 JsonNode *daxfile_repair_result_to_json(const DaxfileRepairResult *result);
 
+/* Their "found", "action" and "mtime" names ("stale", "released",
+ * "stamped", ...; MTIME_NONE has none: NULL) */
+DAXFILE_ENUM_DECL(daxfile_repair_finding, DaxfileRepairFinding);
+DAXFILE_ENUM_DECL(daxfile_repair_done, DaxfileRepairDone);
+DAXFILE_ENUM_DECL(daxfile_repair_mtime, DaxfileRepairMtime);
+
 G_END_DECLS

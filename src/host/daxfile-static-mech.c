@@ -261,6 +261,7 @@ daxfile_static_engage(DaxfileMechanism mech, int fd, const char *name,
     case DAXFILE_MECH_NONE:
     case DAXFILE_MECH_VERIFIED_ONLY:
     case DAXFILE_MECH_DEVICE_DAX:
+    case DAXFILE_MECH_LAST:
         break;
     }
     return TRUE;

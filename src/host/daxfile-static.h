@@ -150,6 +150,7 @@ typedef enum {
     DAXFILE_REPAIR_FOUND_UNMAPPED,         /* no process maps it any more */
     DAXFILE_REPAIR_FOUND_MECHANISM_LOST,   /* engaged, but its mechanism is
                                             * not in force */
+    DAXFILE_REPAIR_FOUND_LAST
 } DaxfileRepairFinding;
 
 /* What repair did about it */
@@ -162,6 +163,7 @@ typedef enum {
                                         * stays; this one removed */
     DAXFILE_REPAIR_KEPT,               /* its file cannot be found: the
                                         * entry stays (error says why) */
+    DAXFILE_REPAIR_DONE_LAST
 } DaxfileRepairDone;
 
 /* A file released from kernel static mode of an earlier boot gets its
@@ -171,6 +173,7 @@ typedef enum {
     DAXFILE_REPAIR_MTIME_NOT_FOUND, /* its file could not be found */
     DAXFILE_REPAIR_MTIME_STAMPED,
     DAXFILE_REPAIR_MTIME_FAILED,    /* error says why */
+    DAXFILE_REPAIR_MTIME_LAST
 } DaxfileRepairMtime;
 
 typedef struct {
