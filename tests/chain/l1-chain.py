@@ -576,7 +576,7 @@ def t_crash():
            "chain-released: destroyed and released", res.stderr)
     # No sync, no unmount: the crash comes right after the release, within
     # any filesystem's journal commit interval.
-    print(f"# CHAIN-CRASH-NOW chunks={chunks}", flush=True)
+    tap.diag(f"CHAIN-CRASH-NOW chunks={chunks}")
     tap.done()
     sys.stdout.flush()
     if CRASH == "sysrq":

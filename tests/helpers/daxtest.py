@@ -37,7 +37,8 @@ DAXFILE = os.environ.get("DAXFILE_BIN", build_path("src", "daxfilectl", "daxfile
 
 
 class Tap:
-    """Collects results and prints TAP as it goes."""
+    """Collects results and prints TAP as it goes: the one TAP emitter of
+    the Python tests (plan, ok/not ok, skip, diag, skip_all, bail_out)."""
 
     def __init__(self):
         self.n = 0
@@ -51,6 +52,18 @@ class Tap:
     def diag(self, text):
         for line in str(text).splitlines() or [""]:
             print(f"# {line}", flush=True)
+
+    @staticmethod
+    def skip_all(why):
+        """The whole test does not apply here: an empty plan; exits 0."""
+        print(f"1..0 # SKIP {why}", flush=True)
+        sys.exit(0)
+
+    @staticmethod
+    def bail_out(why):
+        """Stop the whole test at once; exits 1."""
+        print(f"Bail out! {why}", flush=True)
+        sys.exit(1)
 
     @staticmethod
     def _name(name):
@@ -297,8 +310,7 @@ def resume(proc):
 
 def need_root(tap):
     if os.geteuid() != 0:
-        print("1..0 # SKIP needs root (loop devices, mount)")
-        sys.exit(0)
+        Tap.skip_all("needs root (loop devices, mount)")
 
 
 # The test seams (src/common/daxfile-seam.h) are compiled in only with
@@ -341,11 +353,10 @@ def require_seams(*binaries):
     -Dtest_seams=true) stops at once, loudly, on binaries without them."""
     missing = seams_missing(*binaries)
     if missing:
-        print(f"Bail out! {', '.join(missing)}: built without the test "
-              "seams (DAXFILE_TEST_CRASH/PAUSE/NO_TMPFILE/MISPLACED) that "
-              "this test drives; configure with meson -Dtest_seams=true "
-              "(./run-tests does)", flush=True)
-        sys.exit(1)
+        Tap.bail_out(f"{', '.join(missing)}: built without the test seams "
+                     "(DAXFILE_TEST_CRASH/PAUSE/NO_TMPFILE/MISPLACED) that "
+                     "this test drives; configure with meson "
+                     "-Dtest_seams=true (./run-tests does)")
 
 
 @contextlib.contextmanager

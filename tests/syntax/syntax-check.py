@@ -30,6 +30,10 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+from daxtest import Tap  # noqa: E402
+
 SEAM_NAMES = re.compile(r"DAXFILE_TEST_(CRASH|PAUSE|NO_TMPFILE|MISPLACED)")
 SEAM_MODULE = {"src/common/daxfile-seam.c", "src/common/daxfile-seam.h"}
 LENGTH_DIRS = ("src/", "libvirt-hooks/", "guest-tools/", "bench/", "tools/")
@@ -140,20 +144,14 @@ def main():
               os.path.dirname(os.path.dirname(os.path.dirname(
                   os.path.abspath(__file__)))))
     files = source_files(srcdir)
-    failed = 0
-    print(f"1..{len(RULES)}")
-    print(f"# {len(files)} files under {srcdir}")
-    for i, (name, what, rule) in enumerate(RULES, 1):
+    tap = Tap()
+    tap.plan(len(RULES))
+    tap.diag(f"{len(files)} files under {srcdir}")
+    for name, what, rule in RULES:
         bad, fix = rule(srcdir, files)
-        if bad:
-            failed += 1
-            print(f"not ok {i} - {name}: {what}")
-            for line in bad:
-                print(f"#   {line}")
-            print(f"#   ({fix})")
-        else:
-            print(f"ok {i} - {name}: {what}")
-    return 1 if failed else 0
+        tap.ok(not bad, f"{name}: {what}",
+               "\n".join([f"  {line}" for line in bad] + [f"  ({fix})"]))
+    return tap.done()
 
 
 if __name__ == "__main__":

@@ -68,8 +68,7 @@ def main():
     args = ap.parse_args()
     tap = daxtest.Tap()
     if os.geteuid() != 0:
-        print('1..0 # SKIP needs root (QEMU, like every VM test)')
-        return 0
+        tap.skip_all('needs root (QEMU, like every VM test)')
     tap.plan(2 * len(FILESYSTEMS))
     try:
         image = vm.build_image(args.kernel, args.bin,

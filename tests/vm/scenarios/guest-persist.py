@@ -166,8 +166,7 @@ def main():
     args = ap.parse_args()
     tap = daxtest.Tap()
     if os.geteuid() != 0:
-        print('1..0 # SKIP needs root (QEMU, like every VM test)')
-        return 0
+        tap.skip_all('needs root (QEMU, like every VM test)')
     # the interrupted write (DAXFILE_TEST_CRASH) needs the test seams
     daxtest.require_seams(*[b for b in args.bin
                             if os.path.basename(b) == 'daxfile-guest'])
