@@ -5,30 +5,27 @@
 # lines and compares COMPREPLY; and checks that every command completes the
 # same long options as its --help lists. Prints TAP.
 set -u
+# the TAP helpers (dx_*)
+# shellcheck source=../vm/guest-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../vm/guest-lib.sh"
 srcdir=${DAXFILE_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${DAXFILE_BUILDDIR:-$srcdir/build}
 daxfile=$(realpath "${DAXFILE_BIN:-$builddir/src/daxfilectl/daxfile}")
 bash_completion=${BASH_COMPLETION:-/usr/share/bash-completion/bash_completion}
 
 if [ ! -r "$bash_completion" ]; then
-    echo "1..0 # SKIP bash-completion is not installed ($bash_completion)"
-    exit 0
+    dx_skip_all "bash-completion is not installed ($bash_completion)"
 fi
 # shellcheck source=/dev/null
 . "$bash_completion"
 # shellcheck source=../../data/bash-completion/daxfile
 . "$srcdir/data/bash-completion/daxfile"
 
-n=0
-failed=0
 ok() { # COND-STATUS NAME [DIAG]
-    n=$((n + 1))
     if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
+        dx_ok "$2"
     else
-        failed=$((failed + 1))
-        echo "not ok $n - $2"
-        [ -n "${3:-}" ] && printf '# %s\n' "$3"
+        dx_not_ok "$2" ${3:+"$3"}
     fi
 }
 
@@ -99,5 +96,4 @@ for cmd in create check status enable disable run attach detach domain-xml \
         "got '$got', want '$want'"
 done
 
-echo "1..$n"
-exit $((failed > 0))
+dx_done

@@ -4,20 +4,17 @@
 # (MANWIDTH=80 man --warnings -l PAGE), and name every daxfile command.
 # usage: test-man.sh PAGE... (prints TAP)
 set -u
+# the TAP helpers (dx_*)
+# shellcheck source=../vm/guest-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../vm/guest-lib.sh"
 if ! command -v man >/dev/null; then
-    echo "1..0 # SKIP man is not installed (man-db)"
-    exit 0
+    dx_skip_all "man is not installed (man-db)"
 fi
-n=0
-failed=0
 ok() { # STATUS NAME [DIAG]
-    n=$((n + 1))
     if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
+        dx_ok "$2"
     else
-        failed=$((failed + 1))
-        echo "not ok $n - $2"
-        [ -n "${3:-}" ] && printf '%s\n' "$3" | sed 's/^/# /'
+        dx_not_ok "$2" ${3:+"$3"}
     fi
 }
 for page in "$@"; do
@@ -37,5 +34,4 @@ for page in "$@"; do
         ok $? "daxfile.8 describes every command" "missing:$missing"
     fi
 done
-echo "1..$n"
-exit $((failed > 0))
+dx_done

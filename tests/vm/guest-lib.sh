@@ -13,6 +13,9 @@
 # log), prefixed with "+ ".  Set-up helpers return non-zero on failure and
 # print why on stderr; wrap them in dx_run to turn them into test points.
 #
+# Its TAP section (dx_plan ... dx_done) is the one TAP emitter of the shell
+# tests: the host-side ones (tests/install/test-*.sh) source this file too.
+#
 # Variables set by the helpers:
 #   DX_NAMESPACE  namespaceN.M configured by dx_fsdax/dx_devdax/dx_raw
 #   DX_PMEM       /dev/pmemN (dx_fsdax, dx_raw): default device of dx_mkfs
@@ -74,6 +77,12 @@ dx_skip_all() {
     # dx_skip_all WHY: the whole script does not apply; exits.
     echo "1..0 # SKIP $*"
     exit 0
+}
+
+dx_bail_out() {
+    # dx_bail_out WHY: the run cannot go on; the harness fails it. The
+    # caller decides how to exit.
+    echo "Bail out! $*"
 }
 
 dx_ok() {

@@ -3,5 +3,5 @@
 . /daxfile/lib/guest-lib.sh
 dx_plan 2
 dx_ok "before the bail-out"
-echo "Bail out! deliberate bail-out"
+dx_bail_out "deliberate bail-out"
 exit 0
