@@ -24,7 +24,9 @@
  * nothing is called if it is missing.  Every case prints one named
  * "ok"/"not ok" line; the expected errnos are the table in kernel/README.md.
  *
- * Built static: gcc -static -O2 -Wall -o daxctl-test daxctl-test.c
+ * Its TAP goes through src/common/daxfile-tap.h (header-only, libc only).
+ * Built static: gcc -static -O2 -Wall -I../../src/common -o daxctl-test
+ * daxctl-test.c
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -53,6 +55,8 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "daxfile-tap.h"
 
 /* include/uapi/linux/dax.h of the patch series */
 #define DAXCTL_F_GET (1 << 0)
@@ -154,27 +158,28 @@ static bool no_plan;
 static const char *nondax_dir;
 static const char *tmpfs_dir;
 static long align = 2 * MIB;
-static int test_no;
-static int failed;
 
 /* ------------------------------------------------------------------ TAP */
 
+/* each line on stdout as soon as it is complete */
+static void write_stdout(void *ctx, const char *text, size_t len)
+{
+    fwrite(text, 1, len, stdout);
+    if (len && text[len - 1] == '\n')
+        fflush(stdout);
+}
+
+static DaxfileTap tap = {.write = write_stdout};
+
+/* "ok N - LABEL: NAME" */
 static void vreport(bool pass, const char *directive, const char *fmt,
                     va_list ap)
 {
-    char name[512];
+    char name[512], desc[1024];
 
     vsnprintf(name, sizeof(name), fmt, ap);
-    for (char *p = name; *p; p++) {
-        if (*p == '#' || *p == '\n')
-            *p = '_';
-    }
-    test_no++;
-    if (!pass && !directive)
-        failed++;
-    printf("%sok %d - %s: %s%s%s\n", pass ? "" : "not ", test_no, label,
-           name, directive ? " # " : "", directive ? directive : "");
-    fflush(stdout);
+    snprintf(desc, sizeof(desc), "%s: %s", label, name);
+    daxfile_tap_result(&tap, pass, desc, directive);
 }
 
 static bool report(bool pass, const char *fmt, ...)
@@ -200,14 +205,13 @@ static void skip(const char *why, const char *fmt, ...)
 
 static void diag(const char *fmt, ...)
 {
+    char text[1024];
     va_list ap;
 
-    printf("# ");
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    printf("\n");
-    fflush(stdout);
+    daxfile_tap_diag(&tap, text);
 }
 
 /* rc/errno of a call, captured right after it */
@@ -1604,8 +1608,7 @@ static void persist_write(const char *p, unsigned seed)
     for (off_t off = 0; off < FILE_SIZE; off += MIB)
         fill(m + off, MIB, seed + (unsigned)(off / MIB));
     report(true, "seed %u stored through it, no msync or fsync", seed);
-    printf("# DAXCTL-KILL-POINT\n");
-    fflush(stdout);
+    daxfile_tap_diag(&tap, "DAXCTL-KILL-POINT");
     for (;;)
         pause();
 }
@@ -1653,6 +1656,7 @@ int main(int argc, char **argv)
     bool persist_w = false;
     unsigned seed = 1;
     bool reflink;
+    int number_from = 1;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1674,7 +1678,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--offset-dir") == 0)
             offset_dir = v;
         else if (strcmp(a, "--number-from") == 0)
-            test_no = atoi(v) - 1;
+            number_from = atoi(v);
         else if (strcmp(a, "--nondax-dir") == 0)
             nondax_dir = v;
         else if (strcmp(a, "--tmpfs-dir") == 0)
@@ -1695,15 +1699,19 @@ int main(int argc, char **argv)
     }
     if (!(dir || misaligned_dir || offset_dir || nondax_dir || tmpfs_dir ||
           persist) ||
-        align <= 0 || test_no < 0) {
+        align <= 0 || number_from < 1) {
         usage();
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
+    tap.n = (unsigned)(number_from - 1);
 
     if (!test_discovery()) {
-        printf("Bail out! %s: no %s, daxctl() is not advertised\n", label,
-               SYSFS_NR);
+        char why[256];
+
+        snprintf(why, sizeof(why), "%s: no %s, daxctl() is not advertised",
+                 label, SYSFS_NR);
+        daxfile_tap_bail_out(&tap, why);
         return 1;
     }
     if (persist) {
@@ -1712,8 +1720,8 @@ int main(int argc, char **argv)
         else
             persist_verify(persist, seed);
         if (!no_plan)
-            printf("1..%d\n", test_no);
-        return failed ? 1 : 0;
+            daxfile_tap_plan(&tap, tap.n);
+        return tap.failed ? 1 : 0;
     }
     if (dir) {
         reflink = reflink_works();
@@ -1728,6 +1736,6 @@ int main(int argc, char **argv)
         test_partition_offset();
     test_nondax();
     if (!no_plan)
-        printf("1..%d\n", test_no);
-    return failed ? 1 : 0;
+        daxfile_tap_plan(&tap, tap.n);
+    return tap.failed ? 1 : 0;
 }
