@@ -6,6 +6,7 @@
 
 #include "daxfile-escape.h"
 #include "daxfile-json.h"
+#include "daxfile-tap.h"
 #include "daxguest-checks.h"
 
 #define TITLE_WIDTH 60
@@ -74,37 +75,40 @@ daxguest_checks_format_text(const GPtrArray *checks)
     return g_string_free(out, FALSE);
 }
 
-/* A TAP description must not contain '#' (it starts a directive) */
-static char *
-tap_safe(const char *text)
+static void
+tap_write(void *ctx, const char *text, size_t len)
 {
-    char *s = daxfile_escape(text);
-
-    g_strdelimit(s, "#", '_');
-    return s;
+    g_string_append_len(ctx, text, (gssize)len);
 }
 
+/* Through the one TAP emitter (daxfile-tap.h), which makes '#' in a
+ * description '_' */
 char *
 daxguest_checks_format_tap(const GPtrArray *checks)
 {
-    GString *out = g_string_new("TAP version 13\n");
+    GString *out = g_string_new(NULL);
+    DaxfileTap tap = {.write = tap_write, .ctx = out};
     guint i;
 
-    g_string_append_printf(out, "1..%u\n", checks->len);
+    daxfile_tap_version(&tap);
+    daxfile_tap_plan(&tap, checks->len);
     for (i = 0; i < checks->len; i++) {
         const DaxguestCheck *c = g_ptr_array_index((GPtrArray *)checks, i);
-        g_autofree char *title = tap_safe(c->title);
+        g_autofree char *title = daxfile_escape(c->title);
         g_autofree char *v = verdict(c, FALSE);
-        g_autofree char *safe = tap_safe(v);
-        gboolean ok = c->result != DAXGUEST_CHECK_FAIL;
+        g_autofree char *safe = daxfile_escape(v);
+        g_autofree char *desc = g_strdup_printf("Checking %s: %s", title,
+                                                safe);
 
-        g_string_append_printf(out, "%s %u - Checking %s: %s\n",
-                               ok ? "ok" : "not ok", i + 1, title, safe);
+        daxfile_tap_result(&tap, c->result != DAXGUEST_CHECK_FAIL, desc,
+                           NULL);
         if (c->hint) {
             g_autofree char *hint = daxfile_escape(c->hint);
+            g_autofree char *line = g_strdup_printf("%s: %s",
+                                                    result_word(c->result),
+                                                    hint);
 
-            g_string_append_printf(out, "# %s: %s\n", result_word(c->result),
-                                   hint);
+            daxfile_tap_diag(&tap, line);
         }
     }
     return g_string_free(out, FALSE);
