@@ -1308,14 +1308,23 @@ def _run_qemu(argv, rundir, timeout, kill_on, on_tap, on_console,
 # Command line
 
 
+def _tap():
+    """daxtest.Tap, the one TAP emitter of the Python tests"""
+    helpers = str(VM_DIR.parent / 'helpers')
+    if helpers not in sys.path:
+        sys.path.insert(0, helpers)
+    import daxtest
+    return daxtest.Tap()
+
+
 def _relay_run(args):
     """`run`: relay the guest TAP, add one harness test point, exit 0 iff
     everything passed."""
-    out = sys.stdout
+    tap = _tap()
 
-    def emit(line):
-        out.write(line + '\n')
-        out.flush()
+    def relay(line):
+        # the guest's own TAP line, as it came
+        print(line, flush=True)
 
     t0 = time.monotonic()
     image = build_image(args.kernel, args.bin, args.kernel_image,
@@ -1323,8 +1332,9 @@ def _relay_run(args):
                         pvh=False if args.bzimage else None)
     t_image = time.monotonic() - t0
     script = resolve_script(args.script)
-    emit(f'# daxfile-vm: kernel {image.kernel.describe()}, script {script.name}, '
-         f'booting {"bzImage" if image.boot_kernel == image.kernel.vmlinuz else "PVH vmlinux"}')
+    tap.diag(f'daxfile-vm: kernel {image.kernel.describe()}, script '
+             f'{script.name}, booting '
+             f'{"bzImage" if image.boot_kernel == image.kernel.vmlinuz else "PVH vmlinux"}')
     pmems = None if not args.pmem else parse_pmems(args.pmem)
     env = {}
     for kv in args.env:
@@ -1339,11 +1349,11 @@ def _relay_run(args):
         if kind == 'test':
             relayed.append(val)
         if kind in ('test', 'comment', 'bail'):
-            emit(text)
+            relay(text)
         elif kind == 'plan':
-            emit(f'# daxfile-vm: guest plan {text}')
+            tap.diag(f'daxfile-vm: guest plan {text}')
         else:
-            emit(f'# guest stdout: {text}')
+            tap.diag(f'guest stdout: {text}')
 
     def on_console(text):
         if args.verbose:
@@ -1358,41 +1368,44 @@ def _relay_run(args):
                          allow_kernel_errors=args.allow_kernel_errors,
                          hostroot=args.hostroot)
     except Terminated:
-        n = len(relayed) + 1
-        emit(f'not ok {n} - daxfile-vm: {script.stem} on {args.kernel}: '
-             f'terminated by SIGTERM (timeout?); QEMU was killed')
-        emit(f'1..{n}')
+        tap.n = len(relayed)  # our result follows the guest's
+        tap.ok(False, f'daxfile-vm: {script.stem} on {args.kernel}: '
+               f'terminated by SIGTERM (timeout?); QEMU was killed')
+        tap.done()
         return 143
     finally:
         for p in pmems or []:
             p.remove()
-    emit(f'# daxfile-vm: image {t_image:.1f} s, boot set-up '
-         f'{res.setup_time:.1f} s; from QEMU start: /init '
-         + (f'{res.init_time:.1f} s' if res.init_time is not None else 'never')
-         + (f', modules loaded {res.ready_time:.1f} s' if res.ready_time else '')
-         + f', QEMU exit {res.duration:.1f} s')
+    tap.diag(f'daxfile-vm: image {t_image:.1f} s, boot set-up '
+             f'{res.setup_time:.1f} s; from QEMU start: /init '
+             + (f'{res.init_time:.1f} s' if res.init_time is not None
+                else 'never')
+             + (f', modules loaded {res.ready_time:.1f} s' if res.ready_time
+                else '')
+             + f', QEMU exit {res.duration:.1f} s')
     problems = res.problems
-    n = len(res.tests) + 1
+    tap.n = len(res.tests)  # our result follows the guest's
     name = f'daxfile-vm: {script.stem} on {args.kernel}: guest ran to completion'
     if res.plan and res.plan[0] == 0 and not res.tests and not problems:
-        name += f' # SKIP {res.plan[1]}'
-    emit(('ok' if not problems else 'not ok') + f' {n} - {name}')
+        tap.skip(name, res.plan[1])
+    else:
+        tap.ok(not problems, name)
     for p in problems:
-        emit(f'# {p}')
+        tap.diag(p)
     if problems or res.failed_tests:
-        emit(f'# daxfile-vm: FAILED: {len(res.failed_tests)} failed guest '
-             f'test(s), {len(problems)} harness problem(s); serial tail:')
+        tap.diag(f'daxfile-vm: FAILED: {len(res.failed_tests)} failed guest '
+                 f'test(s), {len(problems)} harness problem(s); serial tail:')
         for line in res.tail(args.tail):
-            emit(f'#   {line}')
+            tap.diag(f'  {line}')
         if args.serial_log:
-            emit(f'# daxfile-vm: full serial log: {args.serial_log}')
+            tap.diag(f'daxfile-vm: full serial log: {args.serial_log}')
         # Also on stderr: meson --print-errorlogs shows stderr, while the
         # TAP on stdout only lands in meson-logs/testlog.txt.
         print(f'daxfile-vm: {script.stem} on {args.kernel} FAILED\n'
               + res.report(args.tail)
               + (f'\nfull serial log: {args.serial_log}' if args.serial_log else ''),
               file=sys.stderr, flush=True)
-    emit(f'1..{n}')
+    tap.done()
     return 0 if res.passed else 1
 
 
@@ -1539,5 +1552,7 @@ def main(argv=None):
     except VmError as e:
         print(f'daxfile-vm: {e}', file=sys.stderr)
         if args.cmd == 'run':
-            print(f'not ok 1 - daxfile-vm: set-up failed: {e}\n1..1', flush=True)
+            tap = _tap()
+            tap.ok(False, f'daxfile-vm: set-up failed: {e}')
+            tap.done()
         return 1
