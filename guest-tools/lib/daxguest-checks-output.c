@@ -11,32 +11,20 @@
 
 #define TITLE_WIDTH 60
 
-const char *
-daxguest_check_result_to_string(DaxguestCheckResult result)
-{
-    switch (result) {
-    case DAXGUEST_CHECK_PASS:
-        return "pass";
-    case DAXGUEST_CHECK_WARN:
-        return "warn";
-    case DAXGUEST_CHECK_FAIL:
-        break;
-    }
-    return "fail";
-}
+DAXFILE_ENUM_IMPL(daxguest_check_result, DaxguestCheckResult,
+                  DAXGUEST_CHECK_LAST,
+                  "pass",
+                  "warn",
+                  "fail");
 
+/* "PASS", "WARN", "FAIL": the word of the text and TAP output */
 static const char *
 result_word(DaxguestCheckResult result)
 {
-    switch (result) {
-    case DAXGUEST_CHECK_PASS:
-        return "PASS";
-    case DAXGUEST_CHECK_WARN:
-        return "WARN";
-    case DAXGUEST_CHECK_FAIL:
-        break;
-    }
-    return "FAIL";
+    g_autofree char *up =
+        g_ascii_strup(daxguest_check_result_to_string(result), -1);
+
+    return g_intern_string(up);
 }
 
 /* "PASS", "PASS (detail)", "FAIL (detail; hint)" */

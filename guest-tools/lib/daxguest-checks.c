@@ -213,6 +213,7 @@ check_persistence(GPtrArray *out, const DaxguestNvRegion *r)
                            "region; do not rely on it across power loss"));
         break;
     case DAXGUEST_NV_PERSIST_UNKNOWN:
+    case DAXGUEST_NV_PERSIST_LAST:
         check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup("not reported: applications flush CPU caches"),
                   NULL);

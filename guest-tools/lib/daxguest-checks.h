@@ -11,6 +11,7 @@
 
 #include <json-glib/json-glib.h>
 
+#include "daxfile-enum.h"
 #include "daxguest-cpu.h"
 #include "daxguest-nvdimm.h"
 #include "daxguest-probe.h"
@@ -63,6 +64,7 @@ typedef enum {
     DAXGUEST_CHECK_PASS = 0,
     DAXGUEST_CHECK_WARN,
     DAXGUEST_CHECK_FAIL,
+    DAXGUEST_CHECK_LAST
 } DaxguestCheckResult;
 
 typedef struct {
@@ -80,7 +82,7 @@ GPtrArray *daxguest_checks_run(const DaxguestFacts *facts);
 /* TRUE when any check failed (exit status 1). */
 gboolean daxguest_checks_failed(const GPtrArray *checks);
 
-const char *daxguest_check_result_to_string(DaxguestCheckResult result);
+DAXFILE_ENUM_DECL(daxguest_check_result, DaxguestCheckResult);
 
 /* "Checking <title>   : PASS (detail)" lines; WARN/FAIL add "; hint". */
 char *daxguest_checks_format_text(const GPtrArray *checks);

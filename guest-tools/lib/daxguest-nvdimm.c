@@ -119,21 +119,12 @@ daxguest_nv_daxdev_new(const char *name)
     return d;
 }
 
-const char *
-daxguest_nv_persistence_to_string(DaxguestNvPersistence p)
-{
-    switch (p) {
-    case DAXGUEST_NV_PERSIST_NONE:
-        return "none";
-    case DAXGUEST_NV_PERSIST_MEM_CTRL:
-        return "memory_controller";
-    case DAXGUEST_NV_PERSIST_CPU_CACHE:
-        return "cpu_cache";
-    case DAXGUEST_NV_PERSIST_UNKNOWN:
-        break;
-    }
-    return "unknown";
-}
+DAXFILE_ENUM_IMPL(daxguest_nv_persistence, DaxguestNvPersistence,
+                  DAXGUEST_NV_PERSIST_LAST,
+                  "unknown",
+                  "none",
+                  "memory_controller",
+                  "cpu_cache");
 
 /* libndctl returns "" (or NULL) for "none"; keep NULL for that. */
 static char *

@@ -8,6 +8,8 @@
 
 #include <glib.h>
 
+#include "daxfile-enum.h"
+
 G_BEGIN_DECLS
 
 #define DAXGUEST_NV_UNKNOWN G_MAXUINT64 /* an address or size not known */
@@ -17,6 +19,7 @@ typedef enum {
     DAXGUEST_NV_PERSIST_NONE,
     DAXGUEST_NV_PERSIST_MEM_CTRL,    /* "memory_controller": ADR */
     DAXGUEST_NV_PERSIST_CPU_CACHE,   /* "cpu_cache": eADR */
+    DAXGUEST_NV_PERSIST_LAST
 } DaxguestNvPersistence;
 
 typedef struct {
@@ -83,7 +86,7 @@ DaxguestNvDaxDev *daxguest_nv_daxdev_new(const char *name);
  * empty inventory is not an error; failing to start the libraries is. */
 DaxguestNvInventory *daxguest_nv_inventory_read(GError **error);
 
-const char *daxguest_nv_persistence_to_string(DaxguestNvPersistence p);
+DAXFILE_ENUM_DECL(daxguest_nv_persistence, DaxguestNvPersistence);
 
 /* Look-ups; NULL when absent. */
 const DaxguestNvRegion *daxguest_nv_find_region(const DaxguestNvInventory *inv,
