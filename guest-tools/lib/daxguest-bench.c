@@ -76,40 +76,73 @@ cmp_u64(gconstpointer a, gconstpointer b)
     return (x > y) - (x < y);
 }
 
+guint64
+daxguest_bench_percentile(const guint64 *sorted, guint n, double q)
+{
+    double x = q * (double)n;
+    guint64 rank = (guint64)x;
+
+    g_return_val_if_fail(n > 0, 0);
+    if ((double)rank < x)
+        rank++;
+    rank = CLAMP(rank, 1, n);
+    return sorted[rank - 1];
+}
+
 void
 daxguest_bench_stats(guint64 *samples, guint n, guint64 *ret_median,
                      guint64 *ret_p99, guint64 *ret_max)
 {
     g_return_if_fail(n > 0);
     qsort(samples, n, sizeof(*samples), cmp_u64);
-    *ret_median = samples[n / 2];
-    *ret_p99 = samples[MIN(n - 1, (guint64)n * 99 / 100)];
+    *ret_median = daxguest_bench_percentile(samples, n, 0.50);
+    *ret_p99 = daxguest_bench_percentile(samples, n, 0.99);
     *ret_max = samples[n - 1];
 }
 
-/* One store per @step bytes over [@base, @base + @len), each timed; then
- * one store per 4 KiB page, counting the faults that adds. */
+guint64
+daxguest_bench_stores(guint8 *base, guint64 len, guint64 step,
+                      guint64 *ret_samples)
+{
+    guint64 n = len / step;
+    guint64 f0, i;
+
+    (void)now_ns(); /* resolve the clock before the first sample */
+    f0 = daxguest_fault_count();
+    for (i = 0; i < n; i++) {
+        volatile guint8 *p = base + i * step;
+        guint64 t0 = now_ns();
+
+        __asm__ __volatile__("" ::: "memory");
+        *p = 1;
+        __asm__ __volatile__("" ::: "memory");
+        ret_samples[i] = now_ns() - t0;
+    }
+    return daxguest_fault_count() - f0;
+}
+
+guint64
+daxguest_bench_touch(guint8 *base, guint64 len)
+{
+    guint64 f0 = daxguest_fault_count();
+    guint64 off;
+
+    for (off = 0; off < len; off += SZ_4K)
+        *(volatile guint8 *)(base + off) = 2;
+    return daxguest_fault_count() - f0;
+}
+
+/* First-write faults over [@base, @base + @len), one per @step bytes, then
+ * the faults of touching every other 4 KiB page. */
 static void
 bench_faults(DaxguestBenchResult *r, guint8 *base, guint64 len, guint64 step)
 {
     guint n = (guint)(len / step);
     g_autofree guint64 *s = g_new0(guint64, n);
-    guint64 f0, f1, off;
-    guint i;
 
     memset(s, 0xff, n * sizeof(*s)); /* fault the array in first */
-    f0 = daxguest_fault_count();
-    for (i = 0; i < n; i++) {
-        guint64 t0 = now_ns();
-
-        *(volatile guint8 *)(base + (guint64)i * step) = 1;
-        s[i] = now_ns() - t0;
-    }
-    f1 = daxguest_fault_count();
-    for (off = 0; off < len; off += SZ_4K)
-        *(volatile guint8 *)(base + off) = 2;
-    r->faults = (gint64)(f1 - f0);
-    r->extra_faults = (gint64)(daxguest_fault_count() - f1);
+    r->faults = (gint64)daxguest_bench_stores(base, len, step, s);
+    r->extra_faults = (gint64)daxguest_bench_touch(base, len);
     r->samples = n;
     daxguest_bench_stats(s, n, &r->median_ns, &r->p99_ns, &r->max_ns);
 }

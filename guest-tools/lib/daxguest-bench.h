@@ -52,7 +52,23 @@ DaxguestBenchReport *daxguest_bench_dev(const char *dev, guint64 size,
                                         const DaxguestFlushChoice *choice,
                                         GError **error);
 
-/* Latency percentiles of @samples (sorted in place). */
+/* The fault benchmark, also bench/'s (bench-dax fault): one store per
+ * @step bytes over [@base, @base + @len), each timed with CLOCK_MONOTONIC
+ * into @ret_samples (@len / @step of them, in address order, in ns).
+ * Returns the page faults the stores took. Over a range already stored to
+ * that is 0, and the samples are the cost of the clock and a store. */
+guint64 daxguest_bench_stores(guint8 *base, guint64 len, guint64 step,
+                              guint64 *ret_samples);
+
+/* One untimed store per 4 KiB page of [@base, @base + @len); returns the
+ * page faults that took: 0 after daxguest_bench_stores() with a 2 MiB step
+ * means those stores mapped PMDs. */
+guint64 daxguest_bench_touch(guint8 *base, guint64 len);
+
+/* The nearest-rank @q quantile (0 < @q <= 1) of @n > 0 sorted samples. */
+guint64 daxguest_bench_percentile(const guint64 *sorted, guint n, double q);
+
+/* Sort @samples in place; their median and p99 (nearest rank) and max. */
 void daxguest_bench_stats(guint64 *samples, guint n, guint64 *ret_median,
                           guint64 *ret_p99, guint64 *ret_max);
 
