@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bench-dax: the measuring half of daxfile's benchmarks (bench/run). Runs on
- * the host and inside the VM harness's guests; libc, and daxfile-common for
- * sizes and aligned mappings; one JSON object per measurement on stdout,
+ * the host and inside the VM harness's guests; libc, daxfile-common for
+ * sizes and aligned mappings, and daxfile-guest's fault benchmark
+ * (daxguest-bench.h); one JSON object per measurement on stdout,
  * errors on stderr. Sizes: daxfile_size_parse() (4096, 2M, 2MiB).
  *
  *   bench-dax fault PATH --mode 4k|2m --count N [--sync] [--offset BYTES]
@@ -53,7 +54,6 @@
 #include <inttypes.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
-#include <math.h>
 #include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -67,11 +67,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dax-util.h"
+#include "daxfile-mmap.h"
+#include "daxfile-size.h"
+#include "daxguest-bench.h"
+#include "daxguest-probe.h"
 
 #define KIB ((uint64_t)1024)
 #define MIB (1024 * KIB)
 #define FILL_CHUNK MIB
+#define PMD_SIZE (2 * MIB)
 #define PMD_CHECK_CHUNKS 2
 #define POPULATE_CHUNK (64 * MIB)
 #ifndef MADV_POPULATE_WRITE
@@ -131,13 +135,29 @@ cmp_u64(const void *a, const void *b)
 static double
 pct_us(const uint64_t *sorted, size_t n, double q)
 {
-    size_t rank = (size_t)ceil(q * (double)n);
+    return (double)daxguest_bench_percentile(sorted, (guint)n, q) / 1000.0;
+}
 
-    if (rank < 1)
-        rank = 1;
-    if (rank > n)
-        rank = n;
-    return (double)sorted[rank - 1] / 1000.0;
+/* Page faults of this process so far */
+static long
+faults_now(void)
+{
+    return (long)daxguest_fault_count();
+}
+
+/* A shared read-write mapping of @len bytes of @fd from @offset at a
+ * 2 MiB-aligned address (so that 2 MiB faults can map PMDs); NULL with
+ * errno set when it cannot be had */
+static char *
+map_aligned(int fd, uint64_t len, uint64_t offset, bool sync)
+{
+    int flags = sync ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED;
+    void *addr = NULL;
+
+    if (!daxfile_map_aligned(fd, len, offset, PROT_READ | PROT_WRITE, flags,
+                             PMD_SIZE, &addr, NULL))
+        return NULL;
+    return addr;
 }
 
 /* ------------------------------------------------------------ fault */
@@ -182,35 +202,6 @@ fault_parse(int argc, char **argv, FaultArgs *a)
 }
 
 static void
-timed_pass(char *base, uint64_t stride, uint64_t n, uint64_t *samples)
-{
-    uint64_t i;
-
-    for (i = 0; i < n; i++) {
-        volatile char *p = base + i * stride;
-        uint64_t t0 = now_ns();
-
-        __asm__ __volatile__("" ::: "memory");
-        *p = (char)(i | 1);
-        __asm__ __volatile__("" ::: "memory");
-        samples[i] = now_ns() - t0;
-    }
-}
-
-/* Extra faults when touching every 4 KiB page of the first PMDs */
-static long
-pmd_extra_faults(char *base, uint64_t count)
-{
-    uint64_t chunks = count < PMD_CHECK_CHUNKS ? count : PMD_CHECK_CHUNKS;
-    long before = dax_faults_now();
-    uint64_t off;
-
-    for (off = 0; off < chunks * DAX_PMD_SIZE; off += 4 * KIB)
-        ((volatile char *)base)[off] = 1;
-    return dax_faults_now() - before;
-}
-
-static void
 print_stats(const char *key, uint64_t *s, size_t n, bool last)
 {
     double sum = 0;
@@ -234,12 +225,12 @@ cmd_fault(int argc, char **argv)
     uint64_t *first = NULL;
     uint64_t *again = NULL;
     char *base;
-    long f0, faults, extra = -1;
+    long faults, extra = -1;
     int fd;
 
     if (fault_parse(argc, argv, &a) < 0)
         return usage();
-    stride = a.huge ? DAX_PMD_SIZE : 4 * KIB;
+    stride = a.huge ? PMD_SIZE : 4 * KIB;
     len = a.count * stride;
     first = malloc(a.count * sizeof(*first));
     again = malloc(a.count * sizeof(*again));
@@ -251,18 +242,18 @@ cmd_fault(int argc, char **argv)
     fd = open(a.path, O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return fail("cannot open", a.path);
-    base = dax_map_aligned(fd, len, a.offset, a.sync);
+    base = map_aligned(fd, len, a.offset, a.sync);
     if (!base)
         return fail(a.sync ? "cannot map (MAP_SYNC)" : "cannot map", a.path);
     if (!a.huge && madvise(base, len, MADV_NOHUGEPAGE) < 0)
         return fail("madvise(MADV_NOHUGEPAGE) refused for", a.path);
-    (void)now_ns();
-    f0 = dax_faults_now();
-    timed_pass(base, stride, a.count, first);
-    faults = dax_faults_now() - f0;
-    timed_pass(base, stride, a.count, again);
+    /* daxfile-guest bench's fault benchmark: timed stores, then again */
+    faults = (long)daxguest_bench_stores((guint8 *)base, len, stride, first);
+    daxguest_bench_stores((guint8 *)base, len, stride, again);
+    /* extra faults touching every 4 KiB page of the first PMDs */
     if (a.huge)
-        extra = pmd_extra_faults(base, a.count);
+        extra = (long)daxguest_bench_touch(
+            (guint8 *)base, MIN(a.count, PMD_CHECK_CHUNKS) * PMD_SIZE);
     printf("{\"path\": \"%s\", \"mode\": \"%s\", \"sync\": %s, "
            "\"n\": %" PRIu64 ", \"faults\": %ld, \"pmd_extra_faults\": %ld, ",
            a.path, a.huge ? "2m" : "4k", a.sync ? "true" : "false", a.count,
@@ -558,15 +549,15 @@ cmd_populate(int argc, char **argv)
     fd = open(argv[2], O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return fail("cannot open", argv[2]);
-    map = dax_map_aligned(fd, size, 0, sync);
+    map = map_aligned(fd, size, 0, sync);
     if (!map)
         return fail(sync ? "cannot map (MAP_SYNC)" : "cannot map", argv[2]);
-    f0 = dax_faults_now();
+    f0 = faults_now();
     t0 = now_ns();
     if (madvise(map, size, MADV_POPULATE_WRITE) < 0)
         return fail("MADV_POPULATE_WRITE failed on", argv[2]);
     ns = now_ns() - t0;
-    faults = dax_faults_now() - f0;
+    faults = faults_now() - f0;
     munmap(map, size);
     close(fd);
     printf("{\"path\": \"%s\", \"bytes\": %" PRIu64 ", \"sync\": %s, "
