@@ -131,8 +131,8 @@ def run(ctx):
                   "/dev/null) in a shuffled order; check ms = median; walk "
                   "ms = median over rounds of (check - daxfile --version of "
                   "the same round); FIEMAP = median of 20 walks inside "
-                  "bench-dax (512 extents per ioctl, FIEMAP_FLAG_SYNC, as "
-                  "daxfile does)"},
+                  "bench-dax (daxfile_fiemap_read, as daxfile reads the "
+                  "map: 512 extents per ioctl, FIEMAP_FLAG_SYNC first)"},
         "files": []}
     all_files = []
     base = {}
