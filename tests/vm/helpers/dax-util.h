@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Helpers shared by the small programs that run in the VM harness's
- * guests: dax-probe (the guest scripts' checks) and bench/bench-dax (the
- * benchmarks' measuring half). Both link daxfile-common for sizes and
+ * Helpers of dax-probe (the guest scripts' checks), a small program that
+ * runs in the VM harness's guests. It links daxfile-common for sizes and
  * aligned mappings (daxfile-size.h, daxfile-mmap.h): glib is all that adds
  * to a guest (with pcre2), not json-glib.
  */
