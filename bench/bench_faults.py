@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """faults: first-write fault latency on real fsdax in a TCG guest
-(tests/vm/guest/bench-faults.sh), daxfile-created vs sparse vs fallocated
+(bench/guest/bench-faults.sh), daxfile-created vs sparse vs fallocated
 files (all MAP_SYNC) against device-dax in the same boot; on the daxctl()
 kernels (kernel/, both series) also the created file made static in the
 kernel (the fault path of patch 5), with the filesystem's journal handles
@@ -9,7 +9,7 @@ and transactions per fault."""
 import json
 import os
 
-from benchlib import BenchError, goal, log, median, ratio, table
+from benchlib import BENCH_DIR, BenchError, goal, log, median, ratio, table
 
 NAME = "faults"
 KINDS = ("devdax", "created", "static", "sparse", "falloc")
@@ -41,9 +41,16 @@ def guest_records(res, bench, log_path, problems):
     return lines, recs
 
 
+def guest_script(script):
+    """bench/guest/SCRIPT.sh: the VM harness runs a script given as a path
+    (benchmarks are not tests, so theirs are not in tests/vm/guest/)."""
+    return os.path.join(BENCH_DIR, "guest", f"{script}.sh")
+
+
 def boot(ctx, script, kernel, pmem_sizes, env, tag):
-    """Boot once; returns (BootResult, serial log path, problems). A boot
-    with problems still returns what it measured."""
+    """Boot once and run bench/guest/SCRIPT.sh; returns (BootResult, serial
+    log path, problems). A boot with problems still returns what it
+    measured."""
     import daxfile_vm as vm
     image = vm.build_image(kernel, bins=[ctx.daxfile, ctx.benchdax])
     pmems = []
@@ -51,7 +58,7 @@ def boot(ctx, script, kernel, pmem_sizes, env, tag):
         for size in pmem_sizes:
             pmems.append(vm.Pmem.temporary_file(size))
         log_path = os.path.join(ctx.logdir, f"{tag}-{kernel}.serial.log")
-        res = image.boot(script, pmems=pmems, env=env, timeout=ctx.vm_timeout,
+        res = image.boot(guest_script(script), pmems=pmems, env=env, timeout=ctx.vm_timeout,
                          serial_log=log_path)
     finally:
         for p in pmems:

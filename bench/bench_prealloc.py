@@ -6,7 +6,7 @@ from spawning QEMU (-S, TCG) to its QMP greeting (the backend is
 preallocated while the machine is built, before the monitor answers). The
 host has no DAX, so the same preallocation is also done the way QEMU 7.2
 does it (MADV_POPULATE_WRITE over a MAP_SYNC mapping) in a TCG guest on
-real fsdax (tests/vm/guest/bench-prealloc.sh), against device-dax."""
+real fsdax (bench/guest/bench-prealloc.sh), against device-dax."""
 
 import json
 import os

@@ -2,7 +2,7 @@
 """provision: `daxfile create` of N GiB against fallocate + dd and
 fallocate + pwrite, and against the raw write bandwidth of the same kind of
 device in the same run: in a TCG guest on real fsdax
-(tests/vm/guest/bench-provision.sh) and on the host on a loop-mounted xfs
+(bench/guest/bench-provision.sh) and on the host on a loop-mounted xfs
 (su=2m)."""
 
 import json
