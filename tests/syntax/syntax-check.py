@@ -14,8 +14,7 @@ One TAP result per rule; a failure lists every file that breaks it.
                no C source of a binary is over 200 lines: the .c files
                right in src/daxfilectl/ libvirt-hooks/ guest-tools/ bench/
                (not guest-tools/lib/ or tests/), since binaries parse
-               arguments, call the library and print (issue 18);
-               BINARY_LENGTH_PENDING exempts files still being shrunk
+               arguments, call the library and print (issue 18)
 
 The files are git's (tracked, and untracked but not ignored) when the
 source tree is a git work tree, else every file but build directories.
@@ -40,9 +39,6 @@ LENGTH_DIRS = ("src/", "libvirt-hooks/", "guest-tools/", "bench/", "tools/")
 MAX_LINES = 800
 BINARY_DIRS = ("src/daxfilectl", "libvirt-hooks", "guest-tools", "bench")
 MAX_BINARY_LINES = 200
-# TEMPORARY: files still being shrunk under MAX_BINARY_LINES elsewhere,
-# exempt from binary-length until then; remove when they are merged
-BINARY_LENGTH_PENDING = {"bench/bench-dax.c"}
 
 
 def source_files(srcdir):
@@ -117,7 +113,7 @@ def rule_binary_length(srcdir, files):
     bad = []
     for path in files:
         if (os.path.dirname(path) not in BINARY_DIRS or
-                not path.endswith(".c") or path in BINARY_LENGTH_PENDING):
+                not path.endswith(".c")):
             continue
         n = len(read(srcdir, path).splitlines())
         if n > MAX_BINARY_LINES:
