@@ -136,14 +136,14 @@ static int
 repair_resolve(const DaxfileEntry *e, int hint_fd, gboolean *ret_gone,
                GError **error)
 {
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
     struct stat st;
 
     *ret_gone = FALSE;
     /* its recorded path, then the path the user named */
-    fd = daxfile_file_open(e->path, DAXFILE_OPEN_READ, &st, NULL);
-    if (fd >= 0 && is_entry_inode(fd, &st, e))
-        return g_steal_fd(&fd);
+    f = daxfile_file_open(e->path, DAXFILE_OPEN_READ, NULL);
+    if (f && is_entry_inode(f->fd, &f->st, e))
+        return g_steal_fd(&f->fd);
     if (hint_fd >= 0 && fstat(hint_fd, &st) == 0 &&
         is_entry_inode(hint_fd, &st, e))
         return daxfile_fd_reopen(hint_fd, O_RDONLY, e->path, error);
@@ -334,16 +334,18 @@ daxfile_static_repair(const char *hint_path, DaxfileRepairResult *ret_result,
                       GError **error)
 {
     g_autoptr(DaxfileRegistry) reg = NULL;
-    g_auto(DaxfileFd) hint_fd = -1;
+    g_autoptr(DaxfileFile) hint = NULL;
+    int hint_fd = -1;
     GPtrArray *entries;
     guint i = 0;
 
     ret_result->actions = g_ptr_array_new_with_free_func(
         (GDestroyNotify)repair_action_free);
     if (hint_path) {
-        hint_fd = daxfile_file_open(hint_path, DAXFILE_OPEN_READ, NULL, error);
-        if (hint_fd < 0)
+        hint = daxfile_file_open(hint_path, DAXFILE_OPEN_READ, error);
+        if (!hint)
             return FALSE;
+        hint_fd = hint->fd;
     }
     reg = daxfile_registry_open(error);
     if (!reg)

@@ -28,7 +28,7 @@ typedef struct {
     guint idx;               /* in the caller's items */
     DaxfileStaticItem *item;
     struct stat st;
-    char *name;
+    const char *name;        /* its display name */
     int lock;                /* its inode lock */
     DaxfileEntry *old;       /* a copy of its entry before */
     DaxfileReport *report;   /* what was verified, when it was */
@@ -42,7 +42,6 @@ member_clear(Member *m)
 {
     if (m->lock >= 0)
         close(m->lock);
-    g_free(m->name);
     daxfile_entry_free(m->old);
     g_clear_pointer(&m->report, daxfile_report_free);
 }
@@ -80,10 +79,10 @@ set_lock(DaxfileStaticItem *items, guint n, guint *ret_failed,
     g_array_set_clear_func(set, (GDestroyNotify)member_clear);
     for (i = 0; i < n; i++) {
         Member m = {.idx = i, .item = &items[i], .lock = -1,
-                    .name = daxfile_escape(items[i].path)};
+                    .name = items[i].file->display};
 
         g_array_append_val(set, m);
-        if (!daxfile_static_fd_identity(items[i].fd, m.name,
+        if (!daxfile_static_fd_identity(items[i].file->fd, m.name,
                                         &g_array_index(set, Member, i).st,
                                         error)) {
             *ret_failed = i;
@@ -117,7 +116,7 @@ reservation_new(const Member *m, pid_t holder, guint64 holder_start,
                 GError **error)
 {
     const DaxfileStaticItem *it = m->item;
-    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(it->fd, m->name,
+    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(it->file->fd, m->name,
                                                           error);
     g_autofree char *abspath = NULL;
     DaxfileReport fake = {0};
@@ -126,8 +125,8 @@ reservation_new(const Member *m, pid_t holder, guint64 holder_start,
     if (!map)
         return NULL;
     fake.fingerprint = daxfile_extent_map_fingerprint(map);
-    abspath = daxfile_static_fd_abspath(it->fd, it->path);
-    e = daxfile_static_entry_new(abspath, it->fd, &m->st, &it->params, &fake,
+    abspath = daxfile_static_fd_abspath(it->file->fd, it->file->path);
+    e = daxfile_static_entry_new(abspath, it->file->fd, &m->st, &it->params, &fake,
                                  DAXFILE_MECH_NONE, DAXFILE_STATE_RESERVED);
     e->holder_pid = holder_start ? holder : 0;
     e->holder_start = holder_start;
@@ -154,7 +153,7 @@ set_member_device(DaxfileRegistry *reg, Member *m, DaxfileEntry *cur,
     }
     m->old = cur ? daxfile_entry_copy(cur) : NULL;
     e = daxfile_static_entry_new(
-        it->path, it->fd, &m->st, &it->params, &none, it->result.mechanism,
+        it->file->path, it->file->fd, &m->st, &it->params, &none, it->result.mechanism,
         reserve ? DAXFILE_STATE_RESERVED : DAXFILE_STATE_ENGAGED);
     g_clear_pointer(&e->handle, g_free); /* its /dev node: nothing to find */
     g_clear_pointer(&e->fsid, g_free);
@@ -198,13 +197,13 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
             cur->holder_start = 0;
             daxfile_registry_touch(reg);
         }
-        return daxfile_static_still_engaged(it->fd, &m->st, &it->params, cur,
+        return daxfile_static_still_engaged(it->file->fd, &m->st, &it->params, cur,
                                             m->name, &it->result, error);
     }
     m->old = cur ? daxfile_entry_copy(cur) : NULL;
     if (!reserve || daxfile_kernel_syscall_nr(&nr)) {
         m->report = daxfile_static_enable_checks(
-            it->fd, it->path, &m->st, &it->params, m->name, &it->result, error);
+            it->file->fd, it->file->path, &m->st, &it->params, m->name, &it->result, error);
         if (!m->report)
             return FALSE;
     }
@@ -217,8 +216,8 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
         daxfile_registry_put(reg, e);
         return TRUE;
     }
-    abspath = daxfile_static_fd_abspath(it->fd, it->path);
-    e = daxfile_static_entry_new(abspath, it->fd, &m->st, &it->params,
+    abspath = daxfile_static_fd_abspath(it->file->fd, it->file->path);
+    e = daxfile_static_entry_new(abspath, it->file->fd, &m->st, &it->params,
                                  m->report, it->result.mechanism,
                                  DAXFILE_STATE_ENGAGED);
     if (reserve) {
@@ -240,7 +239,7 @@ set_rollback(DaxfileRegistry *reg, GArray *set)
         Member *m = &g_array_index(set, Member, i);
 
         if (m->engaged)
-            daxfile_static_engage(m->item->result.mechanism, m->item->fd,
+            daxfile_static_engage(m->item->result.mechanism, m->item->file->fd,
                                   m->name, FALSE, 0, NULL);
         if (m->skip)
             continue;
@@ -269,10 +268,10 @@ set_step(DaxfileRegistry *reg, GArray *set, gboolean verify,
         if (!m->engage)
             continue;
         if (verify)
-            ok = daxfile_static_verify_engaged(it->fd, &m->st, &it->params,
+            ok = daxfile_static_verify_engaged(it->file->fd, &m->st, &it->params,
                                                m->report, mech, m->name, error);
         else
-            ok = m->engaged = daxfile_static_engage(mech, it->fd, m->name, TRUE,
+            ok = m->engaged = daxfile_static_engage(mech, it->file->fd, m->name, TRUE,
                                                     it->params.align, error);
         if (!ok) {
             set_rollback(reg, set);
@@ -355,7 +354,7 @@ daxfile_static_release_set(DaxfileStaticItem *items, guint n,
         if (it->not_ours)
             continue;
         if (!daxfile_static_release_allowed(e, m->name, err) ||
-            !daxfile_static_release_inode(it->fd, e, m->name, &it->released,
+            !daxfile_static_release_inode(it->file->fd, e, m->name, &it->released,
                                           err)) {
             ok = ok ? member_fail(m, ret_failed) : FALSE;
             continue;

@@ -313,11 +313,13 @@ daxfile_static_enable_checks(int fd, const char *path, const struct stat *st,
 }
 
 gboolean
-daxfile_static_enable(int fd, const char *path,
+daxfile_static_enable(const DaxfileFile *f,
                       const DaxfileEnableParams *params,
                       DaxfileEnableResult *ret_result, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
+    int fd = f->fd;
+    const char *path = f->path;
+    const char *name = f->display;
     g_auto(DaxfileFd) lock = -1;
     g_autoptr(DaxfileEntry) cur = NULL;
     g_autoptr(DaxfileReport) report = NULL;
@@ -409,11 +411,12 @@ daxfile_static_release_inode(int fd, const DaxfileEntry *e, const char *name,
 }
 
 gboolean
-daxfile_static_disable(int fd, const char *path, const char *owner,
+daxfile_static_disable(const DaxfileFile *f, const char *owner,
                        gboolean wait, DaxfileDisableResult *ret_result,
                        GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
+    int fd = f->fd;
+    const char *name = f->display;
     g_autoptr(DaxfileRegistry) reg = NULL;
     g_auto(DaxfileFd) lock = -1;
     DaxfileEntry *e;
@@ -504,8 +507,9 @@ attest_qemu(int fd, const struct stat *st, const DaxfileReport *report,
 }
 
 DaxfileStaticState *
-daxfile_static_state_read(int fd, const DaxfileReport *report)
+daxfile_static_state_read(const DaxfileFile *f, const DaxfileReport *report)
 {
+    int fd = f->fd;
     DaxfileStaticState *state = g_new0(DaxfileStaticState, 1);
     const DaxfileEntry *e = NULL;
     gboolean immutable = FALSE;

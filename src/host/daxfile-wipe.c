@@ -104,9 +104,8 @@ unheld(DaxfileRegistry *reg, int fd, const struct stat *st, const char *name,
  * inode 0), in devdax mode; its description in *@ret_dev */
 static gboolean
 device_unheld(DaxfileRegistry *reg, const struct stat *st, const char *path,
-              DaxfileDevdax **ret_dev, GError **error)
+              const char *name, DaxfileDevdax **ret_dev, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
     const DaxfileEntry *e = daxfile_registry_lookup(reg, st->st_rdev, 0);
     g_autoptr(DaxfileDevdax) d = daxfile_devdax_read(st->st_rdev, path,
                                                      error);
@@ -129,30 +128,25 @@ device_unheld(DaxfileRegistry *reg, const struct stat *st, const char *path,
     return TRUE;
 }
 
-int
+DaxfileFile *
 daxfile_wipe_open(const char *path, gboolean follow, GError **error)
 {
-    int fd;
-
     if (!daxfile_devdax_is(path))
         return daxfile_file_open(path,
                                  DAXFILE_OPEN_WRITE |
                                      (follow ? DAXFILE_OPEN_FOLLOW : 0),
-                                 NULL, error);
+                                 error);
     /* a device-dax device, by its own node (daxfile-devdax.h) */
-    fd = open(path, O_RDWR | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
-    if (fd < 0) {
-        g_autofree char *name = daxfile_escape(path);
-
-        daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
-    }
-    return fd;
+    return daxfile_file_open_node(path, O_RDWR | (follow ? 0 : O_NOFOLLOW),
+                                  error);
 }
 
 gboolean
-daxfile_wipe_check(int fd, const char *path, GError **error)
+daxfile_wipe_check(const DaxfileFile *f, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
+    int fd = f->fd;
+    const char *path = f->path;
+    const char *name = f->display;
     g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
     struct stat st;
 
@@ -163,7 +157,7 @@ daxfile_wipe_check(int fd, const char *path, GError **error)
         return FALSE;
     }
     if (S_ISCHR(st.st_mode))
-        return device_unheld(reg, &st, path, NULL, error);
+        return device_unheld(reg, &st, path, name, NULL, error);
     return daxfile_file_check_regular(&st, name, error) &&
            unheld(reg, fd, &st, name, error);
 }
@@ -247,10 +241,9 @@ read_back(const unsigned char *map, guint64 size, DaxfileWipeResult *ret)
  * extended attributes): run it again. */
 static gboolean
 wipe_device(int fd, const struct stat *st, const char *path,
-            const DaxfileWipeParams *p, DaxfileWipeResult *ret,
-            GError **error)
+            const char *name, const DaxfileWipeParams *p,
+            DaxfileWipeResult *ret, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
     g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
     g_autoptr(DaxfileDevdax) d = NULL;
     g_auto(DaxfileFd) lock = -1;
@@ -262,7 +255,7 @@ wipe_device(int fd, const struct stat *st, const char *path,
     if (!reg)
         return FALSE;
     lock = daxfile_registry_lock_inode(st->st_rdev, 0, name, FALSE, error);
-    if (lock < 0 || !device_unheld(reg, st, path, &d, error))
+    if (lock < 0 || !device_unheld(reg, st, path, name, &d, error))
         return FALSE;
     g_clear_pointer(&reg, daxfile_registry_free);
     ret->size = d->size;
@@ -324,10 +317,12 @@ wipe_device(int fd, const struct stat *st, const char *path,
 }
 
 gboolean
-daxfile_wipe(int fd, const char *path, const DaxfileWipeParams *p,
+daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
              DaxfileWipeResult *ret, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
+    int fd = f->fd;
+    const char *path = f->path;
+    const char *name = f->display;
     unsigned char *map;
     struct stat st;
     guint64 done = 0, size;
@@ -340,7 +335,7 @@ daxfile_wipe(int fd, const char *path, const DaxfileWipeParams *p,
         return FALSE;
     }
     if (S_ISCHR(st.st_mode))
-        return wipe_device(fd, &st, path, p, ret, error);
+        return wipe_device(fd, &st, path, name, p, ret, error);
     if (!daxfile_file_check_regular(&st, name, error))
         return FALSE;
     if (st.st_size == 0) {
