@@ -86,6 +86,16 @@ daxfile_file_check_regular(const struct stat *st, const char *name,
     return FALSE;
 }
 
+char *
+daxfile_fd_path(int fd)
+{
+    g_autofree char *target = daxfile_fd_target(fd);
+
+    if (!target)
+        return g_strdup_printf("fd %d", fd);
+    return daxfile_escape(target);
+}
+
 int
 daxfile_fd_reopen(int fd, int open_flags, const char *name, GError **error)
 {

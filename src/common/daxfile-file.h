@@ -63,6 +63,10 @@ int daxfile_dir_open_beneath(const char *root, const char *dir,
 gboolean daxfile_file_check_regular(const struct stat *st,
                                     const char *display, GError **error);
 
+/* The path @fd refers to (daxfile_fd_target()) for messages, escaped, or
+ * "fd N" when it cannot be read */
+char *daxfile_fd_path(int fd);
+
 /* Reopen the inode behind @fd with @open_flags (O_CLOEXEC added). */
 int daxfile_fd_reopen(int fd, int open_flags, const char *display,
                       GError **error);

@@ -475,9 +475,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Location, location_clear)
 static gboolean
 locate_fd(int fd, Location *loc)
 {
-    g_autofree char *link = g_strdup_printf("/proc/self/fd/%d", fd);
-
-    loc->seen = g_file_read_link(link, NULL);
+    loc->seen = daxfile_fd_target(fd);
     return loc->seen && g_path_is_absolute(loc->seen) &&
            daxfile_fd_locate(fd, &loc->dev, &loc->fs_path, NULL);
 }

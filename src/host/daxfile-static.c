@@ -133,8 +133,7 @@ check_not_immutable(int fd, const char *name, GError **error)
 char *
 daxfile_static_fd_abspath(int fd, const char *path)
 {
-    g_autofree char *link = g_strdup_printf("/proc/self/fd/%d", fd);
-    char *target = g_file_read_link(link, NULL);
+    char *target = daxfile_fd_target(fd);
 
     if (target && g_path_is_absolute(target))
         return target;
