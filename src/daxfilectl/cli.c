@@ -169,8 +169,8 @@ cli_build_report(const char *path, const CliReportOptions *opts,
 
     if (!f)
         return NULL;
-    report = daxfile_report_build(f->fd, path, opts->align,
-                                  opts->allow_non_dax, error);
+    report = daxfile_report_build(f, opts->align, opts->allow_non_dax,
+                                  error);
     if (report && opts->with_static)
         report->static_state = daxfile_static_state_read(f, report);
     return report;

@@ -177,8 +177,7 @@ spec_check_file(DaxfileNvdimm *spec, gboolean need_ready,
         f = daxfile_file_open(spec->path, DAXFILE_OPEN_READ, error);
         if (!f)
             return FALSE;
-        report = built = daxfile_report_build(f->fd, spec->path,
-                                              spec->alignsize,
+        report = built = daxfile_report_build(f, spec->alignsize,
                                               arg_allow_non_dax, error);
     }
     if (!report || (need_ready && !daxfile_report_require_ready(report,

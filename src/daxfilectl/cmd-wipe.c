@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
-#include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-size.h"
 #include "daxfile-wipe-json.h"

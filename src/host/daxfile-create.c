@@ -581,6 +581,7 @@ create_verify(int fd, const char *path, const char *name,
               const DaxfileFsInfo *fs, const DaxfileCreateParams *params,
               GError **error)
 {
+    g_autoptr(DaxfileFile) f = NULL;
     g_autoptr(DaxfileReport) report = NULL;
     g_autofree char *why = NULL;
     g_autofree char *fix = NULL;
@@ -591,8 +592,12 @@ create_verify(int fd, const char *path, const char *name,
         daxfile_set_error_errno(error, errno, "Cannot sync '%s'", name);
         return NULL;
     }
-    report = daxfile_report_build(fd, path, params->align,
-                                  params->allow_non_dax, error);
+    /* the temporary file, by the name it is about to get */
+    f = daxfile_file_new_from_fd(fcntl(fd, F_DUPFD_CLOEXEC, 0), path, error);
+    if (!f)
+        return NULL;
+    report = daxfile_report_build(f, params->align, params->allow_non_dax,
+                                  error);
     if (!report)
         return NULL;
     if (report->layout_ok)

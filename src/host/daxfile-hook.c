@@ -128,7 +128,7 @@ dev_validate(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
                     (guint64)f->st.st_size >> 10);
         return NULL;
     }
-    report = daxfile_report_build(f->fd, nv->path, daxfile_nvdimm_page(nv),
+    report = daxfile_report_build(f, daxfile_nvdimm_page(nv),
                                   root->allow_non_dax, error);
     if (!report || !daxfile_report_require_ready(report, error))
         return NULL;

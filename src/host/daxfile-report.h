@@ -5,6 +5,7 @@
 #pragma once
 
 #include "daxfile-extent.h"
+#include "daxfile-file.h"
 #include "daxfile-fs.h"
 
 G_BEGIN_DECLS
@@ -37,8 +38,8 @@ DaxfileReport *daxfile_report_new(const char *path, guint64 align,
                                   gboolean allow_non_dax, DaxfileFsInfo *fs,
                                   DaxfileExtentMap *map);
 
-/* Probe the filesystem, read the block map and walk it for @align. */
-DaxfileReport *daxfile_report_build(int fd, const char *path, guint64 align,
+/* Probe the filesystem of @f, read its block map and walk it for @align. */
+DaxfileReport *daxfile_report_build(const DaxfileFile *f, guint64 align,
                                     gboolean allow_non_dax, GError **error);
 
 /* The fix for a problem, for people ("run 'daxfile create' ..."). */

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
-#include "daxfile-escape.h"
 #include "daxfile-file.h"
 #include "daxfile-proc.h"
 #include "daxfile-report.h"
@@ -102,8 +101,7 @@ run_prepare(RunCtx *ctx, GError **error)
                                     error);
         if (!f->file || !run_check_twice(ctx, f, error))
             return FALSE;
-        report = daxfile_report_build(f->file->fd, f->file->path,
-                                      ctx->p->align,
+        report = daxfile_report_build(f->file, ctx->p->align,
                                       ctx->p->allow_non_dax, error);
         if (!report || !daxfile_report_require_ready(report, error))
             return FALSE;
@@ -221,7 +219,8 @@ run_release(RunCtx *ctx)
         g_auto(DaxfileDisableResult) result = {0};
         g_autoptr(GError) error = NULL;
         DaxfileRunEvent ev = {
-            .kind = DAXFILE_RUN_RELEASED, .path = f->file->path, .disabled = &result};
+            .kind = DAXFILE_RUN_RELEASED, .path = f->file->path,
+            .disabled = &result};
 
         if (!f->engaged)
             continue;

@@ -65,10 +65,9 @@ gboolean daxfile_static_still_engaged(int fd, const struct stat *st,
                                       DaxfileEnableResult *result,
                                       GError **error);
 /* What enable verifies before anything changes, and its mechanism */
-DaxfileReport *daxfile_static_enable_checks(int fd, const char *path,
+DaxfileReport *daxfile_static_enable_checks(const DaxfileFile *f,
                                             const struct stat *st,
                                             const DaxfileEnableParams *params,
-                                            const char *name,
                                             DaxfileEnableResult *result,
                                             GError **error);
 /* Whether this process may undo @e's mechanism */

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
-#include "daxfile-escape.h"
 #include "daxfile-fiemap.h"
 #include "daxfile-kernel.h"
 #include "daxfile-registry.h"
@@ -28,6 +27,7 @@ typedef struct {
     guint idx;               /* in the caller's items */
     DaxfileStaticItem *item;
     struct stat st;
+    int fd;                  /* its file's */
     const char *name;        /* its display name */
     int lock;                /* its inode lock */
     DaxfileEntry *old;       /* a copy of its entry before */
@@ -79,6 +79,7 @@ set_lock(DaxfileStaticItem *items, guint n, guint *ret_failed,
     g_array_set_clear_func(set, (GDestroyNotify)member_clear);
     for (i = 0; i < n; i++) {
         Member m = {.idx = i, .item = &items[i], .lock = -1,
+                    .fd = items[i].file->fd,
                     .name = items[i].file->display};
 
         g_array_append_val(set, m);
@@ -116,7 +117,7 @@ reservation_new(const Member *m, pid_t holder, guint64 holder_start,
                 GError **error)
 {
     const DaxfileStaticItem *it = m->item;
-    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(it->file->fd, m->name,
+    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(m->fd, m->name,
                                                           error);
     g_autofree char *abspath = NULL;
     DaxfileReport fake = {0};
@@ -125,8 +126,8 @@ reservation_new(const Member *m, pid_t holder, guint64 holder_start,
     if (!map)
         return NULL;
     fake.fingerprint = daxfile_extent_map_fingerprint(map);
-    abspath = daxfile_static_fd_abspath(it->file->fd, it->file->path);
-    e = daxfile_static_entry_new(abspath, it->file->fd, &m->st, &it->params, &fake,
+    abspath = daxfile_static_fd_abspath(m->fd, it->file->path);
+    e = daxfile_static_entry_new(abspath, m->fd, &m->st, &it->params, &fake,
                                  DAXFILE_MECH_NONE, DAXFILE_STATE_RESERVED);
     e->holder_pid = holder_start ? holder : 0;
     e->holder_start = holder_start;
@@ -153,7 +154,8 @@ set_member_device(DaxfileRegistry *reg, Member *m, DaxfileEntry *cur,
     }
     m->old = cur ? daxfile_entry_copy(cur) : NULL;
     e = daxfile_static_entry_new(
-        it->file->path, it->file->fd, &m->st, &it->params, &none, it->result.mechanism,
+        it->file->path, m->fd, &m->st, &it->params, &none,
+        it->result.mechanism,
         reserve ? DAXFILE_STATE_RESERVED : DAXFILE_STATE_ENGAGED);
     g_clear_pointer(&e->handle, g_free); /* its /dev node: nothing to find */
     g_clear_pointer(&e->fsid, g_free);
@@ -197,13 +199,14 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
             cur->holder_start = 0;
             daxfile_registry_touch(reg);
         }
-        return daxfile_static_still_engaged(it->file->fd, &m->st, &it->params, cur,
+        return daxfile_static_still_engaged(m->fd, &m->st, &it->params, cur,
                                             m->name, &it->result, error);
     }
     m->old = cur ? daxfile_entry_copy(cur) : NULL;
     if (!reserve || daxfile_kernel_syscall_nr(&nr)) {
-        m->report = daxfile_static_enable_checks(
-            it->file->fd, it->file->path, &m->st, &it->params, m->name, &it->result, error);
+        m->report = daxfile_static_enable_checks(it->file, &m->st,
+                                                 &it->params, &it->result,
+                                                 error);
         if (!m->report)
             return FALSE;
     }
@@ -216,8 +219,8 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
         daxfile_registry_put(reg, e);
         return TRUE;
     }
-    abspath = daxfile_static_fd_abspath(it->file->fd, it->file->path);
-    e = daxfile_static_entry_new(abspath, it->file->fd, &m->st, &it->params,
+    abspath = daxfile_static_fd_abspath(m->fd, it->file->path);
+    e = daxfile_static_entry_new(abspath, m->fd, &m->st, &it->params,
                                  m->report, it->result.mechanism,
                                  DAXFILE_STATE_ENGAGED);
     if (reserve) {
@@ -239,7 +242,7 @@ set_rollback(DaxfileRegistry *reg, GArray *set)
         Member *m = &g_array_index(set, Member, i);
 
         if (m->engaged)
-            daxfile_static_engage(m->item->result.mechanism, m->item->file->fd,
+            daxfile_static_engage(m->item->result.mechanism, m->fd,
                                   m->name, FALSE, 0, NULL);
         if (m->skip)
             continue;
@@ -268,10 +271,10 @@ set_step(DaxfileRegistry *reg, GArray *set, gboolean verify,
         if (!m->engage)
             continue;
         if (verify)
-            ok = daxfile_static_verify_engaged(it->file->fd, &m->st, &it->params,
+            ok = daxfile_static_verify_engaged(m->fd, &m->st, &it->params,
                                                m->report, mech, m->name, error);
         else
-            ok = m->engaged = daxfile_static_engage(mech, it->file->fd, m->name, TRUE,
+            ok = m->engaged = daxfile_static_engage(mech, m->fd, m->name, TRUE,
                                                     it->params.align, error);
         if (!ok) {
             set_rollback(reg, set);
@@ -354,7 +357,7 @@ daxfile_static_release_set(DaxfileStaticItem *items, guint n,
         if (it->not_ours)
             continue;
         if (!daxfile_static_release_allowed(e, m->name, err) ||
-            !daxfile_static_release_inode(it->file->fd, e, m->name, &it->released,
+            !daxfile_static_release_inode(m->fd, e, m->name, &it->released,
                                           err)) {
             ok = ok ? member_fail(m, ret_failed) : FALSE;
             continue;

@@ -10,7 +10,6 @@
 #include "daxfile-attest.h"
 #include "daxfile-conf.h"
 #include "daxfile-error.h"
-#include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-fiemap.h"
 #include "daxfile-guard.h"
@@ -287,15 +286,17 @@ daxfile_static_still_engaged(int fd, const struct stat *st,
 /* What enable verifies before anything changes (the layout; not a
  * swapfile; not immutable already), and the mechanism it will use. */
 DaxfileReport *
-daxfile_static_enable_checks(int fd, const char *path, const struct stat *st,
+daxfile_static_enable_checks(const DaxfileFile *f, const struct stat *st,
                              const DaxfileEnableParams *params,
-                             const char *name, DaxfileEnableResult *result,
-                             GError **error)
+                             DaxfileEnableResult *result, GError **error)
 {
+    int fd = f->fd;
+    const char *path = f->path;
+    const char *name = f->display;
     g_autoptr(DaxfileReport) report = NULL;
 
-    report = daxfile_report_build(fd, path, params->align,
-                                  params->allow_non_dax, error);
+    report = daxfile_report_build(f, params->align, params->allow_non_dax,
+                                  error);
     if (!report || !daxfile_report_require_ready(report, error))
         return NULL;
     if (daxfile_is_swapfile(st->st_dev, st->st_ino)) {
@@ -337,8 +338,8 @@ daxfile_static_enable(const DaxfileFile *f,
     if (cur && cur->state == DAXFILE_STATE_ENGAGED)
         return daxfile_static_still_engaged(fd, &st, params, cur, name,
                                             ret_result, error);
-    report = daxfile_static_enable_checks(fd, path, &st, params, name,
-                                          ret_result, error);
+    report = daxfile_static_enable_checks(f, &st, params, ret_result,
+                                          error);
     if (!report)
         return FALSE;
     return commit_enable(fd, path, &st, params, report,
