@@ -471,7 +471,7 @@ attest(const Hook *h, const DaxfileNvdimm *nv, pid_t pid, const char *smaps,
     gboolean nvdimm = nv->model == DAXFILE_DEVICE_NVDIMM;
     GError *local = NULL;
 
-    if (daxfile_attest(pid, smaps, f->fd, &f->st, nv->path, nv->size,
+    if (daxfile_attest(pid, smaps, f, nv->size,
                        nvdimm ? nv->alignsize : 0, nvdimm, &a, &local))
         return TRUE;
     return dev_fail(h, nv, local, error);

@@ -27,6 +27,7 @@ typedef struct {
     guint idx;               /* in the caller's items */
     DaxfileStaticItem *item;
     struct stat st;
+    const DaxfileFile *file; /* the item's */
     int fd;                  /* its file's */
     const char *name;        /* its display name */
     int lock;                /* its inode lock */
@@ -79,11 +80,11 @@ set_lock(DaxfileStaticItem *items, guint n, guint *ret_failed,
     g_array_set_clear_func(set, (GDestroyNotify)member_clear);
     for (i = 0; i < n; i++) {
         Member m = {.idx = i, .item = &items[i], .lock = -1,
-                    .fd = items[i].file->fd,
+                    .file = items[i].file, .fd = items[i].file->fd,
                     .name = items[i].file->display};
 
         g_array_append_val(set, m);
-        if (!daxfile_static_fd_identity(items[i].file->fd, m.name,
+        if (!daxfile_static_fd_identity(m.file,
                                         &g_array_index(set, Member, i).st,
                                         error)) {
             *ret_failed = i;
@@ -126,7 +127,7 @@ reservation_new(const Member *m, pid_t holder, guint64 holder_start,
     if (!map)
         return NULL;
     fake.fingerprint = daxfile_extent_map_fingerprint(map);
-    abspath = daxfile_static_fd_abspath(m->fd, it->file->path);
+    abspath = daxfile_static_fd_abspath(m->file);
     e = daxfile_static_entry_new(abspath, m->fd, &m->st, &it->params, &fake,
                                  DAXFILE_MECH_NONE, DAXFILE_STATE_RESERVED);
     e->holder_pid = holder_start ? holder : 0;
@@ -199,8 +200,8 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
             cur->holder_start = 0;
             daxfile_registry_touch(reg);
         }
-        return daxfile_static_still_engaged(m->fd, &m->st, &it->params, cur,
-                                            m->name, &it->result, error);
+        return daxfile_static_still_engaged(m->file, &m->st, &it->params,
+                                            cur, &it->result, error);
     }
     m->old = cur ? daxfile_entry_copy(cur) : NULL;
     if (!reserve || daxfile_kernel_syscall_nr(&nr)) {
@@ -219,7 +220,7 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
         daxfile_registry_put(reg, e);
         return TRUE;
     }
-    abspath = daxfile_static_fd_abspath(m->fd, it->file->path);
+    abspath = daxfile_static_fd_abspath(m->file);
     e = daxfile_static_entry_new(abspath, m->fd, &m->st, &it->params,
                                  m->report, it->result.mechanism,
                                  DAXFILE_STATE_ENGAGED);
@@ -242,8 +243,8 @@ set_rollback(DaxfileRegistry *reg, GArray *set)
         Member *m = &g_array_index(set, Member, i);
 
         if (m->engaged)
-            daxfile_static_engage(m->item->result.mechanism, m->fd,
-                                  m->name, FALSE, 0, NULL);
+            daxfile_static_engage(m->item->result.mechanism, m->file,
+                                  FALSE, 0, NULL);
         if (m->skip)
             continue;
         if (m->old)
@@ -271,10 +272,10 @@ set_step(DaxfileRegistry *reg, GArray *set, gboolean verify,
         if (!m->engage)
             continue;
         if (verify)
-            ok = daxfile_static_verify_engaged(m->fd, &m->st, &it->params,
-                                               m->report, mech, m->name, error);
+            ok = daxfile_static_verify_engaged(m->file, &m->st, &it->params,
+                                               m->report, mech, error);
         else
-            ok = m->engaged = daxfile_static_engage(mech, m->fd, m->name, TRUE,
+            ok = m->engaged = daxfile_static_engage(mech, m->file, TRUE,
                                                     it->params.align, error);
         if (!ok) {
             set_rollback(reg, set);
@@ -357,7 +358,7 @@ daxfile_static_release_set(DaxfileStaticItem *items, guint n,
         if (it->not_ours)
             continue;
         if (!daxfile_static_release_allowed(e, m->name, err) ||
-            !daxfile_static_release_inode(m->fd, e, m->name, &it->released,
+            !daxfile_static_release_inode(m->file, e, &it->released,
                                           err)) {
             ok = ok ? member_fail(m, ret_failed) : FALSE;
             continue;
