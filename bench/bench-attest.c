@@ -64,7 +64,8 @@ main(int argc, char **argv)
     files = g_new0(DaxfileFile *, nfiles);
     for (i = 0; i < nfiles; i++) {
         files[i] = daxfile_file_open_node(argv[3 + i],
-                                          O_RDONLY | O_NOFOLLOW, NULL);
+                                          O_RDONLY | O_NOFOLLOW, NULL,
+                                          NULL);
         if (!files[i]) {
             fprintf(stderr, "bench-attest: cannot open '%s'\n", argv[3 + i]);
             return 1;

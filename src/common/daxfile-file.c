@@ -151,14 +151,17 @@ daxfile_file_open(const char *path, DaxfileOpenFlags flags, GError **error)
 }
 
 DaxfileFile *
-daxfile_file_open_node(const char *path, int open_flags, GError **error)
+daxfile_file_open_node(const char *path, int open_flags, const char *link_fix,
+                       GError **error)
 {
     int fd = open(path, open_flags | O_CLOEXEC);
 
     if (fd < 0) {
+        int errsv = errno;
         g_autofree char *name = daxfile_escape(path);
 
-        daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
+        daxfile_set_error_errno(error, errsv, "Cannot open '%s'%s", name,
+                                errsv == ELOOP && link_fix ? link_fix : "");
         return NULL;
     }
     return daxfile_file_new_from_fd(fd, path, error);

@@ -41,9 +41,11 @@ DaxfileFile *daxfile_file_open(const char *path, DaxfileOpenFlags flags,
                                GError **error);
 
 /* Open @path with plain open(2) and @open_flags (O_CLOEXEC added), of any
- * type: for a device node named by the user (device-dax). */
+ * type: for a device node named by the user (device-dax). When O_NOFOLLOW
+ * refuses a symbolic link, @link_fix (or nothing) follows the name in the
+ * message. */
 DaxfileFile *daxfile_file_open_node(const char *path, int open_flags,
-                                    GError **error);
+                                    const char *link_fix, GError **error);
 
 /* Open @path, which lies lexically under the directory @root, without
  * leaving @root: no symbolic link and no ".." is followed (openat2 with

@@ -137,16 +137,15 @@ static gboolean
 spec_check_devdax(DaxfileNvdimm *spec, GError **error)
 {
     g_autoptr(DaxfileDevdax) d = NULL;
-    g_autofree char *name = daxfile_escape(spec->path);
-    g_auto(DaxfileFd) fd = daxfile_devdax_open(spec->path, &d, NULL, error);
+    g_autoptr(DaxfileFile) f = daxfile_devdax_open(spec->path, &d, error);
 
-    if (fd < 0)
+    if (!f)
         return FALSE;
     if (spec->model != DAXFILE_DEVICE_NVDIMM || arg_create) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' is a device-dax device (%s): it is given to a "
                     "guest as an nvdimm, and there is nothing to create; "
-                    "fix: drop %s", name, d->name,
+                    "fix: drop %s", f->display, d->name,
                     arg_create ? "--create" : "--model");
         return FALSE;
     }
@@ -154,7 +153,7 @@ spec_check_devdax(DaxfileNvdimm *spec, GError **error)
         spec->alignsize = d->align;
     if (!spec->size)
         spec->size = d->size;
-    if (!daxfile_devdax_check(d, spec->path, spec->size, spec->alignsize,
+    if (!daxfile_devdax_check(d, f->display, spec->size, spec->alignsize,
                               error))
         return FALSE;
     return spec_check_settings(spec, error);

@@ -90,15 +90,15 @@ static DaxfileFile *
 devdax_validate(const DaxfileNvdimm *nv, GError **error)
 {
     g_autoptr(DaxfileDevdax) d = NULL;
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
 
     if (!daxfile_nvdimm_check(nv, error))
         return NULL;
-    fd = daxfile_devdax_open(nv->path, &d, NULL, error);
-    if (fd < 0 || !daxfile_devdax_check(d, nv->path, nv->size,
-                                        nv->alignsize, error))
+    f = daxfile_devdax_open(nv->path, &d, error);
+    if (!f || !daxfile_devdax_check(d, f->display, nv->size, nv->alignsize,
+                                    error))
         return NULL;
-    return daxfile_file_new_from_fd(g_steal_fd(&fd), nv->path, error);
+    return g_steal_pointer(&f);
 }
 
 /* Everything prepare checks about one device and its file (@root NULL:

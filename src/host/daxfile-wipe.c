@@ -107,10 +107,9 @@ static gboolean
 device_unheld(DaxfileRegistry *reg, const struct stat *st,
               const DaxfileFile *f, DaxfileDevdax **ret_dev, GError **error)
 {
-    const char *path = f->path;
     const char *name = f->display;
     const DaxfileEntry *e = daxfile_registry_lookup(reg, st->st_rdev, 0);
-    g_autoptr(DaxfileDevdax) d = daxfile_devdax_read(st->st_rdev, path,
+    g_autoptr(DaxfileDevdax) d = daxfile_devdax_read(st->st_rdev, name,
                                                      error);
 
     if (!d)
@@ -124,7 +123,7 @@ device_unheld(DaxfileRegistry *reg, const struct stat *st,
                     daxfile_entry_state_to_string(e->state), owner);
         return FALSE;
     }
-    if (!daxfile_devdax_check_mode(d, path, error))
+    if (!daxfile_devdax_check_mode(d, name, error))
         return FALSE;
     if (ret_dev)
         *ret_dev = g_steal_pointer(&d);
@@ -141,7 +140,7 @@ daxfile_wipe_open(const char *path, gboolean follow, GError **error)
                                  error);
     /* a device-dax device, by its own node (daxfile-devdax.h) */
     return daxfile_file_open_node(path, O_RDWR | (follow ? 0 : O_NOFOLLOW),
-                                  error);
+                                  NULL, error);
 }
 
 gboolean
