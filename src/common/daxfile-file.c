@@ -109,27 +109,32 @@ daxfile_fd_reopen(int fd, int open_flags, const char *name, GError **error)
     return newfd;
 }
 
-/* The O_PATH fd @pfd of @path: a regular file? then reopen it for real. */
+gboolean
+daxfile_file_reopen(DaxfileFile *f, int open_flags, GError **error)
+{
+    int fd = daxfile_fd_reopen(f->fd, open_flags, f->display, error);
+
+    if (fd < 0)
+        return FALSE;
+    daxfile_fd_close(f->fd);
+    f->fd = fd;
+    return TRUE;
+}
+
+/* The O_PATH fd @pfd (taken) of @path: a regular file? then reopen it
+ * for real. */
 static DaxfileFile *
 open_checked(int pfd, const char *path, DaxfileOpenFlags flags,
              GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
-    struct stat st;
-    int fd;
+    g_autoptr(DaxfileFile) f = daxfile_file_new_from_fd(pfd, path, error);
 
-    if (fstat(pfd, &st) < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
+    if (!f || !daxfile_file_check_regular(&f->st, f->display, error) ||
+        !daxfile_file_reopen(f, (flags & DAXFILE_OPEN_WRITE) ? O_RDWR
+                                                             : O_RDONLY,
+                             error))
         return NULL;
-    }
-    if (!daxfile_file_check_regular(&st, name, error))
-        return NULL;
-    fd = daxfile_fd_reopen(pfd,
-                           (flags & DAXFILE_OPEN_WRITE) ? O_RDWR : O_RDONLY,
-                           name, error);
-    if (fd < 0)
-        return NULL;
-    return file_new(fd, &st, path);
+    return g_steal_pointer(&f);
 }
 
 DaxfileFile *
@@ -147,7 +152,7 @@ daxfile_file_open(const char *path, DaxfileOpenFlags flags, GError **error)
         daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
         return NULL;
     }
-    return open_checked(pfd, path, flags, error);
+    return open_checked(g_steal_fd(&pfd), path, flags, error);
 }
 
 DaxfileFile *
@@ -219,15 +224,18 @@ open_beneath(int rootfd, const char *rel, int oflags)
 static int
 beneath(const char *root, const char *path, int oflags, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
-    g_autofree char *rootname = daxfile_escape(root);
     g_auto(DaxfileFd) rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    g_autofree char *rootname = NULL;
+    g_autofree char *name = NULL;
     size_t n = strlen(root);
     const char *rel;
+    int errsv;
     int fd;
 
     if (rootfd < 0) {
-        daxfile_set_error_errno(error, errno,
+        errsv = errno;
+        rootname = daxfile_escape(root);
+        daxfile_set_error_errno(error, errsv,
                                 "Cannot open the managed root '%s'", rootname);
         return -1;
     }
@@ -236,16 +244,21 @@ beneath(const char *root, const char *path, int oflags, GError **error)
     while (*rel == '/')
         rel++;
     fd = open_beneath(rootfd, *rel ? rel : ".", oflags);
-    if (fd < 0 && (errno == ELOOP || errno == EXDEV)) {
+    if (fd >= 0)
+        return fd;
+    /* the names, for the message, only now that there is one */
+    errsv = errno;
+    name = daxfile_escape(path);
+    rootname = daxfile_escape(root);
+    if (errsv == ELOOP || errsv == EXDEV) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
                     "'%s' leads outside the managed root '%s' or through a "
                     "symbolic link; use a plain path inside the root",
                     name, rootname);
         return -1;
     }
-    if (fd < 0)
-        daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
-    return fd;
+    daxfile_set_error_errno(error, errsv, "Cannot open '%s'", name);
+    return -1;
 }
 
 int
@@ -262,5 +275,5 @@ daxfile_file_open_beneath(const char *root, const char *path,
 
     if (pfd < 0)
         return NULL;
-    return open_checked(pfd, path, flags, error);
+    return open_checked(g_steal_fd(&pfd), path, flags, error);
 }

@@ -69,6 +69,10 @@ gboolean daxfile_file_check_regular(const struct stat *st,
  * "fd N" when it cannot be read */
 char *daxfile_fd_path(int fd);
 
+/* Reopen @f's inode (an O_PATH handle, say) with @open_flags (O_CLOEXEC
+ * added), in place: its fd is replaced; its stat, path and display stay. */
+gboolean daxfile_file_reopen(DaxfileFile *f, int open_flags, GError **error);
+
 /* Reopen the inode behind @fd with @open_flags (O_CLOEXEC added). */
 int daxfile_fd_reopen(int fd, int open_flags, const char *display,
                       GError **error);

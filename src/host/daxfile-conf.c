@@ -375,14 +375,14 @@ static GPtrArray *
 dropins(const char *path, GError **error)
 {
     g_autofree char *dir = g_strconcat(path, ".d", NULL);
-    g_auto(DaxfileFd) fd = daxfile_trusted_open(dir, TRUE, error);
+    g_autoptr(DaxfileFile) f = daxfile_trusted_open(dir, TRUE, error);
     g_autoptr(GDir) d = NULL;
     GPtrArray *files = NULL;
     const char *name;
 
-    if (fd < 0 && error && *error)
+    if (!f && error && *error)
         return NULL;
-    d = fd >= 0 ? g_dir_open(dir, 0, NULL) : NULL;
+    d = f ? g_dir_open(dir, 0, NULL) : NULL;
     files = g_ptr_array_new_with_free_func(g_free);
 
     while (d && (name = g_dir_read_name(d))) {
