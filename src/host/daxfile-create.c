@@ -613,14 +613,14 @@ create_verify(int fd, const char *path, const char *name,
     return NULL;
 }
 
-DaxfileReport *
-daxfile_create_at(int dirfd, const char *path,
-                  const DaxfileCreateParams *params,
-                  DaxfileCreateInfo *ret_info, GError **error)
+/* daxfile_create_at(), @path shown as @name */
+static DaxfileReport *
+create_in(int dirfd, const char *path, const char *name,
+          const DaxfileCreateParams *params, DaxfileCreateInfo *ret_info,
+          GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
-    g_autofree char *dir = g_path_get_dirname(path);
-    g_autofree char *dirname = daxfile_escape(dir);
+    /* escaping keeps every '/': the directory of the display name */
+    g_autofree char *dirname = g_path_get_dirname(name);
     g_autofree char *base = g_path_get_basename(path);
     g_auto(TmpFile) tmp = {dirfd, -1, NULL, FALSE};
     g_autoptr(GArray) held = g_array_new(FALSE, FALSE, sizeof(TmpFile));
@@ -652,12 +652,23 @@ daxfile_create_at(int dirfd, const char *path,
 }
 
 DaxfileReport *
+daxfile_create_at(int dirfd, const char *path,
+                  const DaxfileCreateParams *params,
+                  DaxfileCreateInfo *ret_info, GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+
+    return create_in(dirfd, path, name, params, ret_info, error);
+}
+
+DaxfileReport *
 daxfile_create(const char *path, const DaxfileCreateParams *params,
                DaxfileCreateInfo *ret_info, GError **error)
 {
+    /* the one display of @path, where it enters */
     g_autofree char *name = daxfile_escape(path);
     g_autofree char *dir = g_path_get_dirname(path);
-    g_autofree char *dirname = daxfile_escape(dir);
+    g_autofree char *dirname = g_path_get_dirname(name);
     g_autofree char *base = g_path_get_basename(path);
     g_auto(DaxfileFd) dirfd = -1;
 
@@ -671,5 +682,5 @@ daxfile_create(const char *path, const DaxfileCreateParams *params,
                                 "'%s'", name, dirname);
         return NULL;
     }
-    return daxfile_create_at(dirfd, path, params, ret_info, error);
+    return create_in(dirfd, path, name, params, ret_info, error);
 }

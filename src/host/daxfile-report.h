@@ -33,10 +33,11 @@ typedef struct {
 void daxfile_report_free(DaxfileReport *report);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileReport, daxfile_report_free)
 
-/* Judge @map (taking ownership of @fs and @map) for @align. */
-DaxfileReport *daxfile_report_new(const char *path, guint64 align,
-                                  gboolean allow_non_dax, DaxfileFsInfo *fs,
-                                  DaxfileExtentMap *map);
+/* Judge @map (taking ownership of @fs and @map) for @align; the file is
+ * @path, shown as @display (DaxfileFile). */
+DaxfileReport *daxfile_report_new(const char *path, const char *display,
+                                  guint64 align, gboolean allow_non_dax,
+                                  DaxfileFsInfo *fs, DaxfileExtentMap *map);
 
 /* Probe the filesystem of @f, read its block map and walk it for @align. */
 DaxfileReport *daxfile_report_build(const DaxfileFile *f, guint64 align,
