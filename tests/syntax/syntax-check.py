@@ -10,6 +10,32 @@ One TAP result per rule; a failure lists every file that breaks it.
                its functions, which release builds make no-ops
   file-length  no C or Python source file under src/ libvirt-hooks/
                guest-tools/ bench/ tools/ is over 800 lines
+  escape       daxfile_escape() is called only where names are shown or
+               where a name enters without a file. A file is opened as a
+               DaxfileFile (src/common/daxfile-file.h), which computes its
+               display name once; every operation on it takes the handle
+               and names it by f->display. The allowed C files
+               (ESCAPE_ALLOWED), with why:
+                 display: the definition (daxfile-escape.c); the handle
+                   (daxfile-file.c: its display, and the failures before a
+                   handle exists); the CLIs, which print (src/daxfilectl/,
+                   the guest's output module daxguest-checks-output.c);
+                   the JSON views of registry entries (src/host/*-json.c)
+                 a name that enters with no file, shown once there: sizes
+                   as typed (daxfile-size.c), configuration keys
+                   (daxfile-conf.c), the components of a trusted lookup
+                   (daxfile-trust.c), the domain XML's names and the
+                   entries the hook reports (daxfile-domxml.c,
+                   daxfile-hook.c), domain names and QEMU pid files
+                   (daxfile-virt.c, daxfile-attest.c), a file not created
+                   yet (daxfile-create.c), registry owners (daxfile-wipe.c),
+                   the guest's target and bench models, which keep the
+                   display they make (daxguest-target.c, daxguest-bench.c)
+  proc-fd      a C string "/proc/self/fd/..." is in four files only: the one
+               readlink (daxfile_fd_target(), daxfile-fd.c), the reopen
+               through it (daxfile-file.c), create's linkat() of an
+               O_TMPFILE (daxfile-create.c) and daxctl(), which names the
+               file by it (daxfile-kernel.c)
 
 The files are git's (tracked, and untracked but not ignored) when the
 source tree is a git work tree, else every file but build directories.
@@ -28,6 +54,17 @@ SEAM_NAMES = re.compile(r"DAXFILE_TEST_(CRASH|PAUSE|NO_TMPFILE|MISPLACED)")
 SEAM_MODULE = {"src/common/daxfile-seam.c", "src/common/daxfile-seam.h"}
 LENGTH_DIRS = ("src/", "libvirt-hooks/", "guest-tools/", "bench/", "tools/")
 MAX_LINES = 800
+ESCAPE_CALL = re.compile(r"\bdaxfile_escape\s*\(")
+ESCAPE_ALLOWED = re.compile(r"""^(
+    src/common/daxfile-(escape|file|size)\.c
+  | src/daxfilectl/[^/]+\.c
+  | src/host/daxfile-[a-z]+-json\.c
+  | src/host/daxfile-(conf|trust|domxml|hook|virt|attest|create|wipe)\.c
+  | guest-tools/lib/daxguest-(checks-output|target|bench)\.c
+)$""", re.X)
+PROC_FD = '"/proc/self/fd/'
+PROC_FD_ALLOWED = {"src/common/daxfile-fd.c", "src/common/daxfile-file.c",
+                   "src/host/daxfile-create.c", "src/host/daxfile-kernel.c"}
 
 
 def source_files(srcdir):
@@ -98,11 +135,46 @@ def rule_file_length(srcdir, files):
     return bad, (f"split files over {MAX_LINES} lines along their seams")
 
 
+def c_files(files):
+    """The C sources (.c) of the product, not the tests"""
+    return [p for p in files
+            if p.endswith(".c") and p.startswith(LENGTH_DIRS)]
+
+
+def rule_escape(srcdir, files):
+    bad = []
+    for path in c_files(files):
+        if ESCAPE_ALLOWED.match(path):
+            continue
+        for n, line in enumerate(read(srcdir, path).splitlines(), 1):
+            if ESCAPE_CALL.search(line):
+                bad.append(f"{path}:{n}: {line.strip()}")
+    return bad, ("open a DaxfileFile and use its display; a name that "
+                 "enters without a file is shown where it enters (see the "
+                 "allow-list in syntax-check.py)")
+
+
+def rule_proc_fd(srcdir, files):
+    bad = []
+    for path in c_files(files):
+        if path in PROC_FD_ALLOWED:
+            continue
+        for n, line in enumerate(read(srcdir, path).splitlines(), 1):
+            if PROC_FD in line:
+                bad.append(f"{path}:{n}: {line.strip()}")
+    return bad, ("read what an fd is with daxfile_fd_target() "
+                 "(src/common/daxfile-fd.h)")
+
+
 RULES = [
     ("test-seams", "no test-seam variable named in C outside the seam module",
      rule_test_seams),
     ("file-length", f"no C or Python source file over {MAX_LINES} lines "
      "under " + " ".join(LENGTH_DIRS), rule_file_length),
+    ("escape", "daxfile_escape() called only in display modules and where "
+     "a name enters without a file", rule_escape),
+    ("proc-fd", "/proc/self/fd/ spelt only in the readlink, the reopens "
+     "and daxctl()", rule_proc_fd),
 ]
 
 
