@@ -12,7 +12,7 @@
 
 G_BEGIN_DECLS
 
-/* Whether FS_IMMUTABLE_FL is set on @fd */
+/* Whether FS_IMMUTABLE_FL is set on @f */
 gboolean daxfile_guard_get(const DaxfileFile *f, gboolean *ret_on,
                            GError **error);
 
@@ -20,7 +20,7 @@ gboolean daxfile_guard_get(const DaxfileFile *f, gboolean *ret_on,
 gboolean daxfile_guard_set(const DaxfileFile *f, gboolean on,
                            GError **error);
 
-/* The same, then fsync(@fd), so that the flag change is on disk before
+/* The same, then fsync() of @f, so that the flag change is on disk before
  * the caller records it (or the release of it) in the registry */
 gboolean daxfile_guard_set_durable(const DaxfileFile *f, gboolean on,
                                    GError **error);

@@ -47,8 +47,8 @@ void daxfile_enable_result_clear(DaxfileEnableResult *result);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileEnableResult,
                                  daxfile_enable_result_clear)
 
-/* Make the file behind @fd (named @path, for the registry and messages)
- * static. The caller opened it with daxfile_file_open(). */
+/* Make the file @f static (its path goes to the registry, its display to
+ * messages). The caller opened it with daxfile_file_open(). */
 gboolean daxfile_static_enable(const DaxfileFile *f,
                                const DaxfileEnableParams *params,
                                DaxfileEnableResult *ret_result,
@@ -135,7 +135,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileStaticState, daxfile_static_state_free)
 /* The file is static (its entry is engaged) */
 gboolean daxfile_static_state_enabled(const DaxfileStaticState *state);
 
-/* The static state of the file behind @fd, whose @report was built; what
+/* The static state of the file @f, whose @report was built; what
  * cannot be read is left unknown. */
 DaxfileStaticState *daxfile_static_state_read(const DaxfileFile *f,
                                               const DaxfileReport *report);
