@@ -52,8 +52,8 @@ main(int argc, char **argv)
     int nfiles = argc - 3;
     pid_t pid;
     guint64 align;
-    int i, r, *fds;
-    struct stat *sts;
+    DaxfileFile **files;
+    int i, r;
 
     if (argc < 4) {
         fprintf(stderr, "usage: bench-attest PID ALIGN FILE...\n");
@@ -61,11 +61,12 @@ main(int argc, char **argv)
     }
     pid = (pid_t)atoi(argv[1]);
     align = g_ascii_strtoull(argv[2], NULL, 10);
-    fds = g_new0(int, nfiles);
-    sts = g_new0(struct stat, nfiles);
+    files = g_new0(DaxfileFile *, nfiles);
     for (i = 0; i < nfiles; i++) {
-        fds[i] = open(argv[3 + i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fds[i] < 0 || fstat(fds[i], &sts[i]) < 0) {
+        files[i] = daxfile_file_open_node(argv[3 + i],
+                                          O_RDONLY | O_NOFOLLOW, NULL,
+                                          NULL);
+        if (!files[i]) {
             fprintf(stderr, "bench-attest: cannot open '%s'\n", argv[3 + i]);
             return 1;
         }
@@ -82,8 +83,8 @@ main(int argc, char **argv)
         for (i = 0; i < nfiles; i++) {
             g_auto(DaxfileAttestation) a = {0};
 
-            daxfile_attest(pid, text, fds[i], &sts[i], argv[3 + i],
-                           sts[i].st_size, align, TRUE, &a, NULL);
+            daxfile_attest(pid, text, files[i], files[i]->st.st_size, align,
+                           TRUE, &a, NULL);
         }
         t_read[r] = t1 - t0;
         t_all[r] = now_us() - t0;
@@ -102,18 +103,17 @@ main(int argc, char **argv)
             g_auto(DaxfileAttestation) a = {0};
             double t0 = now_us();
 
-            ok = daxfile_attest(pid, smaps, fds[i], &sts[i], argv[3 + i],
-                                sts[i].st_size, align, TRUE, &a, NULL);
+            ok = daxfile_attest(pid, smaps, files[i], files[i]->st.st_size,
+                                align, TRUE, &a, NULL);
             t[r] = now_us() - t0;
         }
         qsort(t, ROUNDS, sizeof(t[0]), cmp_double);
         printf("%s{\"path\": \"%s\", \"attested\": %s, \"median_us\": "
                "%.1f, \"p90_us\": %.1f}", i ? ", " : "", argv[3 + i],
                ok ? "true" : "false", t[ROUNDS / 2], t[ROUNDS * 9 / 10]);
-        close(fds[i]);
+        daxfile_file_free(files[i]);
     }
     printf("]}\n");
-    g_free(fds);
-    g_free(sts);
+    g_free(files);
     return 0;
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <unistd.h>
 
-#include "daxfile-escape.h"
 #include "daxfile-fd.h"
 
 void
@@ -12,12 +11,9 @@ daxfile_fd_close(DaxfileFd fd)
 }
 
 char *
-daxfile_fd_path(int fd)
+daxfile_fd_target(int fd)
 {
     g_autofree char *link = g_strdup_printf("/proc/self/fd/%d", fd);
-    g_autofree char *target = g_file_read_link(link, NULL);
 
-    if (!target)
-        return g_strdup_printf("fd %d", fd);
-    return daxfile_escape(target);
+    return g_file_read_link(link, NULL);
 }

@@ -13,7 +13,9 @@ typedef int DaxfileFd;
 void daxfile_fd_close(DaxfileFd fd);
 G_DEFINE_AUTO_CLEANUP_FREE_FUNC(DaxfileFd, daxfile_fd_close, -1)
 
-/* The path an fd refers to, for messages ("/proc/self/fd/N" target) */
-char *daxfile_fd_path(int fd);
+/* What the kernel says @fd refers to (the target of /proc/self/fd/N, raw
+ * bytes), or NULL when it cannot be read: the one readlink of
+ * /proc/self/fd in daxfile. For messages: daxfile_fd_path(). */
+char *daxfile_fd_target(int fd);
 
 G_END_DECLS

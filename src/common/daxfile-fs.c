@@ -17,6 +17,7 @@
 #include "daxfile-align.h"
 #include "daxfile-error.h"
 #include "daxfile-fd.h"
+#include "daxfile-file.h"
 #include "daxfile-fs.h"
 #include "daxfile-mount.h"
 #include "daxfile-size.h"

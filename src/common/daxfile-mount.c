@@ -10,6 +10,7 @@
 
 #include "daxfile-error.h"
 #include "daxfile-fd.h"
+#include "daxfile-file.h"
 #include "daxfile-mount.h"
 #include "daxfile-util.h"
 
@@ -157,8 +158,7 @@ gboolean
 daxfile_fd_locate(int fd, guint64 *ret_dev, char **ret_fs_path,
                   GError **error)
 {
-    g_autofree char *link = g_strdup_printf("/proc/self/fd/%d", fd);
-    g_autofree char *seen = g_file_read_link(link, NULL);
+    g_autofree char *seen = daxfile_fd_target(fd);
     g_autofree char *name = daxfile_fd_path(fd);
     g_autoptr(GPtrArray) mounts = NULL;
     const DaxfileMount *m = NULL;

@@ -35,17 +35,16 @@ DaxfileReport *
 cli_build_report(const char *path, const CliReportOptions *opts,
                  GError **error)
 {
-    g_auto(DaxfileFd) fd = daxfile_file_open(
-        path, opts->follow ? DAXFILE_OPEN_FOLLOW : DAXFILE_OPEN_READ, NULL,
-        error);
+    g_autoptr(DaxfileFile) f = daxfile_file_open(
+        path, opts->follow ? DAXFILE_OPEN_FOLLOW : DAXFILE_OPEN_READ, error);
     DaxfileReport *report;
 
-    if (fd < 0)
+    if (!f)
         return NULL;
-    report = daxfile_report_build(fd, path, opts->align, opts->allow_non_dax,
+    report = daxfile_report_build(f, opts->align, opts->allow_non_dax,
                                   error);
     if (report && opts->with_static)
-        report->static_state = daxfile_static_state_read(fd, report);
+        report->static_state = daxfile_static_state_read(f, report);
     return report;
 }
 

@@ -27,21 +27,21 @@ cmd_detach(int argc, char **argv)
     g_auto(DaxfileAttachResult) result = {0};
     g_autoptr(GError) error = NULL;
     g_autofree char *path = NULL;
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
 
     path = g_canonicalize_filename(argv[2], NULL);
     if (arg_wipe) {
         /* opened once, by the name given, and checked before the domain
          * changes: a held file refuses both */
-        fd = daxfile_wipe_open(argv[2], FALSE, &error);
-        if (fd < 0 || !daxfile_wipe_check(fd, argv[2], &error))
+        f = daxfile_wipe_open(argv[2], FALSE, &error);
+        if (!f || !daxfile_wipe_check(f, &error))
             return cli_report_error(error);
     }
     if (!daxfile_virt_detach(arg_uri, argv[1], path, &result, &error))
         return cli_report_error(error);
     fprintf(stderr, "detached '%s' from domain '%s'%s%s\n", path, argv[1],
             result.note ? ": " : "", result.note ? result.note : "");
-    return arg_wipe ? cli_wipe(fd, argv[2], FALSE) : CLI_EXIT_OK;
+    return arg_wipe ? cli_wipe(f, FALSE) : CLI_EXIT_OK;
 }
 
 const CliVerb cmd_detach_verb = {

@@ -42,13 +42,13 @@ static const GOptionEntry disable_options[] = {
     {NULL},
 };
 
-static int
+static DaxfileFile *
 open_target(const char *path, GError **error)
 {
     return daxfile_file_open(path,
                              arg_follow ? DAXFILE_OPEN_FOLLOW
                                         : DAXFILE_OPEN_READ,
-                             NULL, error);
+                             error);
 }
 
 void
@@ -70,7 +70,7 @@ cmd_enable(int argc, char **argv)
     DaxfileEnableParams params = {0};
     g_auto(DaxfileEnableResult) result = {0};
     g_autoptr(GError) error = NULL;
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
     int ret = CLI_EXIT_OK;
 
     if (!cli_parse_align("enable", arg_align, &params.align, &ret) ||
@@ -79,9 +79,8 @@ cmd_enable(int argc, char **argv)
         return ret;
     params.owner = arg_owner ? arg_owner : DEFAULT_OWNER;
     params.allow_non_dax = arg_allow_non_dax;
-    fd = open_target(argv[1], &error);
-    if (fd < 0 ||
-        !daxfile_static_enable(fd, argv[1], &params, &result, &error))
+    f = open_target(argv[1], &error);
+    if (!f || !daxfile_static_enable(f, &params, &result, &error))
         return cli_report_error(error);
     cli_print_enabled(argv[1], &result, params.owner);
     return CLI_EXIT_OK;
@@ -110,12 +109,11 @@ cmd_disable(int argc, char **argv)
 {
     g_auto(DaxfileDisableResult) result = {0};
     g_autoptr(GError) error = NULL;
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
 
-    fd = open_target(argv[1], &error);
-    if (fd < 0 ||
-        !daxfile_static_disable(fd, argv[1], arg_owner, FALSE, &result,
-                                &error))
+    f = open_target(argv[1], &error);
+    if (!f ||
+        !daxfile_static_disable(f, arg_owner, FALSE, &result, &error))
         return cli_report_error(error);
     return cli_print_disabled(argv[1], &result);
 }

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
-#include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-size.h"
 #include "daxfile-wipe-json.h"
@@ -70,11 +69,11 @@ print_result(const char *name, const DaxfileWipeResult *r)
 }
 
 int
-cli_wipe(int fd, const char *path, gboolean json)
+cli_wipe(const DaxfileFile *f, gboolean json)
 {
     g_auto(DaxfileWipeResult) result = {0};
     g_autoptr(GError) error = NULL;
-    g_autofree char *name = daxfile_escape(path);
+    const char *name = f->display;
     Progress prog = {0};
     DaxfileWipeParams params = {.cancel = &cancel};
     struct sigaction sa = {.sa_handler = on_signal};
@@ -88,9 +87,9 @@ cli_wipe(int fd, const char *path, gboolean json)
         params.progress = progress;
         params.progress_data = &prog;
     }
-    ok = daxfile_wipe(fd, path, &params, &result, &error);
+    ok = daxfile_wipe(f, &params, &result, &error);
     if (json && (ok || result.interrupted || result.sha256))
-        cli_print_json(daxfile_wipe_result_to_json(&result, path));
+        cli_print_json(daxfile_wipe_result_to_json(&result, f->path));
     if (!ok) {
         cli_report_error(error);
         return result.interrupted ? CLI_EXIT_INTERRUPTED : CLI_EXIT_FAILURE;
@@ -104,12 +103,12 @@ static int
 cmd_wipe(int argc, char **argv)
 {
     g_autoptr(GError) error = NULL;
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
 
-    fd = daxfile_wipe_open(argv[1], arg_follow, &error);
-    if (fd < 0)
+    f = daxfile_wipe_open(argv[1], arg_follow, &error);
+    if (!f)
         return cli_report_error(error);
-    return cli_wipe(fd, argv[1], arg_json);
+    return cli_wipe(f, arg_json);
 }
 
 const CliVerb cmd_wipe_verb = {

@@ -88,7 +88,7 @@ int cli_print_disabled(const char *path, const DaxfileDisableResult *result);
 
 /* wipe @fd (daxfile_wipe_open()) as `daxfile wipe` does (signals,
  * progress, the result line or @json), returning the exit status */
-int cli_wipe(int fd, const char *path, gboolean json);
+int cli_wipe(const DaxfileFile *f, gboolean json);
 
 /* The verbs (cli-verbs.h): daxfile's */
 extern const CliVerb cmd_create_verb;

@@ -29,16 +29,15 @@ attach_check_devdax(DaxfileNvdimm *spec, const DaxfileAttachOptions *opts,
                     GError **error)
 {
     g_autoptr(DaxfileDevdax) d = NULL;
-    g_autofree char *name = daxfile_escape(spec->path);
-    g_auto(DaxfileFd) fd = daxfile_devdax_open(spec->path, &d, NULL, error);
+    g_autoptr(DaxfileFile) f = daxfile_devdax_open(spec->path, &d, error);
 
-    if (fd < 0)
+    if (!f)
         return FALSE;
     if (spec->model != DAXFILE_DEVICE_NVDIMM || opts->create) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' is a device-dax device (%s): it is given to a "
                     "guest as an nvdimm, and there is nothing to create; "
-                    "fix: drop %s", name, d->name,
+                    "fix: drop %s", f->display, d->name,
                     opts->create ? "--create" : "--model");
         return FALSE;
     }
@@ -46,7 +45,7 @@ attach_check_devdax(DaxfileNvdimm *spec, const DaxfileAttachOptions *opts,
         spec->alignsize = d->align;
     if (!spec->size)
         spec->size = d->size;
-    if (!daxfile_devdax_check(d, spec->path, spec->size, spec->alignsize,
+    if (!daxfile_devdax_check(d, f->display, spec->size, spec->alignsize,
                               error))
         return FALSE;
     return daxfile_attach_check_settings(spec, error);
@@ -58,17 +57,15 @@ daxfile_attach_check(DaxfileNvdimm *spec, const DaxfileAttachOptions *opts,
 {
     g_autoptr(DaxfileReport) built = NULL;
     const DaxfileReport *report = created;
-    g_autofree char *name = daxfile_escape(spec->path);
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
 
     if (!created && daxfile_devdax_is(spec->path))
         return attach_check_devdax(spec, opts, error);
     if (!created) {
-        fd = daxfile_file_open(spec->path, DAXFILE_OPEN_READ, NULL, error);
-        if (fd < 0)
+        f = daxfile_file_open(spec->path, DAXFILE_OPEN_READ, error);
+        if (!f)
             return FALSE;
-        report = built = daxfile_report_build(fd, spec->path,
-                                              spec->alignsize,
+        report = built = daxfile_report_build(f, spec->alignsize,
                                               opts->allow_non_dax, error);
     }
     if (!report || (!spec->readonly &&
@@ -80,7 +77,7 @@ daxfile_attach_check(DaxfileNvdimm *spec, const DaxfileAttachOptions *opts,
 
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' is %s, not %s; the device size must equal the "
-                    "file's size (drop --size)", name, have, want);
+                    "file's size (drop --size)", report->path, have, want);
         return FALSE;
     }
     spec->size = report->size;

@@ -81,12 +81,13 @@ daxfile_attest_read_smaps(pid_t pid, GError **error)
 }
 
 gboolean
-daxfile_attest(pid_t pid, const char *smaps, int fd, const struct stat *st,
-               const char *path, guint64 size, guint64 align,
-               gboolean need_sync, DaxfileAttestation *ret, GError **error)
+daxfile_attest(pid_t pid, const char *smaps, const DaxfileFile *f,
+               guint64 size, guint64 align, gboolean need_sync,
+               DaxfileAttestation *ret, GError **error)
 {
+    const struct stat *st = &f->st;
+    const char *name = f->display;
     g_autofree char *own = NULL;
-    g_autofree char *name = daxfile_escape(path);
     g_autofree char *have = NULL;
     g_autofree char *want = NULL;
     g_autoptr(GError) local = NULL;
@@ -95,7 +96,7 @@ daxfile_attest(pid_t pid, const char *smaps, int fd, const struct stat *st,
 
     memset(ret, 0, sizeof(*ret));
     ret->pid = pid;
-    ret->dax = daxfile_fs_dax(fd) == DAXFILE_TRI_YES;
+    ret->dax = daxfile_fs_dax(f->fd) == DAXFILE_TRI_YES;
     ret->need_sync = need_sync;
     if (!smaps && !(smaps = own = daxfile_attest_read_smaps(pid, &local)))
         return fail(ret, error, "%s", local->message);

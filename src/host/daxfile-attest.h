@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "daxfile-file.h"
 #include "daxfile-proc.h"
 
 G_BEGIN_DECLS
@@ -42,13 +43,12 @@ pid_t daxfile_attest_qemu_pid(const char *pid_dir, const char *domain,
  * walks every mapping to make it: ~1.5 ms for a small QEMU) */
 char *daxfile_attest_read_smaps(pid_t pid, GError **error);
 
-/* Attest QEMU (@pid)'s mapping of the file @fd (@st, @path for messages)
- * for a device of @size bytes with <alignsize> @align (0: none), that on
- * DAX must be synchronous when @need_sync, from @smaps
- * (daxfile_attest_read_smaps(); NULL: read it now). Fills @ret; FALSE
- * with @error set to its problem when a check fails. */
-gboolean daxfile_attest(pid_t pid, const char *smaps, int fd,
-                        const struct stat *st, const char *path,
+/* Attest QEMU (@pid)'s mapping of the file @f for a device of @size bytes
+ * with <alignsize> @align (0: none), that on DAX must be synchronous when
+ * @need_sync, from @smaps (daxfile_attest_read_smaps(); NULL: read it
+ * now). Fills @ret; FALSE with @error set to its problem when a check
+ * fails. */
+gboolean daxfile_attest(pid_t pid, const char *smaps, const DaxfileFile *f,
                         guint64 size, guint64 align, gboolean need_sync,
                         DaxfileAttestation *ret, GError **error);
 

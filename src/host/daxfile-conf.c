@@ -375,14 +375,14 @@ static GPtrArray *
 dropins(const char *path, GError **error)
 {
     g_autofree char *dir = g_strconcat(path, ".d", NULL);
-    g_auto(DaxfileFd) fd = daxfile_trusted_open(dir, TRUE, error);
+    g_autoptr(DaxfileFile) f = daxfile_trusted_open(dir, TRUE, error);
     g_autoptr(GDir) d = NULL;
     GPtrArray *files = NULL;
     const char *name;
 
-    if (fd < 0 && error && *error)
+    if (!f && error && *error)
         return NULL;
-    d = fd >= 0 ? g_dir_open(dir, 0, NULL) : NULL;
+    d = f ? g_dir_open(dir, 0, NULL) : NULL;
     files = g_ptr_array_new_with_free_func(g_free);
 
     while (d && (name = g_dir_read_name(d))) {
@@ -475,9 +475,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Location, location_clear)
 static gboolean
 locate_fd(int fd, Location *loc)
 {
-    g_autofree char *link = g_strdup_printf("/proc/self/fd/%d", fd);
-
-    loc->seen = g_file_read_link(link, NULL);
+    loc->seen = daxfile_fd_target(fd);
     return loc->seen && g_path_is_absolute(loc->seen) &&
            daxfile_fd_locate(fd, &loc->dev, &loc->fs_path, NULL);
 }

@@ -581,6 +581,7 @@ create_verify(int fd, const char *path, const char *name,
               const DaxfileFsInfo *fs, const DaxfileCreateParams *params,
               GError **error)
 {
+    g_autoptr(DaxfileFile) f = NULL;
     g_autoptr(DaxfileReport) report = NULL;
     g_autofree char *why = NULL;
     g_autofree char *fix = NULL;
@@ -591,8 +592,12 @@ create_verify(int fd, const char *path, const char *name,
         daxfile_set_error_errno(error, errno, "Cannot sync '%s'", name);
         return NULL;
     }
-    report = daxfile_report_build(fd, path, params->align,
-                                  params->allow_non_dax, error);
+    /* the temporary file, by the name it is about to get */
+    f = daxfile_file_new_from_fd(fcntl(fd, F_DUPFD_CLOEXEC, 0), path, error);
+    if (!f)
+        return NULL;
+    report = daxfile_report_build(f, params->align, params->allow_non_dax,
+                                  error);
     if (!report)
         return NULL;
     if (report->layout_ok)
@@ -608,14 +613,14 @@ create_verify(int fd, const char *path, const char *name,
     return NULL;
 }
 
-DaxfileReport *
-daxfile_create_at(int dirfd, const char *path,
-                  const DaxfileCreateParams *params,
-                  DaxfileCreateInfo *ret_info, GError **error)
+/* daxfile_create_at(), @path shown as @name */
+static DaxfileReport *
+create_in(int dirfd, const char *path, const char *name,
+          const DaxfileCreateParams *params, DaxfileCreateInfo *ret_info,
+          GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
-    g_autofree char *dir = g_path_get_dirname(path);
-    g_autofree char *dirname = daxfile_escape(dir);
+    /* escaping keeps every '/': the directory of the display name */
+    g_autofree char *dirname = g_path_get_dirname(name);
     g_autofree char *base = g_path_get_basename(path);
     g_auto(TmpFile) tmp = {dirfd, -1, NULL, FALSE};
     g_autoptr(GArray) held = g_array_new(FALSE, FALSE, sizeof(TmpFile));
@@ -647,12 +652,23 @@ daxfile_create_at(int dirfd, const char *path,
 }
 
 DaxfileReport *
+daxfile_create_at(int dirfd, const char *path,
+                  const DaxfileCreateParams *params,
+                  DaxfileCreateInfo *ret_info, GError **error)
+{
+    g_autofree char *name = daxfile_escape(path);
+
+    return create_in(dirfd, path, name, params, ret_info, error);
+}
+
+DaxfileReport *
 daxfile_create(const char *path, const DaxfileCreateParams *params,
                DaxfileCreateInfo *ret_info, GError **error)
 {
+    /* the one display of @path, where it enters */
     g_autofree char *name = daxfile_escape(path);
     g_autofree char *dir = g_path_get_dirname(path);
-    g_autofree char *dirname = daxfile_escape(dir);
+    g_autofree char *dirname = g_path_get_dirname(name);
     g_autofree char *base = g_path_get_basename(path);
     g_auto(DaxfileFd) dirfd = -1;
 
@@ -666,5 +682,5 @@ daxfile_create(const char *path, const DaxfileCreateParams *params,
                                 "'%s'", name, dirname);
         return NULL;
     }
-    return daxfile_create_at(dirfd, path, params, ret_info, error);
+    return create_in(dirfd, path, name, params, ret_info, error);
 }

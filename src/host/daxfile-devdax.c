@@ -6,7 +6,6 @@
 
 #include "daxfile-devdax.h"
 #include "daxfile-error.h"
-#include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-size.h"
 #include "daxfile-sysfs.h"
@@ -23,7 +22,7 @@ daxfile_devdax_free(DaxfileDevdax *d)
 }
 
 DaxfileDevdax *
-daxfile_devdax_read(dev_t rdev, const char *path, GError **error)
+daxfile_devdax_read(dev_t rdev, const char *name, GError **error)
 {
     g_autofree char *dir = g_strdup_printf("dev/char/%u:%u", major(rdev),
                                            minor(rdev));
@@ -33,7 +32,6 @@ daxfile_devdax_read(dev_t rdev, const char *path, GError **error)
     g_autofree char *size = g_strconcat(dir, "/size", NULL);
     g_autofree char *align = g_strconcat(dir, "/align", NULL);
     g_autofree char *driver = g_strconcat(dir, "/driver", NULL);
-    g_autofree char *name = daxfile_escape(path);
     g_autoptr(DaxfileDevdax) d = g_new0(DaxfileDevdax, 1);
     g_autoptr(GError) local = NULL;
 
@@ -71,37 +69,25 @@ daxfile_devdax_is(const char *path)
     return d != NULL;
 }
 
-int
+DaxfileFile *
 daxfile_devdax_open(const char *path, DaxfileDevdax **ret_dev,
-                    struct stat *ret_st, GError **error)
+                    GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
-    g_auto(DaxfileFd) fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
+    g_autoptr(DaxfileFile) f = daxfile_file_open_node(
+        path, O_RDONLY | O_NOFOLLOW,
+        " (a symbolic link: name the device itself, /dev/daxX.Y)", error);
 
-    if (fd < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot open '%s'%s", name,
-                                errno == ELOOP
-                                    ? " (a symbolic link: name the device "
-                                      "itself, /dev/daxX.Y)"
-                                    : "");
-        return -1;
-    }
-    if (fstat(fd, &st) < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
-        return -1;
-    }
-    if (!S_ISCHR(st.st_mode)) {
+    if (!f)
+        return NULL;
+    if (!S_ISCHR(f->st.st_mode)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is not a character device", name);
-        return -1;
+                    "'%s' is not a character device", f->display);
+        return NULL;
     }
-    *ret_dev = daxfile_devdax_read(st.st_rdev, path, error);
+    *ret_dev = daxfile_devdax_read(f->st.st_rdev, f->display, error);
     if (!*ret_dev)
-        return -1;
-    if (ret_st)
-        *ret_st = st;
-    return g_steal_fd(&fd);
+        return NULL;
+    return g_steal_pointer(&f);
 }
 
 const char *
@@ -117,14 +103,11 @@ daxfile_devdax_mode(const DaxfileDevdax *d)
 }
 
 gboolean
-daxfile_devdax_check_mode(const DaxfileDevdax *d, const char *path,
+daxfile_devdax_check_mode(const DaxfileDevdax *d, const char *name,
                           GError **error)
 {
-    g_autofree char *name = NULL;
-
     if (d->driver && STREQ(d->driver, "device_dax"))
         return TRUE;
-    name = daxfile_escape(path);
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                 "'%s' (%s) is in %s mode, not devdax, so it cannot be "
                 "mapped%s; fix: 'daxctl reconfigure-device --mode=devdax %s'",
@@ -136,16 +119,15 @@ daxfile_devdax_check_mode(const DaxfileDevdax *d, const char *path,
 }
 
 gboolean
-daxfile_devdax_check(const DaxfileDevdax *d, const char *path, guint64 size,
+daxfile_devdax_check(const DaxfileDevdax *d, const char *name, guint64 size,
                      guint64 align, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
     g_autofree char *have = daxfile_size_format(d->size);
     g_autofree char *want = daxfile_size_format(size);
     g_autofree char *page = daxfile_size_format(d->align);
     g_autofree char *asked = daxfile_size_format(align);
 
-    if (!daxfile_devdax_check_mode(d, path, error))
+    if (!daxfile_devdax_check_mode(d, name, error))
         return FALSE;
     if (align && d->align && align != d->align) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,

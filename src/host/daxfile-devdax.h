@@ -14,6 +14,8 @@
 #pragma once
 
 #include <glib.h>
+
+#include "daxfile-file.h"
 #include <sys/stat.h>
 
 G_BEGIN_DECLS
@@ -32,8 +34,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileDevdax, daxfile_devdax_free)
 
 /* The device-dax device whose device number is @rdev, or NULL: with
  * @error NOT_FOUND when @rdev is no dax device at all, else why its
- * attributes cannot be read. @path names it in messages. */
-DaxfileDevdax *daxfile_devdax_read(dev_t rdev, const char *path,
+ * attributes cannot be read. @name (a display name, DaxfileFile) names it
+ * in messages. */
+DaxfileDevdax *daxfile_devdax_read(dev_t rdev, const char *name,
                                    GError **error);
 
 /* @path (followed) is a device-dax device: a character device of the dax
@@ -41,20 +44,21 @@ DaxfileDevdax *daxfile_devdax_read(dev_t rdev, const char *path,
 gboolean daxfile_devdax_is(const char *path);
 
 /* Open the device-dax device @path (O_RDONLY, O_NOFOLLOW: its plain name,
- * not a symbolic link to it) and read it; -1 with @error when it is not
+ * not a symbolic link to it) and read it; NULL with @error when it is not
  * one or cannot be read. */
-int daxfile_devdax_open(const char *path, DaxfileDevdax **ret_dev,
-                        struct stat *ret_st, GError **error);
+DaxfileFile *daxfile_devdax_open(const char *path, DaxfileDevdax **ret_dev,
+                                 GError **error);
 
 /* @d is bound to device_dax (devdax mode), so it can be mapped; else the
- * error names @path, its mode and the daxctl command that fixes it */
-gboolean daxfile_devdax_check_mode(const DaxfileDevdax *d, const char *path,
+ * error names @name (a display name), its mode and the daxctl command
+ * that fixes it */
+gboolean daxfile_devdax_check_mode(const DaxfileDevdax *d, const char *name,
                                    GError **error);
 
 /* @d can back a device of @size bytes with <alignsize> @align (0: do not
  * check it): bound to device_dax, that page size, that size. The error
- * names @path, the cause and the fix. */
-gboolean daxfile_devdax_check(const DaxfileDevdax *d, const char *path,
+ * names @name (a display name), the cause and the fix. */
+gboolean daxfile_devdax_check(const DaxfileDevdax *d, const char *name,
                               guint64 size, guint64 align, GError **error);
 
 /* "devdax", "system-ram" (kmem), "disabled" (no driver), or the driver */

@@ -10,7 +10,7 @@
 #include "daxfile-domxml.h"
 #include "daxfile-error.h"
 #include "daxfile-escape.h"
-#include "daxfile-file.h"
+#include "daxfile-identity.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
 

@@ -27,21 +27,24 @@
 #define CHILD_SETUP 5
 
 gboolean
-daxfile_guard_get(int fd, const char *name, gboolean *ret_on, GError **error)
+daxfile_guard_get(const DaxfileFile *f, gboolean *ret_on, GError **error)
 {
     int flags = 0;
 
-    if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0) {
+    if (ioctl(f->fd, FS_IOC_GETFLAGS, &flags) < 0) {
         daxfile_set_error_errno(error, errno,
-                                "Cannot read the inode flags of '%s'", name);
+                                "Cannot read the inode flags of '%s'",
+                                f->display);
         return FALSE;
     }
     *ret_on = (flags & FS_IMMUTABLE_FL) != 0;
     return TRUE;
 }
 
-gboolean
-daxfile_guard_set(int fd, const char *name, gboolean on, GError **error)
+/* daxfile_guard_set() on @fd, named @name in messages (the self-test
+ * probe has no name of its own) */
+static gboolean
+guard_set_fd(int fd, const char *name, gboolean on, GError **error)
 {
     int flags = 0;
 
@@ -65,10 +68,18 @@ daxfile_guard_set(int fd, const char *name, gboolean on, GError **error)
 }
 
 gboolean
-daxfile_guard_set_durable(int fd, const char *name, gboolean on,
-                          GError **error)
+daxfile_guard_set(const DaxfileFile *f, gboolean on, GError **error)
 {
-    if (!daxfile_guard_set(fd, name, on, error))
+    return guard_set_fd(f->fd, f->display, on, error);
+}
+
+gboolean
+daxfile_guard_set_durable(const DaxfileFile *f, gboolean on, GError **error)
+{
+    int fd = f->fd;
+    const char *name = f->display;
+
+    if (!daxfile_guard_set(f, on, error))
         return FALSE;
     /* The flag change sits in the journal until the next commit; the
      * registry records it durably, so the inode must be as durable
@@ -211,7 +222,7 @@ selftest_wait(pid_t pid, int ready_fd, int go_fd, int probe_fd,
     char c;
 
     if (poll(&pfd, 1, SELFTEST_TIMEOUT_MS) == 1 && read(ready_fd, &c, 1) == 1) {
-        if (!daxfile_guard_set(probe_fd, "self-test probe", TRUE, error)) {
+        if (!guard_set_fd(probe_fd, "self-test probe", TRUE, error)) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             return -1;
@@ -297,7 +308,7 @@ daxfile_guard_selftest(int dirfd, guint64 dev, gboolean dax,
     close(ready[0]);
     close(go[1]);
     if (flag_set)
-        daxfile_guard_set(probe, "self-test probe", FALSE, NULL);
+        guard_set_fd(probe, "self-test probe", FALSE, NULL);
     if (pid < 0)
         daxfile_set_error_errno(error, errno, "Cannot run the self-test");
     if (status < 0)

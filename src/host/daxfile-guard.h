@@ -8,19 +8,21 @@
 
 #include <glib.h>
 
+#include "daxfile-file.h"
+
 G_BEGIN_DECLS
 
-/* Whether FS_IMMUTABLE_FL is set on @fd */
-gboolean daxfile_guard_get(int fd, const char *name, gboolean *ret_on,
+/* Whether FS_IMMUTABLE_FL is set on @f */
+gboolean daxfile_guard_get(const DaxfileFile *f, gboolean *ret_on,
                            GError **error);
 
 /* Set or clear FS_IMMUTABLE_FL (needs CAP_LINUX_IMMUTABLE) */
-gboolean daxfile_guard_set(int fd, const char *name, gboolean on,
+gboolean daxfile_guard_set(const DaxfileFile *f, gboolean on,
                            GError **error);
 
-/* The same, then fsync(@fd), so that the flag change is on disk before
+/* The same, then fsync() of @f, so that the flag change is on disk before
  * the caller records it (or the release of it) in the registry */
-gboolean daxfile_guard_set_durable(int fd, const char *name, gboolean on,
+gboolean daxfile_guard_set_durable(const DaxfileFile *f, gboolean on,
                                    GError **error);
 
 /* TRUE when the effective capability set holds CAP_LINUX_IMMUTABLE */

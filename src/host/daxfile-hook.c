@@ -12,6 +12,7 @@
 #include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-file.h"
+#include "daxfile-identity.h"
 #include "daxfile-hook.h"
 #include "daxfile-registry.h"
 #include "daxfile-size.h"
@@ -54,85 +55,84 @@ dev_fail(const Hook *h, const DaxfileNvdimm *nv, GError *local,
 
 /* Open the device's file inside its managed root and check who owns it
  * and that no hard link can lead outside the root. */
-static int
+static DaxfileFile *
 dev_open(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
-         struct stat *st, GError **error)
+         GError **error)
 {
-    g_autofree char *name = daxfile_escape(nv->path);
-    g_auto(DaxfileFd) fd = daxfile_file_open_beneath(root->path, nv->path,
-                                                     DAXFILE_OPEN_READ, st,
-                                                     error);
+    g_autoptr(DaxfileFile) f = daxfile_file_open_beneath(root->path,
+                                                         nv->path,
+                                                         DAXFILE_OPEN_READ,
+                                                         error);
 
-    if (fd < 0)
-        return -1;
-    if (st->st_nlink > 1) {
+    if (!f)
+        return NULL;
+    if (f->st.st_nlink > 1) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
                     "'%s' has %lu hard links, and a hard link can lead "
                     "outside the managed root; fix: give the domain a file "
                     "of its own ('daxfile create')",
-                    name, (unsigned long)st->st_nlink);
-        return -1;
+                    f->display, (unsigned long)f->st.st_nlink);
+        return NULL;
     }
-    if (!daxfile_conf_trusts_uid(h->conf, st->st_uid)) {
+    if (!daxfile_conf_trusts_uid(h->conf, f->st.st_uid)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
                     "'%s' is owned by uid %u, which is not in trusted_owners "
                     "of '%s'; fix: chown it to root, or trust that user",
-                    name, (unsigned)st->st_uid, h->conf->path);
-        return -1;
+                    f->display, (unsigned)f->st.st_uid, h->conf->path);
+        return NULL;
     }
-    return g_steal_fd(&fd);
+    return g_steal_pointer(&f);
 }
 
 /* A device-dax device: the device settings as for a file, then the
- * device itself (daxfile-devdax.h). Its descriptor, or -1. */
-static int
+ * device itself (daxfile-devdax.h). Its handle, or NULL. */
+static DaxfileFile *
 devdax_validate(const DaxfileNvdimm *nv, GError **error)
 {
     g_autoptr(DaxfileDevdax) d = NULL;
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
 
     if (!daxfile_nvdimm_check(nv, error))
-        return -1;
-    fd = daxfile_devdax_open(nv->path, &d, NULL, error);
-    if (fd < 0 || !daxfile_devdax_check(d, nv->path, nv->size,
-                                        nv->alignsize, error))
-        return -1;
-    return g_steal_fd(&fd);
+        return NULL;
+    f = daxfile_devdax_open(nv->path, &d, error);
+    if (!f || !daxfile_devdax_check(d, f->display, nv->size, nv->alignsize,
+                                    error))
+        return NULL;
+    return g_steal_pointer(&f);
 }
 
 /* Everything prepare checks about one device and its file (@root NULL:
  * a device-dax device). */
-static int
+static DaxfileFile *
 dev_validate(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
              GError **error)
 {
     g_autoptr(DaxfileReport) report = NULL;
-    g_auto(DaxfileFd) fd = -1;
-    struct stat st;
+    g_autoptr(DaxfileFile) f = NULL;
 
     if (!root)
         return devdax_validate(nv, error);
     if (!daxfile_nvdimm_check(nv, error))
-        return -1;
-    fd = dev_open(h, nv, root, &st, error);
-    if (fd < 0)
-        return -1;
-    if ((guint64)st.st_size != nv->size) {
-        g_autofree char *name = daxfile_escape(nv->path);
-        g_autofree char *have = daxfile_size_format(st.st_size);
+        return NULL;
+    f = dev_open(h, nv, root, error);
+    if (!f)
+        return NULL;
+    if ((guint64)f->st.st_size != nv->size) {
+        g_autofree char *have = daxfile_size_format(f->st.st_size);
         g_autofree char *want = daxfile_size_format(nv->size);
 
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' is %s but <target><size> is %s, and QEMU refuses a "
                     "mismatch; fix: <size unit='KiB'>%" G_GUINT64_FORMAT
-                    "</size>", name, have, want, (guint64)st.st_size >> 10);
-        return -1;
+                    "</size>", f->display, have, want,
+                    (guint64)f->st.st_size >> 10);
+        return NULL;
     }
-    report = daxfile_report_build(fd, nv->path, daxfile_nvdimm_page(nv),
+    report = daxfile_report_build(f, daxfile_nvdimm_page(nv),
                                   root->allow_non_dax, error);
     if (!report || !daxfile_report_require_ready(report, error))
-        return -1;
-    return g_steal_fd(&fd);
+        return NULL;
+    return g_steal_pointer(&f);
 }
 
 /* The managed root of @nv, judged by what its path names, not by how it
@@ -335,7 +335,7 @@ ref_fail(const Hook *h, const DaxfileFileRef *ref, const DaxfileNvdimm *nv,
  * no element names a file the registry holds for someone else. Files are
  * compared by what they are, however they are spelt. */
 static gboolean
-check_refs(const Hook *h, GArray *devs, GArray *fds, GError **error)
+check_refs(const Hook *h, GArray *devs, GPtrArray *files, GError **error)
 {
     g_autoptr(GPtrArray) refs = daxfile_domain_file_refs(h->dom);
     g_autoptr(GPtrArray) entries = daxfile_static_list(error);
@@ -347,21 +347,14 @@ check_refs(const Hook *h, GArray *devs, GArray *fds, GError **error)
 
     if (!entries)
         return FALSE;
-    if (fds->len == 0 && entries->len == 0)
+    if (files->len == 0 && entries->len == 0)
         return TRUE;
-    g_array_set_size(own, fds->len);
-    for (i = 0; i < fds->len; i++) {
-        const DaxfileNvdimm *nv = g_array_index(devs, ManagedDev, i).nv;
-        struct stat st;
+    g_array_set_size(own, files->len);
+    for (i = 0; i < files->len; i++) {
+        const DaxfileFile *f = g_ptr_array_index(files, i);
 
-        if (fstat(g_array_index(fds, int, i), &st) < 0) {
-            g_autofree char *name = daxfile_escape(nv->path);
-
-            daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
-            return FALSE;
-        }
         g_array_index(own, DaxfileIdentity, i) =
-            (DaxfileIdentity){st.st_dev, st.st_ino};
+            (DaxfileIdentity){f->st.st_dev, f->st.st_ino};
     }
     for (i = 0; i < refs->len; i++) {
         const DaxfileFileRef *ref = g_ptr_array_index(refs, i);
@@ -380,35 +373,25 @@ check_refs(const Hook *h, GArray *devs, GArray *fds, GError **error)
     return TRUE;
 }
 
-static void
-fd_close(int *fd)
+static GPtrArray *
+files_new(void)
 {
-    close(*fd);
+    return g_ptr_array_new_with_free_func((GDestroyNotify)daxfile_file_free);
 }
 
+/* The static-mode set of @devs over @files (parallel to @devs) */
 static GArray *
-fds_new(void)
-{
-    GArray *fds = g_array_new(FALSE, FALSE, sizeof(int));
-
-    g_array_set_clear_func(fds, (GDestroyNotify)fd_close);
-    return fds;
-}
-
-/* The static-mode set of @devs over @fds (parallel to @devs) */
-static GArray *
-dev_items(const Hook *h, GArray *devs, GArray *fds)
+dev_items(const Hook *h, GArray *devs, GPtrArray *files)
 {
     GArray *items = g_array_sized_new(FALSE, TRUE, sizeof(DaxfileStaticItem),
-                                      fds->len);
+                                      files->len);
     guint i;
 
     g_array_set_clear_func(items, (GDestroyNotify)daxfile_static_item_clear);
-    for (i = 0; i < fds->len; i++) {
+    for (i = 0; i < files->len; i++) {
         const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
         DaxfileStaticItem it = {
-            .fd = g_array_index(fds, int, i),
-            .path = d->nv->path,
+            .file = g_ptr_array_index(files, i),
             .params = {.align = daxfile_nvdimm_page(d->nv),
                        .device = daxfile_device_model_to_string(d->nv->model),
                        .allow_non_dax = d->root && d->root->allow_non_dax,
@@ -440,7 +423,7 @@ static gboolean
 hook_prepare(const Hook *h, GError **error)
 {
     g_autoptr(GArray) devs = managed_devices(h, FALSE, error);
-    g_autoptr(GArray) fds = fds_new();
+    g_autoptr(GPtrArray) files = files_new();
     g_autoptr(GArray) items = NULL;
     GError *local = NULL;
     guint failed = 0;
@@ -450,17 +433,17 @@ hook_prepare(const Hook *h, GError **error)
         return FALSE;
     for (i = 0; i < devs->len; i++) {
         const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
-        int fd = dev_validate(h, d->nv, d->root, &local);
+        DaxfileFile *f = dev_validate(h, d->nv, d->root, &local);
 
-        if (fd < 0)
+        if (!f)
             return dev_fail(h, d->nv, local, error);
-        g_array_append_val(fds, fd);
+        g_ptr_array_add(files, f);
     }
-    if (!check_refs(h, devs, fds, error))
+    if (!check_refs(h, devs, files, error))
         return FALSE;
     if (devs->len == 0)
         return TRUE;
-    items = dev_items(h, devs, fds);
+    items = dev_items(h, devs, files);
     if (!daxfile_static_reserve_set((DaxfileStaticItem *)items->data,
                                     items->len, h->call->parent,
                                     h->call->parent_start, &failed, &local))
@@ -477,18 +460,18 @@ note(const Hook *h, const DaxfileNvdimm *nv, const char *text)
         g_ptr_array_add(h->notes, g_strdup_printf("%s: %s", label, text));
 }
 
-/* What QEMU really mapped of the device's file (@fd, @st): shared, all of
- * it; for an nvdimm also aligned to <alignsize> and with MAP_SYNC on DAX
+/* What QEMU really mapped of the device's file @f: shared, all of it;
+ * for an nvdimm also aligned to <alignsize> and with MAP_SYNC on DAX
  * (daxfile-attest.h) */
 static gboolean
 attest(const Hook *h, const DaxfileNvdimm *nv, pid_t pid, const char *smaps,
-       int fd, const struct stat *st, GError **error)
+       const DaxfileFile *f, GError **error)
 {
     g_auto(DaxfileAttestation) a = {0};
     gboolean nvdimm = nv->model == DAXFILE_DEVICE_NVDIMM;
     GError *local = NULL;
 
-    if (daxfile_attest(pid, smaps, fd, st, nv->path, nv->size,
+    if (daxfile_attest(pid, smaps, f, nv->size,
                        nvdimm ? nv->alignsize : 0, nvdimm, &a, &local))
         return TRUE;
     return dev_fail(h, nv, local, error);
@@ -500,7 +483,7 @@ static gboolean
 hook_engage(const Hook *h, GError **error)
 {
     g_autoptr(GArray) devs = managed_devices(h, FALSE, error);
-    g_autoptr(GArray) fds = fds_new();
+    g_autoptr(GPtrArray) files = files_new();
     g_autoptr(GArray) items = NULL;
     g_autofree char *smaps = NULL;
     GError *local = NULL;
@@ -512,14 +495,13 @@ hook_engage(const Hook *h, GError **error)
         return FALSE;
     for (i = 0; i < devs->len; i++) {
         const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
-        struct stat st;
-        int fd;
+        DaxfileFile *f;
 
         /* A device-dax device is not attested: the kernel maps it shared
          * and aligned to its pages or not at all, and it has no metadata
          * that MAP_SYNC would protect. It is checked again. */
         if (!d->root) {
-            fd = devdax_validate(d->nv, &local);
+            f = devdax_validate(d->nv, &local);
         } else {
             if (!smaps) {
                 pid = daxfile_attest_qemu_pid(h->conf->qemu_pid_dir,
@@ -529,17 +511,17 @@ hook_engage(const Hook *h, GError **error)
                     !(smaps = daxfile_attest_read_smaps(pid, error)))
                     return FALSE;
             }
-            fd = dev_open(h, d->nv, d->root, &st, &local);
+            f = dev_open(h, d->nv, d->root, &local);
         }
-        if (fd < 0)
+        if (!f)
             return dev_fail(h, d->nv, local, error);
-        g_array_append_val(fds, fd);
-        if (d->root && !attest(h, d->nv, pid, smaps, fd, &st, error))
+        g_ptr_array_add(files, f);
+        if (d->root && !attest(h, d->nv, pid, smaps, f, error))
             return FALSE;
     }
     if (devs->len == 0)
         return TRUE;
-    items = dev_items(h, devs, fds);
+    items = dev_items(h, devs, files);
     if (!daxfile_static_enable_set((DaxfileStaticItem *)items->data,
                                    items->len, &failed, &local))
         return set_fail(h, devs, failed, local, error);
@@ -563,7 +545,7 @@ hook_release(const Hook *h, GError **error)
 {
     g_autoptr(GArray) devs = managed_devices(h, FALSE, NULL);
     g_autoptr(GArray) opened = g_array_new(FALSE, FALSE, sizeof(ManagedDev));
-    g_autoptr(GArray) fds = fds_new();
+    g_autoptr(GPtrArray) files = files_new();
     g_autoptr(GArray) items = NULL;
     GError *local = NULL;
     guint failed = 0;
@@ -576,21 +558,23 @@ hook_release(const Hook *h, GError **error)
         devs = plain_devices(h);
     for (i = 0; i < devs->len; i++) {
         const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
-        int fd = d->root ? daxfile_file_open_beneath(d->root->path,
-                                                     d->nv->path,
-                                                     DAXFILE_OPEN_READ, NULL,
-                                                     NULL)
-                         : open(d->nv->path, O_RDONLY | O_NOFOLLOW |
-                                                 O_CLOEXEC);
+        DaxfileFile *f = NULL;
+        int fd = -1;
 
-        if (fd < 0)
+        if (d->root)
+            f = daxfile_file_open_beneath(d->root->path, d->nv->path,
+                                          DAXFILE_OPEN_READ, NULL);
+        else if ((fd = open(d->nv->path,
+                            O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
+            f = daxfile_file_new_from_fd(fd, d->nv->path, NULL);
+        if (!f)
             continue;
-        g_array_append_val(fds, fd);
+        g_ptr_array_add(files, f);
         g_array_append_val(opened, *d);
     }
-    if (fds->len == 0)
+    if (files->len == 0)
         return TRUE;
-    items = dev_items(h, opened, fds);
+    items = dev_items(h, opened, files);
     ok = daxfile_static_release_set((DaxfileStaticItem *)items->data,
                                     items->len, &failed, &local);
     if (!ok)
@@ -598,15 +582,14 @@ hook_release(const Hook *h, GError **error)
     for (i = 0; i < items->len; i++) {
         const DaxfileStaticItem *it = &g_array_index(items,
                                                      DaxfileStaticItem, i);
-        g_autofree char *name = NULL;
 
         if (it->not_ours || !it->released.owner ||
             it->released.layout_unchanged || !ok)
             continue;
-        name = daxfile_escape(it->path);
         ok = dev_fail(h, g_array_index(opened, ManagedDev, i).nv,
                       g_error_new(DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                                  "'%s' was released but %s", name,
+                                  "'%s' was released but %s",
+                                  it->file->display,
                                   it->released.change), error);
     }
     return ok;
@@ -621,12 +604,12 @@ ensure_file(const Hook *h, const DaxfileNvdimm *nv, const char *path,
     DaxfileNvdimm mapped = *nv;
     g_autoptr(GError) local = NULL;
     g_autofree char *dir = g_path_get_dirname(path);
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
     g_auto(DaxfileFd) dirfd = -1;
 
     mapped.path = (char *)path;
-    fd = dev_validate(h, &mapped, root, &local);
-    if (fd >= 0)
+    f = dev_validate(h, &mapped, root, &local);
+    if (f)
         return TRUE;
     if (!root->create_missing || !daxfile_nvdimm_check(nv, NULL) ||
         !g_error_matches(local, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND))
@@ -642,9 +625,9 @@ ensure_file(const Hook *h, const DaxfileNvdimm *nv, const char *path,
                                                           &local);
 
         if (made)
-            fd = dev_validate(h, &mapped, root, &local);
+            f = dev_validate(h, &mapped, root, &local);
     }
-    if (fd < 0)
+    if (!f)
         return dev_fail(h, &mapped, g_steal_pointer(&local), error);
     note(h, &mapped, "created and provisioned on this host");
     return TRUE;

@@ -34,14 +34,15 @@ daxctl(long nr, int fd, int flags, guint64 align)
 }
 
 gboolean
-daxfile_kernel_get(long nr, int fd, const char *name, gboolean *ret_static,
+daxfile_kernel_get(long nr, const DaxfileFile *f, gboolean *ret_static,
                    GError **error)
 {
-    long rc = daxctl(nr, fd, DAXCTL_F_GET, 0);
+    long rc = daxctl(nr, f->fd, DAXCTL_F_GET, 0);
 
     if (rc < 0) {
         daxfile_set_error_errno(error, errno,
-                                "daxctl(DAXCTL_F_GET) failed on '%s'", name);
+                                "daxctl(DAXCTL_F_GET) failed on '%s'",
+                                f->display);
         return FALSE;
     }
     *ret_static = (rc & DAXCTL_F_STATIC) != 0;
@@ -49,10 +50,11 @@ daxfile_kernel_get(long nr, int fd, const char *name, gboolean *ret_static,
 }
 
 gboolean
-daxfile_kernel_set(long nr, int fd, const char *name, gboolean on,
+daxfile_kernel_set(long nr, const DaxfileFile *f, gboolean on,
                    guint64 align, GError **error)
 {
-    long rc = daxctl(nr, fd, on ? DAXCTL_F_STATIC : 0, on ? align : 0);
+    const char *name = f->display;
+    long rc = daxctl(nr, f->fd, on ? DAXCTL_F_STATIC : 0, on ? align : 0);
     int errsv = errno;
 
     if (rc == 0)

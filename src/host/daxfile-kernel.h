@@ -12,6 +12,8 @@
 
 #include <glib.h>
 
+#include "daxfile-file.h"
+
 G_BEGIN_DECLS
 
 /* uapi constants of the RFC (include/uapi/linux/dax.h) */
@@ -25,11 +27,11 @@ G_BEGIN_DECLS
 gboolean daxfile_kernel_syscall_nr(long *ret_nr);
 
 /* DAXCTL_F_GET: TRUE in *ret_static when the inode is static */
-gboolean daxfile_kernel_get(long nr, int fd, const char *name,
+gboolean daxfile_kernel_get(long nr, const DaxfileFile *f,
                             gboolean *ret_static, GError **error);
 
 /* DAXCTL_F_STATIC (on) or 0 (off) with @align */
-gboolean daxfile_kernel_set(long nr, int fd, const char *name, gboolean on,
+gboolean daxfile_kernel_set(long nr, const DaxfileFile *f, gboolean on,
                             guint64 align, GError **error);
 
 G_END_DECLS

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "daxfile-error.h"
-#include "daxfile-escape.h"
 #include "daxfile-fiemap.h"
 #include "daxfile-report.h"
 #include "daxfile-size.h"
@@ -24,12 +23,13 @@ daxfile_report_free(DaxfileReport *report)
 }
 
 DaxfileReport *
-daxfile_report_new(const char *path, guint64 align, gboolean allow_non_dax,
-                   DaxfileFsInfo *fs, DaxfileExtentMap *map)
+daxfile_report_new(const char *path, const char *display, guint64 align,
+                   gboolean allow_non_dax, DaxfileFsInfo *fs,
+                   DaxfileExtentMap *map)
 {
     DaxfileReport *report = g_new0(DaxfileReport, 1);
 
-    report->path = daxfile_escape(path);
+    report->path = g_strdup(display);
     report->raw_path = g_utf8_validate(path, -1, NULL) ? g_strdup(path)
                                                        : g_strdup(report->path);
     report->align = align;
@@ -54,21 +54,21 @@ daxfile_report_new(const char *path, guint64 align, gboolean allow_non_dax,
 }
 
 DaxfileReport *
-daxfile_report_build(int fd, const char *path, guint64 align,
+daxfile_report_build(const DaxfileFile *f, guint64 align,
                      gboolean allow_non_dax, GError **error)
 {
+    int fd = f->fd;
     g_autoptr(DaxfileFsInfo) fs = daxfile_fs_probe(fd, align, error);
     g_autoptr(DaxfileExtentMap) map = NULL;
-    g_autofree char *name = daxfile_escape(path);
     DaxfileReport *report;
     guint64 wiped = 0;
 
     if (!fs)
         return NULL;
-    map = daxfile_fiemap_read(fd, name, error);
+    map = daxfile_fiemap_read(fd, f->display, error);
     if (!map)
         return NULL;
-    report = daxfile_report_new(path, align, allow_non_dax,
+    report = daxfile_report_new(f->path, f->display, align, allow_non_dax,
                                 g_steal_pointer(&fs), g_steal_pointer(&map));
     if (daxfile_wipe_pending(fd, &wiped)) {
         DaxfileRange r = {MIN(wiped, report->size),

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "daxfile-extent.h"
+#include "daxfile-file.h"
 #include "daxfile-fs.h"
 
 G_BEGIN_DECLS
@@ -32,13 +33,14 @@ typedef struct {
 void daxfile_report_free(DaxfileReport *report);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileReport, daxfile_report_free)
 
-/* Judge @map (taking ownership of @fs and @map) for @align. */
-DaxfileReport *daxfile_report_new(const char *path, guint64 align,
-                                  gboolean allow_non_dax, DaxfileFsInfo *fs,
-                                  DaxfileExtentMap *map);
+/* Judge @map (taking ownership of @fs and @map) for @align; the file is
+ * @path, shown as @display (DaxfileFile). */
+DaxfileReport *daxfile_report_new(const char *path, const char *display,
+                                  guint64 align, gboolean allow_non_dax,
+                                  DaxfileFsInfo *fs, DaxfileExtentMap *map);
 
-/* Probe the filesystem, read the block map and walk it for @align. */
-DaxfileReport *daxfile_report_build(int fd, const char *path, guint64 align,
+/* Probe the filesystem of @f, read its block map and walk it for @align. */
+DaxfileReport *daxfile_report_build(const DaxfileFile *f, guint64 align,
                                     gboolean allow_non_dax, GError **error);
 
 /* The fix for a problem, for people ("run 'daxfile create' ..."). */

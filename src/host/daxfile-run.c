@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
-#include "daxfile-escape.h"
 #include "daxfile-file.h"
 #include "daxfile-proc.h"
 #include "daxfile-report.h"
@@ -32,18 +31,14 @@ const DaxfileRunMappers daxfile_run_proc_mappers = {
 };
 
 typedef struct {
-    char *path;
-    int fd;
-    struct stat st;
+    DaxfileFile *file;
     gboolean engaged;
 } RunFile;
 
 static void
 run_file_free(RunFile *f)
 {
-    if (f->fd >= 0)
-        close(f->fd);
-    g_free(f->path);
+    daxfile_file_free(f->file);
     g_free(f);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(RunFile, run_file_free)
@@ -79,16 +74,14 @@ run_check_twice(const RunCtx *ctx, const RunFile *f, GError **error)
 
     for (i = 0; i < ctx->files->len; i++) {
         const RunFile *o = g_ptr_array_index(ctx->files, i);
-        g_autofree char *a = NULL;
-        g_autofree char *b = NULL;
+        const DaxfileFile *a = o->file;
+        const DaxfileFile *b = f->file;
 
-        if (o->st.st_dev != f->st.st_dev || o->st.st_ino != f->st.st_ino)
+        if (a->st.st_dev != b->st.st_dev || a->st.st_ino != b->st.st_ino)
             continue;
-        a = daxfile_escape(o->path);
-        b = daxfile_escape(f->path);
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' and '%s' are the same file; give each --file once", a,
-                    b);
+                    "'%s' and '%s' are the same file; give each --file once",
+                    a->display, b->display);
         return FALSE;
     }
     return TRUE;
@@ -104,11 +97,11 @@ run_prepare(RunCtx *ctx, GError **error)
         g_autoptr(RunFile) f = g_new0(RunFile, 1);
         g_autoptr(DaxfileReport) report = NULL;
 
-        f->path = g_strdup(ctx->p->files[i]);
-        f->fd = daxfile_file_open(f->path, DAXFILE_OPEN_READ, &f->st, error);
-        if (f->fd < 0 || !run_check_twice(ctx, f, error))
+        f->file = daxfile_file_open(ctx->p->files[i], DAXFILE_OPEN_READ,
+                                    error);
+        if (!f->file || !run_check_twice(ctx, f, error))
             return FALSE;
-        report = daxfile_report_build(f->fd, f->path, ctx->p->align,
+        report = daxfile_report_build(f->file, ctx->p->align,
                                       ctx->p->allow_non_dax, error);
         if (!report || !daxfile_report_require_ready(report, error))
             return FALSE;
@@ -135,11 +128,11 @@ run_engage(RunCtx *ctx, RunFile *f, const GArray *tree)
     g_auto(DaxfileEnableResult) result = {0};
     g_autoptr(GError) error = NULL;
     DaxfileRunEvent ev = {
-        .kind = DAXFILE_RUN_ENGAGED, .path = f->path, .enabled = &result};
+        .kind = DAXFILE_RUN_ENGAGED, .path = f->file->path, .enabled = &result};
 
     ctx->enable.consumers = tree;
-    if (!daxfile_static_enable(f->fd, f->path, &ctx->enable, &result, &error)) {
-        run_stop_child(ctx, f->path, error);
+    if (!daxfile_static_enable(f->file, &ctx->enable, &result, &error)) {
+        run_stop_child(ctx, f->file->path, error);
         return FALSE;
     }
     f->engaged = TRUE;
@@ -153,8 +146,9 @@ tree_maps(const RunCtx *ctx, const GArray *tree, const RunFile *f)
     guint i;
 
     for (i = 0; i < tree->len; i++) {
-        if (ctx->mappers->maps(g_array_index(tree, pid_t, i), f->st.st_dev,
-                               f->st.st_ino, ctx->p->mappers_data))
+        if (ctx->mappers->maps(g_array_index(tree, pid_t, i),
+                               f->file->st.st_dev, f->file->st.st_ino,
+                               ctx->p->mappers_data))
             return TRUE;
     }
     return FALSE;
@@ -225,11 +219,12 @@ run_release(RunCtx *ctx)
         g_auto(DaxfileDisableResult) result = {0};
         g_autoptr(GError) error = NULL;
         DaxfileRunEvent ev = {
-            .kind = DAXFILE_RUN_RELEASED, .path = f->path, .disabled = &result};
+            .kind = DAXFILE_RUN_RELEASED, .path = f->file->path,
+            .disabled = &result};
 
         if (!f->engaged)
             continue;
-        if (!daxfile_static_disable(f->fd, f->path, ctx->owner, TRUE, &result,
+        if (!daxfile_static_disable(f->file, ctx->owner, TRUE, &result,
                                     &error)) {
             ev.kind = DAXFILE_RUN_RELEASE_FAILED;
             ev.disabled = NULL;

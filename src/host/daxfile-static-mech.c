@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
-#include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-guard.h"
 #include "daxfile-kernel.h"
@@ -149,15 +148,16 @@ selftest_cache_write(const char *file, const DaxfileSelftest *result)
 /* Run the self-test in the file's directory, or recall its answer for
  * this filesystem from earlier in this boot; FALSE only on error. */
 static gboolean
-guard_selftest(const char *path, const struct stat *st,
+guard_selftest(const DaxfileFile *f, const struct stat *st,
                DaxfileSelftest *result, GError **error)
 {
-    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *dir = g_path_get_dirname(f->path);
     g_auto(DaxfileFd) dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     g_autofree char *cache = NULL;
 
     if (dirfd < 0) {
-        g_autofree char *d = daxfile_escape(dir);
+        /* escaping keeps every '/': the directory of the display name */
+        g_autofree char *d = g_path_get_dirname(f->display);
 
         daxfile_set_error_errno(error, errno, "Cannot open directory '%s'", d);
         return FALSE;
@@ -173,15 +173,16 @@ guard_selftest(const char *path, const struct stat *st,
 }
 
 static gboolean
-choose_guard(int fd, const char *path, const struct stat *st,
-             const DaxfileEnableParams *params, const char *name,
-             DaxfileEnableResult *result, GError **error)
+choose_guard(const DaxfileFile *f, const struct stat *st,
+             const DaxfileEnableParams *params, DaxfileEnableResult *result,
+             GError **error)
 {
+    const char *name = f->display;
     g_auto(DaxfileSelftest) test = {0};
 
     if (!daxfile_static_check_cap(name, error) ||
         !daxfile_static_check_writers(st, params, FALSE, name, error) ||
-        !guard_selftest(path, st, &test, error))
+        !guard_selftest(f, st, &test, error))
         return FALSE;
     if (test.safe) {
         result->mechanism = DAXFILE_MECH_IMMUTABLE;
@@ -201,11 +202,12 @@ choose_guard(int fd, const char *path, const struct stat *st,
 }
 
 gboolean
-daxfile_static_choose_mechanism(int fd, const char *path, const struct stat *st,
+daxfile_static_choose_mechanism(const DaxfileFile *f, const struct stat *st,
                                 const DaxfileEnableParams *params,
-                                const DaxfileReport *report, const char *name,
+                                const DaxfileReport *report,
                                 DaxfileEnableResult *result, GError **error)
 {
+    const char *name = f->display;
     DaxfileMechanism want = params->mechanism;
     long nr = 0;
 
@@ -223,7 +225,7 @@ daxfile_static_choose_mechanism(int fd, const char *path, const struct stat *st,
         return FALSE;
     }
     if (want != DAXFILE_MECH_VERIFIED_ONLY && report->dax_effective)
-        return choose_guard(fd, path, st, params, name, result, error);
+        return choose_guard(f, st, params, result, error);
     if (want == DAXFILE_MECH_IMMUTABLE) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
                     "Cannot use the immutable guard for '%s': DAX is not in "
@@ -242,7 +244,7 @@ daxfile_static_choose_mechanism(int fd, const char *path, const struct stat *st,
 }
 
 gboolean
-daxfile_static_engage(DaxfileMechanism mech, int fd, const char *name,
+daxfile_static_engage(DaxfileMechanism mech, const DaxfileFile *f,
                       gboolean on, guint64 align, GError **error)
 {
     long nr = 0;
@@ -252,12 +254,12 @@ daxfile_static_engage(DaxfileMechanism mech, int fd, const char *name,
         if (!daxfile_kernel_syscall_nr(&nr)) {
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
                         "Cannot release '%s': the running kernel no longer "
-                        "advertises daxctl()", name);
+                        "advertises daxctl()", f->display);
             return FALSE;
         }
-        return daxfile_kernel_set(nr, fd, name, on, align, error);
+        return daxfile_kernel_set(nr, f, on, align, error);
     case DAXFILE_MECH_IMMUTABLE:
-        return daxfile_guard_set_durable(fd, name, on, error);
+        return daxfile_guard_set_durable(f, on, error);
     case DAXFILE_MECH_NONE:
     case DAXFILE_MECH_VERIFIED_ONLY:
     case DAXFILE_MECH_DEVICE_DAX:
@@ -269,7 +271,7 @@ daxfile_static_engage(DaxfileMechanism mech, int fd, const char *name,
 
 /* Is the mechanism still in force? -1 when it has nothing to check. */
 int
-daxfile_static_mechanism_intact(int fd, const DaxfileEntry *e)
+daxfile_static_mechanism_intact(const DaxfileFile *f, const DaxfileEntry *e)
 {
     gboolean on = FALSE;
     long nr = 0;
@@ -277,8 +279,8 @@ daxfile_static_mechanism_intact(int fd, const DaxfileEntry *e)
     if (e->state != DAXFILE_STATE_ENGAGED)
         return -1;
     if (e->mechanism == DAXFILE_MECH_IMMUTABLE)
-        return daxfile_guard_get(fd, e->path, &on, NULL) ? on : -1;
+        return daxfile_guard_get(f, &on, NULL) ? on : -1;
     if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_kernel_syscall_nr(&nr))
-        return daxfile_kernel_get(nr, fd, e->path, &on, NULL) ? on : -1;
+        return daxfile_kernel_get(nr, f, &on, NULL) ? on : -1;
     return -1;
 }

@@ -24,9 +24,9 @@ G_BEGIN_DECLS
 
 /* daxfile-static.c */
 
-/* The registry key of what @fd is, in @st (a device-dax device: its
+/* The registry key of what @f is, in @st (a device-dax device: its
  * device number and inode 0) */
-gboolean daxfile_static_fd_identity(int fd, const char *name, struct stat *st,
+gboolean daxfile_static_fd_identity(const DaxfileFile *f, struct stat *st,
                                     GError **error);
 /* The entry is a device-dax device's (it has no inode of its own) */
 gboolean daxfile_static_entry_is_device(const DaxfileEntry *e);
@@ -42,8 +42,8 @@ gboolean daxfile_static_owner_conflict(const DaxfileEntry *e,
 /* TRUE, with @error set, when @e was left engaging or releasing */
 gboolean daxfile_static_interrupted(const DaxfileEntry *e, const char *name,
                                     GError **error);
-/* The absolute path of the inode behind @fd, or @path */
-char *daxfile_static_fd_abspath(int fd, const char *path);
+/* The absolute path of the inode behind @f, or its path made absolute */
+char *daxfile_static_fd_abspath(const DaxfileFile *f);
 /* A new entry for the file behind @fd, in @state */
 DaxfileEntry *daxfile_static_entry_new(const char *path, int fd,
                                        const struct stat *st,
@@ -52,31 +52,31 @@ DaxfileEntry *daxfile_static_entry_new(const char *path, int fd,
                                        DaxfileMechanism mech,
                                        DaxfileEntryState state);
 /* After engaging: no new writer, and the layout is still the one verified */
-gboolean daxfile_static_verify_engaged(int fd, const struct stat *st,
+gboolean daxfile_static_verify_engaged(const DaxfileFile *f,
+                                       const struct stat *st,
                                        const DaxfileEnableParams *params,
                                        const DaxfileReport *report,
                                        DaxfileMechanism mech,
-                                       const char *name, GError **error);
+                                       GError **error);
 /* Enable again for the owner of @cur: engage again what was lost */
-gboolean daxfile_static_still_engaged(int fd, const struct stat *st,
+gboolean daxfile_static_still_engaged(const DaxfileFile *f,
+                                      const struct stat *st,
                                       const DaxfileEnableParams *params,
                                       const DaxfileEntry *cur,
-                                      const char *name,
                                       DaxfileEnableResult *result,
                                       GError **error);
 /* What enable verifies before anything changes, and its mechanism */
-DaxfileReport *daxfile_static_enable_checks(int fd, const char *path,
+DaxfileReport *daxfile_static_enable_checks(const DaxfileFile *f,
                                             const struct stat *st,
                                             const DaxfileEnableParams *params,
-                                            const char *name,
                                             DaxfileEnableResult *result,
                                             GError **error);
 /* Whether this process may undo @e's mechanism */
 gboolean daxfile_static_release_allowed(const DaxfileEntry *e,
                                         const char *name, GError **error);
 /* Undo @e's mechanism on its inode and say what changed while static */
-gboolean daxfile_static_release_inode(int fd, const DaxfileEntry *e,
-                                      const char *name,
+gboolean daxfile_static_release_inode(const DaxfileFile *f,
+                                      const DaxfileEntry *e,
                                       DaxfileDisableResult *result,
                                       GError **error);
 
@@ -91,18 +91,17 @@ gboolean daxfile_static_check_writers(const struct stat *st,
                                       GError **error);
 /* The mechanism enable will use, in result->mechanism (and why it is a
  * weaker one, in result->warning) */
-gboolean daxfile_static_choose_mechanism(int fd, const char *path,
+gboolean daxfile_static_choose_mechanism(const DaxfileFile *f,
                                          const struct stat *st,
                                          const DaxfileEnableParams *params,
                                          const DaxfileReport *report,
-                                         const char *name,
                                          DaxfileEnableResult *result,
                                          GError **error);
-/* Engage (@on) or release @mech on the file behind @fd */
-gboolean daxfile_static_engage(DaxfileMechanism mech, int fd,
-                               const char *name, gboolean on, guint64 align,
-                               GError **error);
+/* Engage (@on) or release @mech on the file @f */
+gboolean daxfile_static_engage(DaxfileMechanism mech, const DaxfileFile *f,
+                               gboolean on, guint64 align, GError **error);
 /* Is the mechanism still in force? -1 when it has nothing to check. */
-int daxfile_static_mechanism_intact(int fd, const DaxfileEntry *e);
+int daxfile_static_mechanism_intact(const DaxfileFile *f,
+                                    const DaxfileEntry *e);
 
 G_END_DECLS

@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 
 #include "daxfile-error.h"
-#include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-file.h"
 #include "daxfile-guard.h"
@@ -131,63 +130,66 @@ is_entry_inode(int fd, const struct stat *st, const DaxfileEntry *e)
 }
 
 /* The inode of the entry, by its recorded path, by the --path hint, or by
- * its file handle. -1 with *ret_gone when it no longer exists. */
-static int
-repair_resolve(const DaxfileEntry *e, int hint_fd, gboolean *ret_gone,
-               GError **error)
+ * its file handle, named by its recorded path. NULL with *ret_gone when it
+ * no longer exists. */
+static DaxfileFile *
+repair_resolve(const DaxfileEntry *e, const DaxfileFile *hint,
+               gboolean *ret_gone, GError **error)
 {
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
     struct stat st;
+    int fd;
 
     *ret_gone = FALSE;
     /* its recorded path, then the path the user named */
-    fd = daxfile_file_open(e->path, DAXFILE_OPEN_READ, &st, NULL);
-    if (fd >= 0 && is_entry_inode(fd, &st, e))
-        return g_steal_fd(&fd);
-    if (hint_fd >= 0 && fstat(hint_fd, &st) == 0 &&
-        is_entry_inode(hint_fd, &st, e))
-        return daxfile_fd_reopen(hint_fd, O_RDONLY, e->path, error);
-    if (!e->handle) {
+    f = daxfile_file_open(e->path, DAXFILE_OPEN_READ, NULL);
+    if (f && is_entry_inode(f->fd, &f->st, e))
+        return g_steal_pointer(&f);
+    if (hint && fstat(hint->fd, &st) == 0 &&
+        is_entry_inode(hint->fd, &st, e)) {
+        fd = daxfile_fd_reopen(hint->fd, O_RDONLY, hint->display, error);
+    } else if (!e->handle) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
                     "its path no longer leads to it and it has no file "
                     "handle");
-        return -1;
+        return NULL;
+    } else {
+        fd = daxfile_handle_reopen(e->handle, e->dev, e->fsid, e->ino,
+                                   O_RDONLY, ret_gone, error);
     }
-    return daxfile_handle_reopen(e->handle, e->dev, e->fsid, e->ino,
-                                 O_RDONLY, ret_gone, error);
+    if (fd < 0)
+        return NULL;
+    return daxfile_file_new_from_fd(fd, e->path, error);
 }
 
-/* Another entry, in force, holds the inode @fd now (a stale entry from an
+/* Another entry, in force, holds the inode @f now (a stale entry from an
  * earlier boot whose file was made static again since). */
 static gboolean
-held_by_other(DaxfileRegistry *reg, const DaxfileEntry *e, int fd)
+held_by_other(DaxfileRegistry *reg, const DaxfileEntry *e,
+              const DaxfileFile *f)
 {
     DaxfileEntry *other;
-    struct stat st;
 
-    if (fstat(fd, &st) < 0)
-        return FALSE;
-    other = daxfile_registry_lookup(reg, st.st_dev, st.st_ino);
+    other = daxfile_registry_lookup(reg, f->st.st_dev, f->st.st_ino);
     return other && other != e && !daxfile_entry_is_stale(other);
 }
 
 static gboolean
-repair_release(int fd, const DaxfileEntry *e, const char *name,
-               GError **error)
+repair_release(const DaxfileFile *f, const DaxfileEntry *e, GError **error)
 {
     gboolean on = FALSE;
     long nr = 0;
 
     if (e->mechanism == DAXFILE_MECH_IMMUTABLE && e->flag_set) {
-        if (!daxfile_guard_get(fd, name, &on, error))
+        if (!daxfile_guard_get(f, &on, error))
             return FALSE;
-        return !on || (daxfile_static_check_cap(name, error) &&
-                       daxfile_guard_set_durable(fd, name, FALSE, error));
+        return !on || (daxfile_static_check_cap(f->display, error) &&
+                       daxfile_guard_set_durable(f, FALSE, error));
     }
     if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_kernel_syscall_nr(&nr)) {
-        if (!daxfile_kernel_get(nr, fd, name, &on, error))
+        if (!daxfile_kernel_get(nr, f, &on, error))
             return FALSE;
-        return !on || daxfile_kernel_set(nr, fd, name, FALSE, 0, error);
+        return !on || daxfile_kernel_set(nr, f, FALSE, 0, error);
     }
     return TRUE;
 }
@@ -241,20 +243,20 @@ add_action(DaxfileRepairResult *result, const DaxfileEntry *e,
  * stamps mtime only at fsync and release, so stores since the last stamp
  * may not show. Stamp it now, so that backups see it changed. */
 static void
-stamp_left_static(const DaxfileEntry *e, int hint_fd,
+stamp_left_static(const DaxfileEntry *e, const DaxfileFile *hint,
                   DaxfileRepairAction *action)
 {
     g_autoptr(GError) local = NULL;
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
     gboolean gone = FALSE;
     const struct timespec now[2] = {
         { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW },
     };
 
-    fd = repair_resolve(e, hint_fd, &gone, &local);
-    if (fd < 0) {
+    f = repair_resolve(e, hint, &gone, &local);
+    if (!f) {
         action->mtime = DAXFILE_REPAIR_MTIME_NOT_FOUND;
-    } else if (futimens(fd, now) < 0) {
+    } else if (futimens(f->fd, now) < 0) {
         action->mtime = DAXFILE_REPAIR_MTIME_FAILED;
         action->error = g_strdup(g_strerror(errno));
     } else {
@@ -265,16 +267,15 @@ stamp_left_static(const DaxfileEntry *e, int hint_fd,
 /* Repair one entry; TRUE when it is done with (and removed). */
 static gboolean
 repair_entry(DaxfileRegistry *reg, DaxfileEntry *e,
-             DaxfileRepairFinding found, int hint_fd,
+             DaxfileRepairFinding found, const DaxfileFile *hint,
              DaxfileRepairResult *result, GError **error)
 {
-    g_autofree char *name = daxfile_escape(e->path);
     g_autoptr(GError) local = NULL;
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
     gboolean gone = FALSE;
 
     if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_entry_is_stale(e)) {
-        stamp_left_static(e, hint_fd,
+        stamp_left_static(e, hint,
                           add_action(result, e, found,
                                      DAXFILE_REPAIR_RELEASED));
         return TRUE;
@@ -283,21 +284,21 @@ repair_entry(DaxfileRegistry *reg, DaxfileEntry *e,
         add_action(result, e, found, DAXFILE_REPAIR_RELEASED);
         return TRUE;
     }
-    fd = repair_resolve(e, hint_fd, &gone, &local);
-    if (fd < 0 && gone) {
+    f = repair_resolve(e, hint, &gone, &local);
+    if (!f && gone) {
         add_action(result, e, found, DAXFILE_REPAIR_DROPPED_FILE_GONE);
         return TRUE;
     }
-    if (fd < 0) {
+    if (!f) {
         add_action(result, e, found, DAXFILE_REPAIR_KEPT)->error =
             g_strdup(local->message);
         return FALSE;
     }
-    if (held_by_other(reg, e, fd)) {
+    if (held_by_other(reg, e, f)) {
         add_action(result, e, found, DAXFILE_REPAIR_DROPPED_SUPERSEDED);
         return TRUE;
     }
-    if (!repair_release(fd, e, name, error))
+    if (!repair_release(f, e, error))
         return FALSE;
     add_action(result, e, found, DAXFILE_REPAIR_RELEASED);
     return TRUE;
@@ -307,26 +308,26 @@ repair_entry(DaxfileRegistry *reg, DaxfileEntry *e,
  * a hook killed between its registry write and the flag, or chattr -i by
  * hand. */
 static gboolean
-mechanism_lost(const DaxfileEntry *e, int hint_fd)
+mechanism_lost(const DaxfileEntry *e, const DaxfileFile *hint)
 {
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
     gboolean gone = FALSE;
 
     if (e->state != DAXFILE_STATE_ENGAGED || !needs_inode(e))
         return FALSE;
-    fd = repair_resolve(e, hint_fd, &gone, NULL);
-    return fd >= 0 && daxfile_static_mechanism_intact(fd, e) == 0;
+    f = repair_resolve(e, hint, &gone, NULL);
+    return f && daxfile_static_mechanism_intact(f, e) == 0;
 }
 
 /* Why @e needs repair, in *ret_found; FALSE when it does not */
 static gboolean
-needs_repair(const DaxfileEntry *e, int hint_fd,
+needs_repair(const DaxfileEntry *e, const DaxfileFile *hint,
              DaxfileRepairFinding *ret_found)
 {
     if (repair_reason(e, ret_found))
         return TRUE;
     *ret_found = DAXFILE_REPAIR_FOUND_MECHANISM_LOST;
-    return mechanism_lost(e, hint_fd);
+    return mechanism_lost(e, hint);
 }
 
 gboolean
@@ -334,15 +335,15 @@ daxfile_static_repair(const char *hint_path, DaxfileRepairResult *ret_result,
                       GError **error)
 {
     g_autoptr(DaxfileRegistry) reg = NULL;
-    g_auto(DaxfileFd) hint_fd = -1;
+    g_autoptr(DaxfileFile) hint = NULL;
     GPtrArray *entries;
     guint i = 0;
 
     ret_result->actions = g_ptr_array_new_with_free_func(
         (GDestroyNotify)repair_action_free);
     if (hint_path) {
-        hint_fd = daxfile_file_open(hint_path, DAXFILE_OPEN_READ, NULL, error);
-        if (hint_fd < 0)
+        hint = daxfile_file_open(hint_path, DAXFILE_OPEN_READ, error);
+        if (!hint)
             return FALSE;
     }
     reg = daxfile_registry_open(error);
@@ -354,9 +355,9 @@ daxfile_static_repair(const char *hint_path, DaxfileRepairResult *ret_result,
         DaxfileRepairFinding found = DAXFILE_REPAIR_FOUND_STALE;
         g_autoptr(GError) local = NULL;
 
-        if (!needs_repair(e, hint_fd, &found)) {
+        if (!needs_repair(e, hint, &found)) {
             i++;
-        } else if (repair_entry(reg, e, found, hint_fd, ret_result,
+        } else if (repair_entry(reg, e, found, hint, ret_result,
                                 &local)) {
             daxfile_registry_remove(reg, e->dev, e->ino);
         } else if (local) {

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "daxfile-error.h"
-#include "daxfile-escape.h"
 #include "daxfile-fiemap.h"
 #include "daxfile-kernel.h"
 #include "daxfile-registry.h"
@@ -28,7 +27,9 @@ typedef struct {
     guint idx;               /* in the caller's items */
     DaxfileStaticItem *item;
     struct stat st;
-    char *name;
+    const DaxfileFile *file; /* the item's */
+    int fd;                  /* its file's */
+    const char *name;        /* its display name */
     int lock;                /* its inode lock */
     DaxfileEntry *old;       /* a copy of its entry before */
     DaxfileReport *report;   /* what was verified, when it was */
@@ -42,7 +43,6 @@ member_clear(Member *m)
 {
     if (m->lock >= 0)
         close(m->lock);
-    g_free(m->name);
     daxfile_entry_free(m->old);
     g_clear_pointer(&m->report, daxfile_report_free);
 }
@@ -80,10 +80,11 @@ set_lock(DaxfileStaticItem *items, guint n, guint *ret_failed,
     g_array_set_clear_func(set, (GDestroyNotify)member_clear);
     for (i = 0; i < n; i++) {
         Member m = {.idx = i, .item = &items[i], .lock = -1,
-                    .name = daxfile_escape(items[i].path)};
+                    .file = items[i].file, .fd = items[i].file->fd,
+                    .name = items[i].file->display};
 
         g_array_append_val(set, m);
-        if (!daxfile_static_fd_identity(items[i].fd, m.name,
+        if (!daxfile_static_fd_identity(m.file,
                                         &g_array_index(set, Member, i).st,
                                         error)) {
             *ret_failed = i;
@@ -117,7 +118,7 @@ reservation_new(const Member *m, pid_t holder, guint64 holder_start,
                 GError **error)
 {
     const DaxfileStaticItem *it = m->item;
-    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(it->fd, m->name,
+    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(m->fd, m->name,
                                                           error);
     g_autofree char *abspath = NULL;
     DaxfileReport fake = {0};
@@ -126,8 +127,8 @@ reservation_new(const Member *m, pid_t holder, guint64 holder_start,
     if (!map)
         return NULL;
     fake.fingerprint = daxfile_extent_map_fingerprint(map);
-    abspath = daxfile_static_fd_abspath(it->fd, it->path);
-    e = daxfile_static_entry_new(abspath, it->fd, &m->st, &it->params, &fake,
+    abspath = daxfile_static_fd_abspath(m->file);
+    e = daxfile_static_entry_new(abspath, m->fd, &m->st, &it->params, &fake,
                                  DAXFILE_MECH_NONE, DAXFILE_STATE_RESERVED);
     e->holder_pid = holder_start ? holder : 0;
     e->holder_start = holder_start;
@@ -154,7 +155,8 @@ set_member_device(DaxfileRegistry *reg, Member *m, DaxfileEntry *cur,
     }
     m->old = cur ? daxfile_entry_copy(cur) : NULL;
     e = daxfile_static_entry_new(
-        it->path, it->fd, &m->st, &it->params, &none, it->result.mechanism,
+        it->file->path, m->fd, &m->st, &it->params, &none,
+        it->result.mechanism,
         reserve ? DAXFILE_STATE_RESERVED : DAXFILE_STATE_ENGAGED);
     g_clear_pointer(&e->handle, g_free); /* its /dev node: nothing to find */
     g_clear_pointer(&e->fsid, g_free);
@@ -198,13 +200,14 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
             cur->holder_start = 0;
             daxfile_registry_touch(reg);
         }
-        return daxfile_static_still_engaged(it->fd, &m->st, &it->params, cur,
-                                            m->name, &it->result, error);
+        return daxfile_static_still_engaged(m->file, &m->st, &it->params,
+                                            cur, &it->result, error);
     }
     m->old = cur ? daxfile_entry_copy(cur) : NULL;
     if (!reserve || daxfile_kernel_syscall_nr(&nr)) {
-        m->report = daxfile_static_enable_checks(
-            it->fd, it->path, &m->st, &it->params, m->name, &it->result, error);
+        m->report = daxfile_static_enable_checks(it->file, &m->st,
+                                                 &it->params, &it->result,
+                                                 error);
         if (!m->report)
             return FALSE;
     }
@@ -217,8 +220,8 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
         daxfile_registry_put(reg, e);
         return TRUE;
     }
-    abspath = daxfile_static_fd_abspath(it->fd, it->path);
-    e = daxfile_static_entry_new(abspath, it->fd, &m->st, &it->params,
+    abspath = daxfile_static_fd_abspath(m->file);
+    e = daxfile_static_entry_new(abspath, m->fd, &m->st, &it->params,
                                  m->report, it->result.mechanism,
                                  DAXFILE_STATE_ENGAGED);
     if (reserve) {
@@ -240,8 +243,8 @@ set_rollback(DaxfileRegistry *reg, GArray *set)
         Member *m = &g_array_index(set, Member, i);
 
         if (m->engaged)
-            daxfile_static_engage(m->item->result.mechanism, m->item->fd,
-                                  m->name, FALSE, 0, NULL);
+            daxfile_static_engage(m->item->result.mechanism, m->file,
+                                  FALSE, 0, NULL);
         if (m->skip)
             continue;
         if (m->old)
@@ -269,10 +272,10 @@ set_step(DaxfileRegistry *reg, GArray *set, gboolean verify,
         if (!m->engage)
             continue;
         if (verify)
-            ok = daxfile_static_verify_engaged(it->fd, &m->st, &it->params,
-                                               m->report, mech, m->name, error);
+            ok = daxfile_static_verify_engaged(m->file, &m->st, &it->params,
+                                               m->report, mech, error);
         else
-            ok = m->engaged = daxfile_static_engage(mech, it->fd, m->name, TRUE,
+            ok = m->engaged = daxfile_static_engage(mech, m->file, TRUE,
                                                     it->params.align, error);
         if (!ok) {
             set_rollback(reg, set);
@@ -355,7 +358,7 @@ daxfile_static_release_set(DaxfileStaticItem *items, guint n,
         if (it->not_ours)
             continue;
         if (!daxfile_static_release_allowed(e, m->name, err) ||
-            !daxfile_static_release_inode(it->fd, e, m->name, &it->released,
+            !daxfile_static_release_inode(m->file, e, &it->released,
                                           err)) {
             ok = ok ? member_fail(m, ret_failed) : FALSE;
             continue;

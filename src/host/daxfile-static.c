@@ -10,7 +10,6 @@
 #include "daxfile-attest.h"
 #include "daxfile-conf.h"
 #include "daxfile-error.h"
-#include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-fiemap.h"
 #include "daxfile-guard.h"
@@ -42,15 +41,16 @@ iso_now(void)
     return g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
 }
 
-/* The registry key of what @fd is, in @st: a file's device and inode; a
+/* The registry key of what @f is, in @st: a file's device and inode; a
  * device-dax device's device number and inode 0 (its node in /dev is not
  * what QEMU maps under libvirt: that is a node of QEMU's own /dev) */
 gboolean
-daxfile_static_fd_identity(int fd, const char *name, struct stat *st,
+daxfile_static_fd_identity(const DaxfileFile *f, struct stat *st,
                            GError **error)
 {
-    if (fstat(fd, st) < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
+    if (fstat(f->fd, st) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot stat '%s'",
+                                f->display);
         return FALSE;
     }
     if (S_ISCHR(st->st_mode)) {
@@ -115,11 +115,12 @@ daxfile_static_interrupted(const DaxfileEntry *e, const char *name,
 }
 
 static gboolean
-check_not_immutable(int fd, const char *name, GError **error)
+check_not_immutable(const DaxfileFile *f, GError **error)
 {
+    const char *name = f->display;
     gboolean on = FALSE;
 
-    if (!daxfile_guard_get(fd, name, &on, error))
+    if (!daxfile_guard_get(f, &on, error))
         return FALSE;
     if (!on)
         return TRUE;
@@ -129,17 +130,17 @@ check_not_immutable(int fd, const char *name, GError **error)
     return FALSE;
 }
 
-/* The absolute path of the inode behind @fd (for later repair), or @path */
+/* The absolute path of the inode behind @f (for later repair), or its
+ * path made absolute */
 char *
-daxfile_static_fd_abspath(int fd, const char *path)
+daxfile_static_fd_abspath(const DaxfileFile *f)
 {
-    g_autofree char *link = g_strdup_printf("/proc/self/fd/%d", fd);
-    char *target = g_file_read_link(link, NULL);
+    char *target = daxfile_fd_target(f->fd);
 
     if (target && g_path_is_absolute(target))
         return target;
     g_free(target);
-    return g_canonicalize_filename(path, NULL);
+    return g_canonicalize_filename(f->path, NULL);
 }
 
 DaxfileEntry *
@@ -176,12 +177,13 @@ daxfile_static_entry_new(const char *path, int fd, const struct stat *st,
  * found, and a layout that changed meanwhile no longer matches what was
  * verified. Either one rolls back. */
 gboolean
-daxfile_static_verify_engaged(int fd, const struct stat *st,
+daxfile_static_verify_engaged(const DaxfileFile *f, const struct stat *st,
                               const DaxfileEnableParams *params,
                               const DaxfileReport *report,
-                              DaxfileMechanism mech, const char *name,
-                              GError **error)
+                              DaxfileMechanism mech, GError **error)
 {
+    int fd = f->fd;
+    const char *name = f->display;
     g_autoptr(DaxfileExtentMap) map = NULL;
     g_autofree char *now = NULL;
     struct stat cur;
@@ -212,10 +214,11 @@ daxfile_static_verify_engaged(int fd, const struct stat *st,
 /* Log the intent, engage, log the result. On failure the entry goes back
  * to what it was (a reservation stays a reservation). */
 static gboolean
-commit_enable(int fd, const char *path, const struct stat *st,
+commit_enable(const DaxfileFile *f, const struct stat *st,
               const DaxfileEnableParams *params, const DaxfileReport *report,
-              DaxfileMechanism mech, const char *name, GError **error)
+              DaxfileMechanism mech, GError **error)
 {
+    int fd = f->fd;
     g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
     g_autofree char *abspath = NULL;
     DaxfileEntry *old;
@@ -225,19 +228,18 @@ commit_enable(int fd, const char *path, const struct stat *st,
         return FALSE;
     old = daxfile_registry_lookup(reg, st->st_dev, st->st_ino);
     old = old ? daxfile_entry_copy(old) : NULL;
-    abspath = daxfile_static_fd_abspath(fd, path);
+    abspath = daxfile_static_fd_abspath(f);
     e = daxfile_static_entry_new(abspath, fd, st, params, report, mech,
                                  DAXFILE_STATE_ENGAGING);
     daxfile_registry_put(reg, e);
     if (!daxfile_registry_save(reg, error))
         goto fail;
     daxfile_test_crash_point("enable-logged");
-    if (!daxfile_static_engage(mech, fd, name, TRUE, params->align, error))
+    if (!daxfile_static_engage(mech, f, TRUE, params->align, error))
         goto fail;
     daxfile_test_crash_point("enable-engaged");
-    if (!daxfile_static_verify_engaged(fd, st, params, report, mech, name,
-                                       error)) {
-        daxfile_static_engage(mech, fd, name, FALSE, 0, NULL);
+    if (!daxfile_static_verify_engaged(f, st, params, report, mech, error)) {
+        daxfile_static_engage(mech, f, FALSE, 0, NULL);
         goto fail;
     }
     e->state = DAXFILE_STATE_ENGAGED;
@@ -246,7 +248,7 @@ commit_enable(int fd, const char *path, const struct stat *st,
         daxfile_entry_free(old);
         return TRUE;
     }
-    daxfile_static_engage(mech, fd, name, FALSE, 0, NULL);
+    daxfile_static_engage(mech, f, FALSE, 0, NULL);
  fail:
     if (old)
         daxfile_registry_put(reg, old);
@@ -259,22 +261,23 @@ commit_enable(int fd, const char *path, const struct stat *st,
 /* Enabling again for the same owner is a no-op, unless the mechanism was
  * lost meanwhile (someone ran chattr -i): then it is engaged again. */
 gboolean
-daxfile_static_still_engaged(int fd, const struct stat *st,
+daxfile_static_still_engaged(const DaxfileFile *f, const struct stat *st,
                              const DaxfileEnableParams *params,
-                             const DaxfileEntry *cur, const char *name,
+                             const DaxfileEntry *cur,
                              DaxfileEnableResult *result, GError **error)
 {
+    const char *name = f->display;
+
     result->mechanism = cur->mechanism;
     result->already = TRUE;
-    if (daxfile_static_mechanism_intact(fd, cur) != 0)
+    if (daxfile_static_mechanism_intact(f, cur) != 0)
         return TRUE;
     if (!daxfile_static_check_cap(name, error) ||
-        !daxfile_static_engage(cur->mechanism, fd, name, TRUE, cur->align,
-                               error))
+        !daxfile_static_engage(cur->mechanism, f, TRUE, cur->align, error))
         return FALSE;
     if (cur->mechanism == DAXFILE_MECH_IMMUTABLE &&
         !daxfile_static_check_writers(st, params, TRUE, name, error)) {
-        daxfile_static_engage(cur->mechanism, fd, name, FALSE, 0, NULL);
+        daxfile_static_engage(cur->mechanism, f, FALSE, 0, NULL);
         return FALSE;
     }
     result->warning = g_strdup_printf("the %s of '%s' had been removed; it "
@@ -288,15 +291,15 @@ daxfile_static_still_engaged(int fd, const struct stat *st,
 /* What enable verifies before anything changes (the layout; not a
  * swapfile; not immutable already), and the mechanism it will use. */
 DaxfileReport *
-daxfile_static_enable_checks(int fd, const char *path, const struct stat *st,
+daxfile_static_enable_checks(const DaxfileFile *f, const struct stat *st,
                              const DaxfileEnableParams *params,
-                             const char *name, DaxfileEnableResult *result,
-                             GError **error)
+                             DaxfileEnableResult *result, GError **error)
 {
+    const char *name = f->display;
     g_autoptr(DaxfileReport) report = NULL;
 
-    report = daxfile_report_build(fd, path, params->align,
-                                  params->allow_non_dax, error);
+    report = daxfile_report_build(f, params->align, params->allow_non_dax,
+                                  error);
     if (!report || !daxfile_report_require_ready(report, error))
         return NULL;
     if (daxfile_is_swapfile(st->st_dev, st->st_ino)) {
@@ -304,27 +307,27 @@ daxfile_static_enable_checks(int fd, const char *path, const struct stat *st,
                     "'%s' is an active swapfile; swapoff it first", name);
         return NULL;
     }
-    if (!check_not_immutable(fd, name, error) ||
-        !daxfile_static_choose_mechanism(fd, path, st, params, report, name,
-                                         result, error))
+    if (!check_not_immutable(f, error) ||
+        !daxfile_static_choose_mechanism(f, st, params, report, result,
+                                         error))
         return NULL;
     daxfile_test_pause_point("enable-checked");
     return g_steal_pointer(&report);
 }
 
 gboolean
-daxfile_static_enable(int fd, const char *path,
+daxfile_static_enable(const DaxfileFile *f,
                       const DaxfileEnableParams *params,
                       DaxfileEnableResult *ret_result, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
+    const char *name = f->display;
     g_auto(DaxfileFd) lock = -1;
     g_autoptr(DaxfileEntry) cur = NULL;
     g_autoptr(DaxfileReport) report = NULL;
     struct stat st;
 
     g_return_val_if_fail(params->owner != NULL, FALSE);
-    if (!daxfile_static_fd_identity(fd, name, &st, error))
+    if (!daxfile_static_fd_identity(f, &st, error))
         return FALSE;
     daxfile_test_pause_point("enable-opened");
     lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name,
@@ -334,22 +337,23 @@ daxfile_static_enable(int fd, const char *path,
         daxfile_static_interrupted(cur, name, error))
         return FALSE;
     if (cur && cur->state == DAXFILE_STATE_ENGAGED)
-        return daxfile_static_still_engaged(fd, &st, params, cur, name,
-                                            ret_result, error);
-    report = daxfile_static_enable_checks(fd, path, &st, params, name,
-                                          ret_result, error);
+        return daxfile_static_still_engaged(f, &st, params, cur, ret_result,
+                                            error);
+    report = daxfile_static_enable_checks(f, &st, params, ret_result,
+                                          error);
     if (!report)
         return FALSE;
-    return commit_enable(fd, path, &st, params, report,
-                         ret_result->mechanism, name, error);
+    return commit_enable(f, &st, params, report, ret_result->mechanism,
+                         error);
 }
 
 static void
-compare_layout(int fd, const DaxfileEntry *e, const char *name,
+compare_layout(const DaxfileFile *f, const DaxfileEntry *e,
                DaxfileDisableResult *result)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(fd, name, &error);
+    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(f->fd, f->display,
+                                                          &error);
     g_autofree char *now = map ? daxfile_extent_map_fingerprint(map) : NULL;
 
     if (!map) {
@@ -366,11 +370,12 @@ compare_layout(int fd, const DaxfileEntry *e, const char *name,
 }
 
 static gboolean
-not_static_error(int fd, const char *name, GError **error)
+not_static_error(const DaxfileFile *f, GError **error)
 {
+    const char *name = f->display;
     gboolean immutable = FALSE;
 
-    daxfile_guard_get(fd, name, &immutable, NULL);
+    daxfile_guard_get(f, &immutable, NULL);
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
                 immutable ? "'%s' is not static (no registry entry); its "
                             "immutable flag was not set by daxfile, clear it "
@@ -393,33 +398,33 @@ daxfile_static_release_allowed(const DaxfileEntry *e, const char *name,
 /* Undo the entry's mechanism on its inode (durably) and say what changed
  * while it was static. */
 gboolean
-daxfile_static_release_inode(int fd, const DaxfileEntry *e, const char *name,
+daxfile_static_release_inode(const DaxfileFile *f, const DaxfileEntry *e,
                              DaxfileDisableResult *result, GError **error)
 {
     if ((e->mechanism != DAXFILE_MECH_IMMUTABLE || e->flag_set) &&
-        !daxfile_static_engage(e->mechanism, fd, name, FALSE, 0, error))
+        !daxfile_static_engage(e->mechanism, f, FALSE, 0, error))
         return FALSE;
     result->mechanism = e->mechanism;
     result->owner = g_strdup(e->owner);
     if (daxfile_static_entry_is_device(e))
         result->layout_unchanged = TRUE; /* it has no block map */
     else
-        compare_layout(fd, e, name, result);
+        compare_layout(f, e, result);
     return TRUE;
 }
 
 gboolean
-daxfile_static_disable(int fd, const char *path, const char *owner,
+daxfile_static_disable(const DaxfileFile *f, const char *owner,
                        gboolean wait, DaxfileDisableResult *ret_result,
                        GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
+    const char *name = f->display;
     g_autoptr(DaxfileRegistry) reg = NULL;
     g_auto(DaxfileFd) lock = -1;
     DaxfileEntry *e;
     struct stat st;
 
-    if (!daxfile_static_fd_identity(fd, name, &st, error))
+    if (!daxfile_static_fd_identity(f, &st, error))
         return FALSE;
     lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, wait,
                                        error);
@@ -427,7 +432,7 @@ daxfile_static_disable(int fd, const char *path, const char *owner,
         return FALSE;
     e = daxfile_registry_lookup(reg, st.st_dev, st.st_ino);
     if (!e)
-        return not_static_error(fd, name, error);
+        return not_static_error(f, error);
     if (daxfile_static_owner_conflict(e, owner, name, error) ||
         !daxfile_static_release_allowed(e, name, error))
         return FALSE;
@@ -436,7 +441,7 @@ daxfile_static_disable(int fd, const char *path, const char *owner,
     if (!daxfile_registry_save(reg, error))
         return FALSE;
     daxfile_test_crash_point("disable-logged");
-    if (!daxfile_static_release_inode(fd, e, name, ret_result, error))
+    if (!daxfile_static_release_inode(f, e, ret_result, error))
         return FALSE;
     daxfile_test_crash_point("disable-released");
     daxfile_registry_remove(reg, st.st_dev, st.st_ino);
@@ -483,8 +488,8 @@ daxfile_static_state_enabled(const DaxfileStaticState *state)
  * the hook did at started (daxfile-attest.h); the <alignsize> judged is
  * the report's, and a virtio-pmem device needs neither it nor MAP_SYNC */
 static DaxfileAttestation *
-attest_qemu(int fd, const struct stat *st, const DaxfileReport *report,
-            const DaxfileEntry *e)
+attest_qemu(const DaxfileFile *f, const struct stat *st,
+            const DaxfileReport *report, const DaxfileEntry *e)
 {
     g_autoptr(DaxfileConf) conf = daxfile_conf_load(NULL, NULL);
     DaxfileAttestation *a = g_new0(DaxfileAttestation, 1);
@@ -498,14 +503,15 @@ attest_qemu(int fd, const struct stat *st, const DaxfileReport *report,
     if (a->pid < 0)
         a->problem = g_strdup(local->message);
     else
-        daxfile_attest(a->pid, NULL, fd, st, report->path, st->st_size,
+        daxfile_attest(a->pid, NULL, f, st->st_size,
                        nvdimm ? report->align : 0, nvdimm, a, NULL);
     return a;
 }
 
 DaxfileStaticState *
-daxfile_static_state_read(int fd, const DaxfileReport *report)
+daxfile_static_state_read(const DaxfileFile *f, const DaxfileReport *report)
 {
+    int fd = f->fd;
     DaxfileStaticState *state = g_new0(DaxfileStaticState, 1);
     const DaxfileEntry *e = NULL;
     gboolean immutable = FALSE;
@@ -518,13 +524,13 @@ daxfile_static_state_read(int fd, const DaxfileReport *report)
     e = state->entry;
     if (daxfile_static_state_enabled(state) && e->owner &&
         g_str_has_prefix(e->owner, "domain:"))
-        state->qemu = attest_qemu(fd, &st, report, e);
+        state->qemu = attest_qemu(f, &st, report, e);
     if (e) {
         state->layout_unchanged = e->fingerprint && report->fingerprint &&
                                   STREQ(e->fingerprint, report->fingerprint);
-        state->mechanism_intact = daxfile_static_mechanism_intact(fd, e);
+        state->mechanism_intact = daxfile_static_mechanism_intact(f, e);
     }
-    state->immutable = daxfile_guard_get(fd, report->path, &immutable, NULL)
+    state->immutable = daxfile_guard_get(f, &immutable, NULL)
                            ? immutable : DAXFILE_TRI_UNKNOWN;
     return state;
 }

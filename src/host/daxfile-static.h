@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "daxfile-attest.h"
+#include "daxfile-file.h"
 #include "daxfile-registry.h"
 #include "daxfile-report.h"
 
@@ -46,9 +47,9 @@ void daxfile_enable_result_clear(DaxfileEnableResult *result);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileEnableResult,
                                  daxfile_enable_result_clear)
 
-/* Make the file behind @fd (named @path, for the registry and messages)
- * static. The caller opened it with daxfile_file_open(). */
-gboolean daxfile_static_enable(int fd, const char *path,
+/* Make the file @f static (its path goes to the registry, its display to
+ * messages). The caller opened it with daxfile_file_open(). */
+gboolean daxfile_static_enable(const DaxfileFile *f,
                                const DaxfileEnableParams *params,
                                DaxfileEnableResult *ret_result,
                                GError **error);
@@ -67,7 +68,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileDisableResult,
 /* Release static mode. @owner NULL releases whoever holds it; otherwise a
  * different owner is refused (BUSY). A file that is not static is a
  * NOT_FOUND error. */
-gboolean daxfile_static_disable(int fd, const char *path, const char *owner,
+gboolean daxfile_static_disable(const DaxfileFile *f, const char *owner,
                                 gboolean wait,
                                 DaxfileDisableResult *ret_result,
                                 GError **error);
@@ -84,8 +85,7 @@ gboolean daxfile_static_disable(int fd, const char *path, const char *owner,
  * static; no intent state is logged: a start whose hook died is stopped
  * by libvirt, which runs the release. */
 typedef struct {
-    int fd;                      /* opened with daxfile_file_open*() */
-    const char *path;
+    const DaxfileFile *file;     /* opened with daxfile_file_open*() */
     DaxfileEnableParams params;  /* owner, align, ...; the same owner for
                                   * every item of a set */
     DaxfileEnableResult result;  /* enable */
@@ -135,9 +135,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileStaticState, daxfile_static_state_free)
 /* The file is static (its entry is engaged) */
 gboolean daxfile_static_state_enabled(const DaxfileStaticState *state);
 
-/* The static state of the file behind @fd, whose @report was built; what
+/* The static state of the file @f, whose @report was built; what
  * cannot be read is left unknown. */
-DaxfileStaticState *daxfile_static_state_read(int fd,
+DaxfileStaticState *daxfile_static_state_read(const DaxfileFile *f,
                                               const DaxfileReport *report);
 
 /* Why repair took up an entry */

@@ -149,9 +149,10 @@ follow_link(Walk *w, int fd, int *cur, GQueue *comps, guint *links,
     return *cur >= 0;
 }
 
-int
+DaxfileFile *
 daxfile_trusted_open(const char *path, gboolean want_dir, GError **error)
 {
+    g_autoptr(DaxfileFile) f = NULL;
     g_autofree char *abs = g_canonicalize_filename(path, NULL);
     g_autoptr(GString) at = g_string_new("/");
     Walk w = {at, abs};
@@ -167,68 +168,72 @@ daxfile_trusted_open(const char *path, gboolean want_dir, GError **error)
         g_auto(DaxfileFd) next = -1;
 
         if (fstat(cur, &st) < 0 || !check_node(&w, &st, error))
-            return -1;
+            return NULL;
         next = openat(cur, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         walk_push(&w, c);
-        if (next < 0)
-            return missing_or_error(&w, error);
-        if (fstat(next, &st) < 0)
-            return missing_or_error(&w, error);
+        if (next < 0 || fstat(next, &st) < 0) {
+            missing_or_error(&w, error);
+            return NULL;
+        }
         if (S_ISLNK(st.st_mode)) {
             if (!check_node(&w, &st, error) ||
                 !follow_link(&w, next, &cur, comps, &links, error))
-                return -1;
+                return NULL;
             continue;
         }
         close(cur);
         cur = g_steal_fd(&next);
     }
-    if (cur < 0 || fstat(cur, &st) < 0)
-        return missing_or_error(&w, error);
-    if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
-        g_autofree char *name = daxfile_escape(path);
-
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is not a %s", name,
-                    want_dir ? "directory" : "regular file");
-        return -1;
+    if (cur < 0 || fstat(cur, &st) < 0) {
+        missing_or_error(&w, error);
+        return NULL;
     }
-    if (!check_node(&w, &st, error))
-        return -1;
-    return daxfile_fd_reopen(cur, want_dir ? O_RDONLY | O_DIRECTORY
-                                           : O_RDONLY | O_NONBLOCK,
-                             path, error);
+    f = daxfile_file_new_from_fd(g_steal_fd(&cur), path, error);
+    if (!f)
+        return NULL;
+    if (want_dir ? !S_ISDIR(f->st.st_mode) : !S_ISREG(f->st.st_mode)) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' is not a %s", f->display,
+                    want_dir ? "directory" : "regular file");
+        return NULL;
+    }
+    if (!check_node(&w, &f->st, error) ||
+        !daxfile_file_reopen(f, want_dir ? O_RDONLY | O_DIRECTORY
+                                         : O_RDONLY | O_NONBLOCK,
+                             error))
+        return NULL;
+    return g_steal_pointer(&f);
 }
 
 gboolean
 daxfile_trusted_read(const char *path, char **ret_data, gsize *ret_len,
                      GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
     g_autoptr(GByteArray) buf = g_byte_array_new();
     g_autoptr(GError) local = NULL;
-    g_auto(DaxfileFd) fd = daxfile_trusted_open(path, FALSE, &local);
+    g_autoptr(DaxfileFile) f = daxfile_trusted_open(path, FALSE, &local);
     guint8 chunk[65536];
     ssize_t n;
 
     *ret_data = NULL;
     *ret_len = 0;
-    if (fd < 0) {
+    if (!f) {
         if (!local)
             return TRUE;
         g_propagate_error(error, g_steal_pointer(&local));
         return FALSE;
     }
-    while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+    while ((n = read(f->fd, chunk, sizeof(chunk))) != 0) {
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            daxfile_set_error_errno(error, errno, "Cannot read '%s'", name);
+            daxfile_set_error_errno(error, errno, "Cannot read '%s'",
+                                    f->display);
             return FALSE;
         }
         if (buf->len + (gsize)n > MAX_DATA) {
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                        "'%s' is larger than 1 MiB", name);
+                        "'%s' is larger than 1 MiB", f->display);
             return FALSE;
         }
         g_byte_array_append(buf, chunk, (guint)n);

@@ -16,14 +16,17 @@
 
 #include <glib.h>
 
+#include "daxfile-file.h"
+
 G_BEGIN_DECLS
 
 /* Open @path (absolute) for reading after checking the whole lookup as
  * above; @want_dir asks for a directory instead of a regular file.
- * Returns the fd; -1 with no error when @path does not exist; -1 with an
- * error naming the file, what is wrong and the chown/chmod that fixes it
- * when it is not trusted. */
-int daxfile_trusted_open(const char *path, gboolean want_dir, GError **error);
+ * Returns the handle; NULL with no error when @path does not exist; NULL
+ * with an error naming the file, what is wrong and the chown/chmod that
+ * fixes it when it is not trusted. */
+DaxfileFile *daxfile_trusted_open(const char *path, gboolean want_dir,
+                                  GError **error);
 
 /* Read the trusted regular file @path (at most 1 MiB). FALSE with an
  * error as above; TRUE with *ret_data NULL when it does not exist. */

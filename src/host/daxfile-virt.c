@@ -349,7 +349,7 @@ watch_wipe(Watch *w, const char *domain, const char *path)
     g_auto(DaxfileWipeResult) result = {0};
     g_autoptr(GError) error = NULL;
     const DaxfileWipeParams params = {.cancel = w->stop};
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
     const char *other = used_elsewhere(w, path);
 
     if (other) {
@@ -359,14 +359,14 @@ watch_wipe(Watch *w, const char *domain, const char *path)
         watch_report(w, DAXFILE_WATCH_KEPT, domain, path, why, NULL);
         return;
     }
-    fd = daxfile_wipe_open(path, FALSE, &error);
-    if (fd < 0 &&
+    f = daxfile_wipe_open(path, FALSE, &error);
+    if (!f &&
         g_error_matches(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND)) {
         watch_report(w, DAXFILE_WATCH_KEPT, domain, path,
                      "it no longer exists", NULL);
         return;
     }
-    if (fd < 0 || !daxfile_wipe(fd, path, &params, &result, &error)) {
+    if (!f || !daxfile_wipe(f, &params, &result, &error)) {
         watch_report(w, DAXFILE_WATCH_FAILED, domain, path, error->message,
                      NULL);
         return;

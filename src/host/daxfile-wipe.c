@@ -68,9 +68,10 @@ mark(int fd, const char *name, guint64 done, gboolean durable,
 /* No owner may hold it: a registry entry, the immutable flag, the
  * kernel's static mode (@reg: the registry, locked) */
 static gboolean
-unheld(DaxfileRegistry *reg, int fd, const struct stat *st, const char *name,
+unheld(DaxfileRegistry *reg, const DaxfileFile *f, const struct stat *st,
        GError **error)
 {
+    const char *name = f->display;
     const DaxfileEntry *e;
     gboolean on = FALSE;
     long nr;
@@ -86,10 +87,10 @@ unheld(DaxfileRegistry *reg, int fd, const struct stat *st, const char *name,
                     daxfile_entry_state_to_string(e->state), owner);
         return FALSE;
     }
-    if (!daxfile_guard_get(fd, name, &on, error))
+    if (!daxfile_guard_get(f, &on, error))
         return FALSE;
     if (!on && daxfile_kernel_syscall_nr(&nr) &&
-        !daxfile_kernel_get(nr, fd, name, &on, error))
+        !daxfile_kernel_get(nr, f, &on, error))
         return FALSE;
     if (on) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
@@ -103,12 +104,12 @@ unheld(DaxfileRegistry *reg, int fd, const struct stat *st, const char *name,
 /* A device-dax device no domain holds (registry key: its device number,
  * inode 0), in devdax mode; its description in *@ret_dev */
 static gboolean
-device_unheld(DaxfileRegistry *reg, const struct stat *st, const char *path,
-              DaxfileDevdax **ret_dev, GError **error)
+device_unheld(DaxfileRegistry *reg, const struct stat *st,
+              const DaxfileFile *f, DaxfileDevdax **ret_dev, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
+    const char *name = f->display;
     const DaxfileEntry *e = daxfile_registry_lookup(reg, st->st_rdev, 0);
-    g_autoptr(DaxfileDevdax) d = daxfile_devdax_read(st->st_rdev, path,
+    g_autoptr(DaxfileDevdax) d = daxfile_devdax_read(st->st_rdev, name,
                                                      error);
 
     if (!d)
@@ -122,37 +123,31 @@ device_unheld(DaxfileRegistry *reg, const struct stat *st, const char *path,
                     daxfile_entry_state_to_string(e->state), owner);
         return FALSE;
     }
-    if (!daxfile_devdax_check_mode(d, path, error))
+    if (!daxfile_devdax_check_mode(d, name, error))
         return FALSE;
     if (ret_dev)
         *ret_dev = g_steal_pointer(&d);
     return TRUE;
 }
 
-int
+DaxfileFile *
 daxfile_wipe_open(const char *path, gboolean follow, GError **error)
 {
-    int fd;
-
     if (!daxfile_devdax_is(path))
         return daxfile_file_open(path,
                                  DAXFILE_OPEN_WRITE |
                                      (follow ? DAXFILE_OPEN_FOLLOW : 0),
-                                 NULL, error);
+                                 error);
     /* a device-dax device, by its own node (daxfile-devdax.h) */
-    fd = open(path, O_RDWR | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
-    if (fd < 0) {
-        g_autofree char *name = daxfile_escape(path);
-
-        daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
-    }
-    return fd;
+    return daxfile_file_open_node(path, O_RDWR | (follow ? 0 : O_NOFOLLOW),
+                                  NULL, error);
 }
 
 gboolean
-daxfile_wipe_check(int fd, const char *path, GError **error)
+daxfile_wipe_check(const DaxfileFile *f, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
+    int fd = f->fd;
+    const char *name = f->display;
     g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
     struct stat st;
 
@@ -163,26 +158,26 @@ daxfile_wipe_check(int fd, const char *path, GError **error)
         return FALSE;
     }
     if (S_ISCHR(st.st_mode))
-        return device_unheld(reg, &st, path, NULL, error);
+        return device_unheld(reg, &st, f, NULL, error);
     return daxfile_file_check_regular(&st, name, error) &&
-           unheld(reg, fd, &st, name, error);
+           unheld(reg, f, &st, error);
 }
 
 /* unheld(), under the registry lock, which the hook takes too, and the
  * progress mark set (durably) before it is dropped, so a domain's
  * prepare after that sees an unfinished wipe */
 static gboolean
-claim(int fd, const struct stat *st, const char *name, guint64 *ret_done,
+claim(const DaxfileFile *f, const struct stat *st, guint64 *ret_done,
       GError **error)
 {
     g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
 
-    if (!reg || !unheld(reg, fd, st, name, error))
+    if (!reg || !unheld(reg, f, st, error))
         return FALSE;
-    if (!daxfile_wipe_pending(fd, ret_done))
+    if (!daxfile_wipe_pending(f->fd, ret_done))
         *ret_done = 0;
     *ret_done = MIN(*ret_done, (guint64)st->st_size);
-    return mark(fd, name, *ret_done, TRUE, error);
+    return mark(f->fd, f->display, *ret_done, TRUE, error);
 }
 
 /* @len zero bytes at @dst, durable when @nt: non-temporal stores past
@@ -246,11 +241,12 @@ read_back(const unsigned char *map, guint64 size, DaxfileWipeResult *ret)
  * domain's start waiting; nothing marks a partial wipe (a device has no
  * extended attributes): run it again. */
 static gboolean
-wipe_device(int fd, const struct stat *st, const char *path,
+wipe_device(const DaxfileFile *f, const struct stat *st,
             const DaxfileWipeParams *p, DaxfileWipeResult *ret,
             GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
+    int fd = f->fd;
+    const char *name = f->display;
     g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
     g_autoptr(DaxfileDevdax) d = NULL;
     g_auto(DaxfileFd) lock = -1;
@@ -262,7 +258,7 @@ wipe_device(int fd, const struct stat *st, const char *path,
     if (!reg)
         return FALSE;
     lock = daxfile_registry_lock_inode(st->st_rdev, 0, name, FALSE, error);
-    if (lock < 0 || !device_unheld(reg, st, path, &d, error))
+    if (lock < 0 || !device_unheld(reg, st, f, &d, error))
         return FALSE;
     g_clear_pointer(&reg, daxfile_registry_free);
     ret->size = d->size;
@@ -324,10 +320,11 @@ wipe_device(int fd, const struct stat *st, const char *path,
 }
 
 gboolean
-daxfile_wipe(int fd, const char *path, const DaxfileWipeParams *p,
+daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
              DaxfileWipeResult *ret, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
+    int fd = f->fd;
+    const char *name = f->display;
     unsigned char *map;
     struct stat st;
     guint64 done = 0, size;
@@ -340,7 +337,7 @@ daxfile_wipe(int fd, const char *path, const DaxfileWipeParams *p,
         return FALSE;
     }
     if (S_ISCHR(st.st_mode))
-        return wipe_device(fd, &st, path, p, ret, error);
+        return wipe_device(f, &st, p, ret, error);
     if (!daxfile_file_check_regular(&st, name, error))
         return FALSE;
     if (st.st_size == 0) {
@@ -349,7 +346,7 @@ daxfile_wipe(int fd, const char *path, const DaxfileWipeParams *p,
         return FALSE;
     }
     size = ret->size = (guint64)st.st_size;
-    if (!claim(fd, &st, name, &done, error))
+    if (!claim(f, &st, &done, error))
         return FALSE;
     ret->resumed_from = done;
     map = mmap(NULL, size, PROT_READ | PROT_WRITE,

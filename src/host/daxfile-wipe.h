@@ -17,6 +17,8 @@
 
 #include <glib.h>
 
+#include "daxfile-file.h"
+
 G_BEGIN_DECLS
 
 #define DAXFILE_WIPE_XATTR "user.daxfile.wipe"
@@ -52,19 +54,20 @@ void daxfile_wipe_result_clear(DaxfileWipeResult *r);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileWipeResult, daxfile_wipe_result_clear)
 
 /* Open @path for daxfile_wipe(): a regular file (O_NOFOLLOW unless
- * @follow) or a device-dax device by its own node; -1 with @error */
-int daxfile_wipe_open(const char *path, gboolean follow, GError **error);
+ * @follow) or a device-dax device by its own node; NULL with @error */
+DaxfileFile *daxfile_wipe_open(const char *path, gboolean follow,
+                               GError **error);
 
 /* What daxfile_wipe() refuses (a regular file no one holds), checked
  * now, for a caller that must not change anything else first */
-gboolean daxfile_wipe_check(int fd, const char *path, GError **error);
+gboolean daxfile_wipe_check(const DaxfileFile *f, GError **error);
 
-/* Wipe the regular file @fd (opened for writing; @path for messages).
+/* Wipe the regular file @f (opened for writing).
  * Refused while the registry holds the file (reserved or static, for any
  * owner) or it is immutable or kernel-static. FALSE with @error set on a
  * refusal, a failure, an interruption (@ret->interrupted) or a read-back
  * that is not all zeros. */
-gboolean daxfile_wipe(int fd, const char *path, const DaxfileWipeParams *p,
+gboolean daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
                       DaxfileWipeResult *ret, GError **error);
 
 G_END_DECLS

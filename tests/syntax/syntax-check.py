@@ -15,6 +15,34 @@ One TAP result per rule; a failure lists every file that breaks it.
                right in src/daxfilectl/ libvirt-hooks/ guest-tools/ bench/
                (not guest-tools/lib/ or tests/), since binaries parse
                arguments, call the library and print (issue 18)
+  escape       daxfile_escape() is called only where names are shown or
+               where a name enters without a file. A file is opened as a
+               DaxfileFile (src/common/daxfile-file.h), which computes its
+               display name once; every operation on it takes the handle
+               and names it by f->display. The allowed C files
+               (ESCAPE_ALLOWED), with why:
+                 display: the definition (daxfile-escape.c); the handle
+                   (daxfile-file.c: its display, and the failures before a
+                   handle exists); the CLIs, which print (src/daxfilectl/,
+                   the guest's output module daxguest-checks-output.c);
+                   the JSON views of registry entries (src/host/*-json.c)
+                 a name that enters with no file, shown once there: sizes
+                   as typed (daxfile-size.c), configuration keys
+                   (daxfile-conf.c), the components of a trusted lookup
+                   (daxfile-trust.c), the domain XML's names and the
+                   entries the hook reports (daxfile-domxml.c,
+                   daxfile-hook.c), domain names and QEMU pid files
+                   (daxfile-virt.c, daxfile-attest.c), a file not created
+                   yet (daxfile-create.c), registry owners (daxfile-wipe.c),
+                  a device's settings checked before any file is opened
+                  (daxfile-attach.c; domain-xml --no-check has none),
+                   the guest's target and bench models, which keep the
+                   display they make (daxguest-target.c, daxguest-bench.c)
+  proc-fd      a C string "/proc/self/fd/..." is in four files only: the one
+               readlink (daxfile_fd_target(), daxfile-fd.c), the reopen
+               through it (daxfile-file.c), create's linkat() of an
+               O_TMPFILE (daxfile-create.c) and daxctl(), which names the
+               file by it (daxfile-kernel.c)
 
 The files are git's (tracked, and untracked but not ignored) when the
 source tree is a git work tree, else every file but build directories.
@@ -39,6 +67,17 @@ LENGTH_DIRS = ("src/", "libvirt-hooks/", "guest-tools/", "bench/", "tools/")
 MAX_LINES = 800
 BINARY_DIRS = ("src/daxfilectl", "libvirt-hooks", "guest-tools", "bench")
 MAX_BINARY_LINES = 200
+ESCAPE_CALL = re.compile(r"\bdaxfile_escape\s*\(")
+ESCAPE_ALLOWED = re.compile(r"""^(
+    src/common/daxfile-(escape|file|size)\.c
+  | src/daxfilectl/[^/]+\.c
+  | src/host/daxfile-[a-z]+-json\.c
+  | src/host/daxfile-(conf|trust|domxml|hook|virt|attest|attach|create|wipe)\.c
+  | guest-tools/lib/daxguest-(checks-output|target|bench)\.c
+)$""", re.X)
+PROC_FD = '"/proc/self/fd/'
+PROC_FD_ALLOWED = {"src/common/daxfile-fd.c", "src/common/daxfile-file.c",
+                   "src/host/daxfile-create.c", "src/host/daxfile-kernel.c"}
 
 
 def source_files(srcdir):
@@ -123,6 +162,37 @@ def rule_binary_length(srcdir, files):
                  "file by verb")
 
 
+def c_files(files):
+    """The C sources (.c) of the product, not the tests"""
+    return [p for p in files
+            if p.endswith(".c") and p.startswith(LENGTH_DIRS)]
+
+
+def rule_escape(srcdir, files):
+    bad = []
+    for path in c_files(files):
+        if ESCAPE_ALLOWED.match(path):
+            continue
+        for n, line in enumerate(read(srcdir, path).splitlines(), 1):
+            if ESCAPE_CALL.search(line):
+                bad.append(f"{path}:{n}: {line.strip()}")
+    return bad, ("open a DaxfileFile and use its display; a name that "
+                 "enters without a file is shown where it enters (see the "
+                 "allow-list in syntax-check.py)")
+
+
+def rule_proc_fd(srcdir, files):
+    bad = []
+    for path in c_files(files):
+        if path in PROC_FD_ALLOWED:
+            continue
+        for n, line in enumerate(read(srcdir, path).splitlines(), 1):
+            if PROC_FD in line:
+                bad.append(f"{path}:{n}: {line.strip()}")
+    return bad, ("read what an fd is with daxfile_fd_target() "
+                 "(src/common/daxfile-fd.h)")
+
+
 RULES = [
     ("test-seams", "no test-seam variable named in C outside the seam module",
      rule_test_seams),
@@ -131,6 +201,10 @@ RULES = [
     ("binary-length", f"no C source of a binary over {MAX_BINARY_LINES} "
      "lines in " + " ".join(d + "/" for d in BINARY_DIRS),
      rule_binary_length),
+    ("escape", "daxfile_escape() called only in display modules and where "
+     "a name enters without a file", rule_escape),
+    ("proc-fd", "/proc/self/fd/ spelt only in the readlink, the reopens "
+     "and daxctl()", rule_proc_fd),
 ]
 
 

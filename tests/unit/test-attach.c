@@ -48,7 +48,7 @@ fake_report(gboolean ready)
         daxfile_extent_map_add(map, 2 * M, 130 * M, 62 * M,
                                FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_LAST);
     }
-    return daxfile_report_new(FILE_PATH, 2 * M, FALSE, fs, map);
+    return daxfile_report_new(FILE_PATH, FILE_PATH, 2 * M, FALSE, fs, map);
 }
 
 /* The device attach makes for @path before the checks: 2 MiB aligned */

@@ -27,14 +27,14 @@ set_sysfs(const char *tree)
     g_setenv("DAXFILE_SYSFS_ROOT", root, TRUE);
 }
 
-static int
+static DaxfileFile *
 scratch_file(void)
 {
     g_autofree char *path = g_build_filename(tmpdir, "f.img", NULL);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 
     g_assert_cmpint(fd, >=, 0);
-    return fd;
+    return daxfile_file_new_from_fd(fd, "f.img", NULL);
 }
 
 static void
@@ -71,7 +71,7 @@ test_implausible(void)
 static void
 test_get_set(void)
 {
-    g_auto(DaxfileFd) fd = scratch_file();
+    g_autoptr(DaxfileFile) f = scratch_file();
     g_autoptr(GError) busy = NULL;
     g_autoptr(GError) inval = NULL;
     gboolean on = TRUE;
@@ -80,25 +80,25 @@ test_get_set(void)
         g_test_skip("needs CAP_LINUX_IMMUTABLE (root)");
         return;
     }
-    g_assert_true(daxfile_kernel_get(451, fd, "f.img", &on, NULL));
+    g_assert_true(daxfile_kernel_get(451, f, &on, NULL));
     g_assert_false(on);
-    g_assert_true(daxfile_kernel_set(451, fd, "f.img", TRUE, 2 << 20, NULL));
-    g_assert_true(daxfile_kernel_get(451, fd, "f.img", &on, NULL));
+    g_assert_true(daxfile_kernel_set(451, f, TRUE, 2 << 20, NULL));
+    g_assert_true(daxfile_kernel_get(451, f, &on, NULL));
     g_assert_true(on);
-    g_assert_false(daxfile_kernel_set(451, fd, "f.img", TRUE, 2 << 20, &busy));
+    g_assert_false(daxfile_kernel_set(451, f, TRUE, 2 << 20, &busy));
     g_assert_error(busy, DAXFILE_ERROR, DAXFILE_ERROR_BUSY);
     g_assert_nonnull(strstr(busy->message, "already static"));
-    g_assert_true(daxfile_kernel_set(451, fd, "f.img", FALSE, 0, NULL));
-    g_assert_true(daxfile_kernel_get(451, fd, "f.img", &on, NULL));
+    g_assert_true(daxfile_kernel_set(451, f, FALSE, 0, NULL));
+    g_assert_true(daxfile_kernel_get(451, f, &on, NULL));
     g_assert_false(on);
-    g_assert_false(daxfile_kernel_set(451, fd, "f.img", TRUE, 3 << 20, &inval));
+    g_assert_false(daxfile_kernel_set(451, f, TRUE, 3 << 20, &inval));
     g_assert_error(inval, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY);
 }
 
 static void
 test_eperm(void)
 {
-    g_auto(DaxfileFd) fd = scratch_file();
+    g_autoptr(DaxfileFile) f = scratch_file();
     int status = 0;
     pid_t pid = fork();
 
@@ -108,7 +108,7 @@ test_eperm(void)
         /* an unprivileged uid has no CAP_LINUX_IMMUTABLE */
         if (getuid() == 0 && setuid(65534) < 0)
             _exit(2);
-        if (daxfile_kernel_set(451, fd, "f.img", TRUE, 4096, &error) ||
+        if (daxfile_kernel_set(451, f, TRUE, 4096, &error) ||
             !g_error_matches(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION) ||
             !strstr(error->message, "CAP_LINUX_IMMUTABLE"))
             _exit(1);

@@ -46,7 +46,8 @@ test_ready(void)
 
     daxfile_extent_map_add(map, 0, 2 * M, 64 * M, FIEMAP_EXTENT_LAST);
     check_report("golden/status-ready.json",
-                 daxfile_report_new("/mnt/pmem/vm.img", 2 * M, FALSE,
+                 daxfile_report_new("/mnt/pmem/vm.img", "/mnt/pmem/vm.img",
+                                    2 * M, FALSE,
                                     fake_fs("xfs", DAXFILE_TRI_YES, TRUE,
                                             "rw,dax=always,sunit=4096"),
                                     map),
@@ -62,7 +63,8 @@ test_fallocated_not_dax(void)
     daxfile_extent_map_add(map, 2 * M, 130 * M, 62 * M,
                            FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_LAST);
     check_report("golden/status-fallocated.json",
-                 daxfile_report_new("/srv/vm.img", 2 * M, FALSE,
+                 daxfile_report_new("/srv/vm.img", "/srv/vm.img",
+                                    2 * M, FALSE,
                                     fake_fs("ext4", DAXFILE_TRI_NO, FALSE,
                                             "rw"),
                                     map),
@@ -78,7 +80,8 @@ test_check_subset(void)
     daxfile_extent_map_add(map, 6 * M, 20 * M, 2 * M,
                            FIEMAP_EXTENT_SHARED | FIEMAP_EXTENT_LAST);
     check_report("golden/check-problems.json",
-                 daxfile_report_new("/mnt/pmem/odd\nname.img", 2 * M, TRUE,
+                 daxfile_report_new("/mnt/pmem/odd\nname.img",
+                                    "/mnt/pmem/odd\\x0aname.img", 2 * M, TRUE,
                                     fake_fs("xfs", DAXFILE_TRI_UNKNOWN, TRUE,
                                             "rw"),
                                     map),

@@ -360,13 +360,13 @@ test_engage_fails(Fixture *fx, gconstpointer data)
     Fake fake = {.map_from = 1, .mapped = {fx->ino_a}};
     DaxfileRunResult r;
     g_autoptr(GError) error = NULL;
-    g_auto(DaxfileFd) fd = -1;
+    g_autoptr(DaxfileFile) f = NULL;
 
     if (!fx->ready)
         return;
-    fd = daxfile_file_open(fx->a, DAXFILE_OPEN_READ, NULL, &error);
+    f = daxfile_file_open(fx->a, DAXFILE_OPEN_READ, &error);
     g_assert_no_error(error);
-    g_assert_true(daxfile_static_enable(fd, fx->a, &other, &enabled, &error));
+    g_assert_true(daxfile_static_enable(f, &other, &enabled, &error));
     g_assert_true(run(fx, &fake, files, "exec sleep 30", 30, &r, &error));
     g_assert_no_error(error);
     g_assert_cmpuint(fake.events->len, ==, 1);
@@ -377,7 +377,7 @@ test_engage_fails(Fixture *fx, gconstpointer data)
     g_assert_cmpint(r.exit_status, ==, 1);
     g_assert_cmpuint(registry_count(), ==, 1);
     g_assert_true(
-        daxfile_static_disable(fd, fx->a, "other", FALSE, &disabled, &error));
+        daxfile_static_disable(f, "other", FALSE, &disabled, &error));
 }
 
 /* refused before the command starts: one file twice, a missing file, a

@@ -4,15 +4,52 @@
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "daxfile-error.h"
 #include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-file.h"
-#include "daxfile-sysfs.h"
 #include "daxfile-util.h"
+
+void
+daxfile_file_free(DaxfileFile *file)
+{
+    if (!file)
+        return;
+    daxfile_fd_close(file->fd);
+    g_free(file->path);
+    g_free(file->display);
+    g_free(file);
+}
+
+/* A handle around @fd, already stat()ed as @st */
+static DaxfileFile *
+file_new(int fd, const struct stat *st, const char *path)
+{
+    DaxfileFile *file = g_new0(DaxfileFile, 1);
+
+    file->fd = fd;
+    file->st = *st;
+    file->path = g_strdup(path);
+    file->display = daxfile_escape(path);
+    return file;
+}
+
+DaxfileFile *
+daxfile_file_new_from_fd(int fd, const char *path, GError **error)
+{
+    g_auto(DaxfileFd) owned = fd;
+    struct stat st;
+
+    if (fstat(owned, &st) < 0) {
+        g_autofree char *name = daxfile_escape(path);
+
+        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
+        return NULL;
+    }
+    return file_new(g_steal_fd(&owned), &st, path);
+}
 
 gboolean
 daxfile_file_check_regular(const struct stat *st, const char *name,
@@ -49,6 +86,16 @@ daxfile_file_check_regular(const struct stat *st, const char *name,
     return FALSE;
 }
 
+char *
+daxfile_fd_path(int fd)
+{
+    g_autofree char *target = daxfile_fd_target(fd);
+
+    if (!target)
+        return g_strdup_printf("fd %d", fd);
+    return daxfile_escape(target);
+}
+
 int
 daxfile_fd_reopen(int fd, int open_flags, const char *name, GError **error)
 {
@@ -62,31 +109,37 @@ daxfile_fd_reopen(int fd, int open_flags, const char *name, GError **error)
     return newfd;
 }
 
-/* The O_PATH fd @pfd: a regular file? then reopen it for real. */
-static int
-open_checked(int pfd, const char *name, DaxfileOpenFlags flags,
-             struct stat *ret_st, GError **error)
+gboolean
+daxfile_file_reopen(DaxfileFile *f, int open_flags, GError **error)
 {
-    struct stat st;
+    int fd = daxfile_fd_reopen(f->fd, open_flags, f->display, error);
 
-    if (fstat(pfd, &st) < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
-        return -1;
-    }
-    if (!daxfile_file_check_regular(&st, name, error))
-        return -1;
-    if (ret_st)
-        *ret_st = st;
-    return daxfile_fd_reopen(pfd,
-                             (flags & DAXFILE_OPEN_WRITE) ? O_RDWR : O_RDONLY,
-                             name, error);
+    if (fd < 0)
+        return FALSE;
+    daxfile_fd_close(f->fd);
+    f->fd = fd;
+    return TRUE;
 }
 
-int
-daxfile_file_open(const char *path, DaxfileOpenFlags flags,
-                  struct stat *ret_st, GError **error)
+/* The O_PATH fd @pfd (taken) of @path: a regular file? then reopen it
+ * for real. */
+static DaxfileFile *
+open_checked(int pfd, const char *path, DaxfileOpenFlags flags,
+             GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
+    g_autoptr(DaxfileFile) f = daxfile_file_new_from_fd(pfd, path, error);
+
+    if (!f || !daxfile_file_check_regular(&f->st, f->display, error) ||
+        !daxfile_file_reopen(f, (flags & DAXFILE_OPEN_WRITE) ? O_RDWR
+                                                             : O_RDONLY,
+                             error))
+        return NULL;
+    return g_steal_pointer(&f);
+}
+
+DaxfileFile *
+daxfile_file_open(const char *path, DaxfileOpenFlags flags, GError **error)
+{
     g_auto(DaxfileFd) pfd = -1;
     int oflags = O_PATH | O_CLOEXEC;
 
@@ -94,84 +147,29 @@ daxfile_file_open(const char *path, DaxfileOpenFlags flags,
         oflags |= O_NOFOLLOW;
     pfd = open(path, oflags);
     if (pfd < 0) {
+        g_autofree char *name = daxfile_escape(path);
+
         daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
-        return -1;
+        return NULL;
     }
-    return open_checked(pfd, name, flags, ret_st, error);
+    return open_checked(g_steal_fd(&pfd), path, flags, error);
 }
 
-static void
-add_identity(GArray *out, const struct stat *st)
+DaxfileFile *
+daxfile_file_open_node(const char *path, int open_flags, const char *link_fix,
+                       GError **error)
 {
-    DaxfileIdentity id = {st->st_dev, st->st_ino};
+    int fd = open(path, open_flags | O_CLOEXEC);
 
-    g_array_append_val(out, id);
-}
+    if (fd < 0) {
+        int errsv = errno;
+        g_autofree char *name = daxfile_escape(path);
 
-/* The backing files of the loop devices under the block device at
- * @sysdir (relative to the sysfs root), through partitions and stacked
- * devices (slaves/), at most @depth levels down. */
-static void
-loop_backing(const char *sysdir, guint depth, GArray *out)
-{
-    g_autofree char *part = g_build_filename(sysdir, "partition", NULL);
-    g_autofree char *whole = g_build_filename(sysdir, "..", NULL);
-    const char *dir = daxfile_sysfs_exists(part) ? whole : sysdir;
-    g_autofree char *rel = g_build_filename(dir, "loop", "backing_file",
-                                            NULL);
-    g_autofree char *backing = daxfile_sysfs_read(rel, NULL);
-    g_autofree char *slaves = g_build_filename(daxfile_sysfs_root(), dir,
-                                               "slaves", NULL);
-    g_autoptr(GDir) d = depth > 0 ? g_dir_open(slaves, 0, NULL) : NULL;
-    const char *name;
-    struct stat st;
-
-    if (backing) {
-        if (g_str_has_suffix(backing, " (deleted)"))
-            backing[strlen(backing) - strlen(" (deleted)")] = '\0';
-        if (stat(backing, &st) == 0)
-            add_identity(out, &st);
+        daxfile_set_error_errno(error, errsv, "Cannot open '%s'%s", name,
+                                errsv == ELOOP && link_fix ? link_fix : "");
+        return NULL;
     }
-    while (d && (name = g_dir_read_name(d))) {
-        g_autofree char *sub = g_build_filename("class", "block", name, NULL);
-
-        loop_backing(sub, depth - 1, out);
-    }
-}
-
-void
-daxfile_path_identities(const char *path, GArray *out)
-{
-    g_auto(DaxfileFd) slash = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    g_auto(DaxfileFd) fd = -1;
-    struct stat st;
-
-    if (slash < 0 || !path || !*path)
-        return;
-    fd = openat(slash, path, O_PATH | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) < 0)
-        return;
-    add_identity(out, &st);
-    if (S_ISBLK(st.st_mode)) {
-        g_autofree char *sysdir = g_strdup_printf(
-            "dev/block/%u:%u", major(st.st_rdev), minor(st.st_rdev));
-
-        loop_backing(sysdir, 4, out);
-    }
-}
-
-gboolean
-daxfile_identities_have(GArray *ids, guint64 dev, guint64 ino)
-{
-    guint i;
-
-    for (i = 0; i < ids->len; i++) {
-        const DaxfileIdentity *id = &g_array_index(ids, DaxfileIdentity, i);
-
-        if (id->dev == dev && id->ino == ino)
-            return TRUE;
-    }
-    return FALSE;
+    return daxfile_file_new_from_fd(fd, path, error);
 }
 
 /* Without openat2 (kernels before 5.6, valgrind): one component at a
@@ -226,15 +224,18 @@ open_beneath(int rootfd, const char *rel, int oflags)
 static int
 beneath(const char *root, const char *path, int oflags, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
-    g_autofree char *rootname = daxfile_escape(root);
     g_auto(DaxfileFd) rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    g_autofree char *rootname = NULL;
+    g_autofree char *name = NULL;
     size_t n = strlen(root);
     const char *rel;
+    int errsv;
     int fd;
 
     if (rootfd < 0) {
-        daxfile_set_error_errno(error, errno,
+        errsv = errno;
+        rootname = daxfile_escape(root);
+        daxfile_set_error_errno(error, errsv,
                                 "Cannot open the managed root '%s'", rootname);
         return -1;
     }
@@ -243,16 +244,21 @@ beneath(const char *root, const char *path, int oflags, GError **error)
     while (*rel == '/')
         rel++;
     fd = open_beneath(rootfd, *rel ? rel : ".", oflags);
-    if (fd < 0 && (errno == ELOOP || errno == EXDEV)) {
+    if (fd >= 0)
+        return fd;
+    /* the names, for the message, only now that there is one */
+    errsv = errno;
+    name = daxfile_escape(path);
+    rootname = daxfile_escape(root);
+    if (errsv == ELOOP || errsv == EXDEV) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
                     "'%s' leads outside the managed root '%s' or through a "
                     "symbolic link; use a plain path inside the root",
                     name, rootname);
         return -1;
     }
-    if (fd < 0)
-        daxfile_set_error_errno(error, errno, "Cannot open '%s'", name);
-    return fd;
+    daxfile_set_error_errno(error, errsv, "Cannot open '%s'", name);
+    return -1;
 }
 
 int
@@ -261,15 +267,13 @@ daxfile_dir_open_beneath(const char *root, const char *dir, GError **error)
     return beneath(root, dir, O_RDONLY | O_DIRECTORY, error);
 }
 
-int
+DaxfileFile *
 daxfile_file_open_beneath(const char *root, const char *path,
-                          DaxfileOpenFlags flags, struct stat *ret_st,
-                          GError **error)
+                          DaxfileOpenFlags flags, GError **error)
 {
-    g_autofree char *name = daxfile_escape(path);
     g_auto(DaxfileFd) pfd = beneath(root, path, O_PATH, error);
 
     if (pfd < 0)
-        return -1;
-    return open_checked(pfd, name, flags, ret_st, error);
+        return NULL;
+    return open_checked(g_steal_fd(&pfd), path, flags, error);
 }

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-identity.h: what a path names (device and inode), through loop
+ * devices to their backing files
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* What a path names: device and inode number */
+typedef struct {
+    guint64 dev;
+    guint64 ino;
+} DaxfileIdentity;
+
+/* Append to @out (DaxfileIdentity) what @path names as QEMU under libvirt
+ * would open it: relative to "/", following symbolic links, with O_PATH
+ * (no side effects on device nodes or FIFOs). A loop block device, a
+ * partition of one, or a device stacked on one (device-mapper, md) also
+ * adds the loop's backing file. Nothing when @path names nothing. */
+void daxfile_path_identities(const char *path, GArray *out);
+
+/* Whether @ids (DaxfileIdentity) holds @dev/@ino */
+gboolean daxfile_identities_have(GArray *ids, guint64 dev, guint64 ino);
+
+G_END_DECLS
