@@ -63,9 +63,8 @@ main(int argc, char **argv)
     align = g_ascii_strtoull(argv[2], NULL, 10);
     files = g_new0(DaxfileFile *, nfiles);
     for (i = 0; i < nfiles; i++) {
-        files[i] = daxfile_file_open_node(argv[3 + i],
-                                          O_RDONLY | O_NOFOLLOW, NULL,
-                                          NULL);
+        files[i] = daxfile_file_open_node(argv[3 + i], O_RDONLY | O_NOFOLLOW,
+                                          NULL, NULL);
         if (!files[i]) {
             fprintf(stderr, "bench-attest: cannot open '%s'\n", argv[3 + i]);
             return 1;
@@ -109,8 +108,9 @@ main(int argc, char **argv)
         }
         qsort(t, ROUNDS, sizeof(t[0]), cmp_double);
         printf("%s{\"path\": \"%s\", \"attested\": %s, \"median_us\": "
-               "%.1f, \"p90_us\": %.1f}", i ? ", " : "", argv[3 + i],
-               ok ? "true" : "false", t[ROUNDS / 2], t[ROUNDS * 9 / 10]);
+               "%.1f, \"p90_us\": %.1f}",
+               i ? ", " : "", argv[3 + i], ok ? "true" : "false", t[ROUNDS / 2],
+               t[ROUNDS * 9 / 10]);
         daxfile_file_free(files[i]);
     }
     printf("]}\n");

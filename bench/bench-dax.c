@@ -153,12 +153,8 @@ cmd_extents(int argc, char **argv)
 }
 
 static const BenchCommand commands[] = {
-    {"fault", cmd_fault},
-    {"fill", cmd_fill},
-    {"populate", cmd_populate},
-    {"time", cmd_time},
-    {"frag", cmd_frag},
-    {"extents", cmd_extents},
+    {"fault", cmd_fault}, {"fill", cmd_fill}, {"populate", cmd_populate},
+    {"time", cmd_time},   {"frag", cmd_frag}, {"extents", cmd_extents},
 };
 
 int

@@ -70,8 +70,8 @@ cmd_bench(int argc, char **argv)
         report = daxguest_bench_dev(arg_dev, size, &choice, &error);
     } else {
         dir = arg_dir ? g_strdup(arg_dir) : find_dax_mount(&error);
-        report = dir ? daxguest_bench_dir(dir, size, arg_allow_non_dax,
-                                          &choice, &error)
+        report = dir ? daxguest_bench_dir(dir, size, arg_allow_non_dax, &choice,
+                                          &error)
                      : NULL;
     }
     if (!report)

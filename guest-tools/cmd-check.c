@@ -30,8 +30,9 @@ print_summary(const GPtrArray *checks)
 
         counts[c->result]++;
     }
-    fprintf(stderr, "daxfile-guest: %u checks: %u passed, %u with a warning, "
-                    "%u failed\n",
+    fprintf(stderr,
+            "daxfile-guest: %u checks: %u passed, %u with a warning, "
+            "%u failed\n",
             checks->len, counts[DAXGUEST_CHECK_PASS],
             counts[DAXGUEST_CHECK_WARN], counts[DAXGUEST_CHECK_FAIL]);
 }

@@ -40,12 +40,13 @@ cmd_locate(int argc, char **argv)
     if (!t || !daxguest_target_locate(t, offset, &loc, &error))
         return cli_report_error(error);
     if (arg_json) {
-        cli_print_json(cli_json_array_of(
-            daxguest_location_to_json(t->path, &loc)));
+        cli_print_json(
+            cli_json_array_of(daxguest_location_to_json(t->path, &loc)));
         return CLI_EXIT_OK;
     }
-    printf("%s offset 0x%" G_GINT64_MODIFIER "x: %s offset 0x%"
-           G_GINT64_MODIFIER "x, %s offset 0x%" G_GINT64_MODIFIER
+    printf("%s offset 0x%" G_GINT64_MODIFIER
+           "x: %s offset 0x%" G_GINT64_MODIFIER
+           "x, %s offset 0x%" G_GINT64_MODIFIER
            "x, physical address 0x%" G_GINT64_MODIFIER "x\n",
            t->path, loc.offset, loc.device, loc.device_offset, loc.region,
            loc.region_offset, loc.physical);

@@ -84,10 +84,11 @@ cmd_write(int argc, char **argv)
     if (arg_json)
         cli_print_json(cli_json_array_of(
             daxguest_target_write_to_json(t, args.seed, sequence, flush)));
-    fprintf(stderr, "daxfile-guest: wrote %s to '%s' (seed %" G_GUINT64_FORMAT
-                    ", sequence %" G_GUINT64_FORMAT ", %s, flush: %s)\n",
-            size, t->path, args.seed, sequence,
-            daxguest_target_mapping_name(t), flush);
+    fprintf(stderr,
+            "daxfile-guest: wrote %s to '%s' (seed %" G_GUINT64_FORMAT
+            ", sequence %" G_GUINT64_FORMAT ", %s, flush: %s)\n",
+            size, t->path, args.seed, sequence, daxguest_target_mapping_name(t),
+            flush);
     return CLI_EXIT_OK;
 }
 
@@ -104,8 +105,8 @@ cmd_verify(int argc, char **argv)
 
     if (!parse_args("verify", &args, &ret))
         return ret;
-    t = daxguest_target_open(arg_dir, arg_dev, args.size,
-                             DAXGUEST_TARGET_READ, &error);
+    t = daxguest_target_open(arg_dir, arg_dev, args.size, DAXGUEST_TARGET_READ,
+                             &error);
     if (!t)
         return cli_report_error(error);
     ok = daxguest_target_verify(t, args.seed, &result, &error);
@@ -115,8 +116,9 @@ cmd_verify(int argc, char **argv)
     if (!ok)
         return cli_report_error(error);
     size = daxfile_size_format(t->size);
-    fprintf(stderr, "daxfile-guest: '%s' holds the pattern (%s, seed %"
-                    G_GUINT64_FORMAT ", sequence %" G_GUINT64_FORMAT ")\n",
+    fprintf(stderr,
+            "daxfile-guest: '%s' holds the pattern (%s, seed %" G_GUINT64_FORMAT
+            ", sequence %" G_GUINT64_FORMAT ")\n",
             t->path, size, args.seed, result.sequence);
     return CLI_EXIT_OK;
 }

@@ -12,8 +12,8 @@ cli_parse_number(const char *cmd, const char *option, const char *value,
 {
     if (!daxfile_size_parse_flags(value, DAXFILE_SIZE_NUMBER, ret_value,
                                   NULL)) {
-        *ret_exit = cli_usage_error(cmd, "--%s: '%s' is not a number", option,
-                                    value);
+        *ret_exit =
+            cli_usage_error(cmd, "--%s: '%s' is not a number", option, value);
         return FALSE;
     }
     return TRUE;

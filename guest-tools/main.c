@@ -6,11 +6,8 @@
 #include "guest-cli.h"
 
 static const CliVerb *const verbs[] = {
-    &cmd_check_verb,
-    &cmd_write_verb,
-    &cmd_verify_verb,
-    &cmd_locate_verb,
-    &cmd_bench_verb,
+    &cmd_check_verb,  &cmd_write_verb, &cmd_verify_verb,
+    &cmd_locate_verb, &cmd_bench_verb,
 };
 
 int

@@ -61,8 +61,7 @@ daxbench_frag(const DaxbenchFragArgs *args, GError **error)
     int k;
 
     for (k = 0; k < 2; k++) {
-        *fds[k] = open(paths[k], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                       0600);
+        *fds[k] = open(paths[k], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (*fds[k] < 0) {
             daxfile_set_error_errno(error, errno, "cannot create '%s'",
                                     paths[k]);
@@ -74,8 +73,8 @@ daxbench_frag(const DaxbenchFragArgs *args, GError **error)
         for (k = 0; k < 2; k++) {
             if (fallocate(*fds[k], 0, (off_t)(i * args->chunk),
                           (off_t)args->chunk) < 0) {
-                daxfile_set_error_errno(error, errno,
-                                        "cannot fallocate '%s'", paths[k]);
+                daxfile_set_error_errno(error, errno, "cannot fallocate '%s'",
+                                        paths[k]);
                 return FALSE;
             }
         }
@@ -85,8 +84,7 @@ daxbench_frag(const DaxbenchFragArgs *args, GError **error)
         !daxbench_write_zeroes(fd_a, args->a, args->chunk * args->count,
                                DAXBENCH_MIB, error))
         return FALSE;
-    return frag_fsync(fd_a, args->a, error) &&
-           frag_fsync(fd_b, args->b, error);
+    return frag_fsync(fd_a, args->a, error) && frag_fsync(fd_b, args->b, error);
 }
 
 static int
@@ -120,8 +118,7 @@ time_reads(int fd, const char *path, guint64 repeat, guint64 *samples,
 
     for (r = 0; r < repeat; r++) {
         guint64 t0 = daxbench_now_ns();
-        g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(fd, path,
-                                                              error);
+        g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(fd, path, error);
 
         if (!map)
             return FALSE;
@@ -149,13 +146,15 @@ daxbench_extents(const char *path, guint64 repeat, GError **error)
     if (!time_reads(fd, path, repeat, samples, error))
         return NULL;
     out = g_string_new(NULL);
-    g_string_append_printf(out, "{\"path\": \"%s\", \"size\": %" PRIu64
-                           ", \"extents\": %u, \"unwritten\": %u", path,
-                           map->size, daxfile_extent_map_count(map),
+    g_string_append_printf(out,
+                           "{\"path\": \"%s\", \"size\": %" PRIu64
+                           ", \"extents\": %u, \"unwritten\": %u",
+                           path, map->size, daxfile_extent_map_count(map),
                            count_unwritten(map));
     if (repeat) {
         qsort(samples, repeat, sizeof(*samples), cmp_u64);
-        g_string_append_printf(out, ", \"walk_p50_us\": %.3f, "
+        g_string_append_printf(out,
+                               ", \"walk_p50_us\": %.3f, "
                                "\"walk_min_us\": %.3f",
                                daxbench_pct_us(samples, (guint)repeat, 0.5),
                                (double)samples[0] / 1000.0);

@@ -28,8 +28,7 @@ typedef struct {
 } DaxbenchFragArgs;
 
 /* Parse "bench-dax frag ..." (argv[2] on); FALSE: a usage error */
-gboolean daxbench_frag_parse(int argc, char **argv,
-                             DaxbenchFragArgs *ret_args);
+gboolean daxbench_frag_parse(int argc, char **argv, DaxbenchFragArgs *ret_args);
 
 /* Make the two files; prints nothing */
 gboolean daxbench_frag(const DaxbenchFragArgs *args, GError **error);

@@ -126,12 +126,13 @@ daxbench_fault(const DaxbenchFaultArgs *args, GError **error)
         extra = (gint64)daxguest_bench_touch(
             map.addr, MIN(args->count, PMD_CHECK_CHUNKS) * DAXBENCH_PMD_SIZE);
     out = g_string_new(NULL);
-    g_string_append_printf(out, "{\"path\": \"%s\", \"mode\": \"%s\", "
-                           "\"sync\": %s, \"n\": %" PRIu64 ", \"faults\": %"
-                           PRId64 ", \"pmd_extra_faults\": %" PRId64 ", ",
-                           args->path, args->huge ? "2m" : "4k",
-                           args->sync ? "true" : "false", args->count,
-                           faults, extra);
+    g_string_append_printf(
+        out,
+        "{\"path\": \"%s\", \"mode\": \"%s\", "
+        "\"sync\": %s, \"n\": %" PRIu64 ", \"faults\": %" PRId64
+        ", \"pmd_extra_faults\": %" PRId64 ", ",
+        args->path, args->huge ? "2m" : "4k", args->sync ? "true" : "false",
+        args->count, faults, extra);
     daxbench_stats_append(out, "first", first, (guint)args->count);
     g_string_append(out, ", ");
     daxbench_stats_append(out, "nofault", again, (guint)args->count);
@@ -140,8 +141,7 @@ daxbench_fault(const DaxbenchFaultArgs *args, GError **error)
 }
 
 gboolean
-daxbench_populate_parse(int argc, char **argv,
-                        DaxbenchPopulateArgs *ret_args)
+daxbench_populate_parse(int argc, char **argv, DaxbenchPopulateArgs *ret_args)
 {
     DaxbenchPopulateArgs a = {NULL, FALSE, 0};
     int i;
@@ -171,16 +171,15 @@ daxbench_populate(const DaxbenchPopulateArgs *args, GError **error)
     f0 = daxguest_fault_count();
     t0 = daxbench_now_ns();
     if (madvise(map.addr, args->size, MADV_POPULATE_WRITE) < 0) {
-        daxfile_set_error_errno(error, errno,
-                                "MADV_POPULATE_WRITE failed on '%s'",
-                                args->path);
+        daxfile_set_error_errno(
+            error, errno, "MADV_POPULATE_WRITE failed on '%s'", args->path);
         return NULL;
     }
     ns = daxbench_now_ns() - t0;
     faults = daxguest_fault_count() - f0;
-    return g_strdup_printf("{\"path\": \"%s\", \"bytes\": %" PRIu64
-                           ", \"sync\": %s, \"seconds\": %.6f, \"faults\": %"
-                           PRIu64 "}", args->path, args->size,
-                           args->sync ? "true" : "false", (double)ns / 1e9,
-                           faults);
+    return g_strdup_printf(
+        "{\"path\": \"%s\", \"bytes\": %" PRIu64
+        ", \"sync\": %s, \"seconds\": %.6f, \"faults\": %" PRIu64 "}",
+        args->path, args->size, args->sync ? "true" : "false", (double)ns / 1e9,
+        faults);
 }

@@ -26,7 +26,7 @@ G_BEGIN_DECLS
 
 typedef struct {
     const char *path;
-    gboolean huge;    /* --mode 2m */
+    gboolean huge; /* --mode 2m */
     gboolean sync;
     guint64 count;
     guint64 offset;

@@ -77,8 +77,8 @@ daxbench_fill_parse(int argc, char **argv, DaxbenchFillArgs *ret_args)
 static int
 create_fallocated(const char *path, guint64 size, GError **error)
 {
-    g_auto(DaxfileFd) fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
-                                0600);
+    g_auto(DaxfileFd) fd =
+        open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 
     if (fd < 0) {
         daxfile_set_error_errno(error, errno, "cannot create '%s'", path);
@@ -99,8 +99,7 @@ fill_pwrite(const DaxbenchFillArgs *a, GError **error)
     if (a->method->raw_or_sync) {
         fd = open(a->path, O_WRONLY | O_DIRECT | O_CLOEXEC);
         if (fd < 0) {
-            daxfile_set_error_errno(error, errno, "cannot open '%s'",
-                                    a->path);
+            daxfile_set_error_errno(error, errno, "cannot open '%s'", a->path);
             return FALSE;
         }
     } else {
@@ -108,8 +107,7 @@ fill_pwrite(const DaxbenchFillArgs *a, GError **error)
         if (fd < 0)
             return FALSE;
     }
-    return daxbench_write_zeroes(fd, a->path, a->size, a->method->chunk,
-                                 error);
+    return daxbench_write_zeroes(fd, a->path, a->size, a->method->chunk, error);
 }
 
 static gboolean
@@ -117,8 +115,8 @@ fill_populate(const DaxbenchFillArgs *a, GError **error)
 {
     g_auto(DaxfileFd) fd = create_fallocated(a->path, a->size, error);
     g_auto(DaxfileMapping) map = {NULL, 0};
-    int flags = a->method->raw_or_sync ? MAP_SHARED_VALIDATE | MAP_SYNC
-                                       : MAP_SHARED;
+    int flags =
+        a->method->raw_or_sync ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED;
     guint64 off;
 
     if (fd < 0)
@@ -134,9 +132,8 @@ fill_populate(const DaxbenchFillArgs *a, GError **error)
         gsize n = MIN(a->size - off, a->method->chunk);
 
         if (madvise((char *)map.addr + off, n, MADV_POPULATE_WRITE) < 0) {
-            daxfile_set_error_errno(error, errno,
-                                    "MADV_POPULATE_WRITE failed on '%s'",
-                                    a->path);
+            daxfile_set_error_errno(
+                error, errno, "MADV_POPULATE_WRITE failed on '%s'", a->path);
             return FALSE;
         }
     }
@@ -152,12 +149,19 @@ static gboolean
 fill_dd(const DaxbenchFillArgs *a, GError **error)
 {
     g_autofree char *of = g_strdup_printf("of=%s", a->path);
-    g_autofree char *count = g_strdup_printf("count=%" PRIu64,
-                                             a->size / DAXBENCH_MIB);
-    char *dd_raw[] = {"dd", "if=/dev/zero", of, "bs=1M", count,
-                      "oflag=direct", "conv=fsync", "status=none", NULL};
-    char *dd_file[] = {"dd", "if=/dev/zero", of, "bs=1M", count,
-                       "conv=notrunc,fsync", "status=none", NULL};
+    g_autofree char *count =
+        g_strdup_printf("count=%" PRIu64, a->size / DAXBENCH_MIB);
+    char *dd_raw[] = {"dd",         "if=/dev/zero", of,
+                      "bs=1M",      count,          "oflag=direct",
+                      "conv=fsync", "status=none",  NULL};
+    char *dd_file[] = {"dd",
+                       "if=/dev/zero",
+                       of,
+                       "bs=1M",
+                       count,
+                       "conv=notrunc,fsync",
+                       "status=none",
+                       NULL};
     g_auto(DaxfileFd) fd = -1;
 
     if (a->method->raw_or_sync)
@@ -173,8 +177,13 @@ static gboolean
 fill_create(const DaxbenchFillArgs *a, GError **error)
 {
     g_autofree char *size = g_strdup_printf("%" PRIu64, a->size);
-    char *argv[] = {(char *)a->daxfile, "create", (char *)a->path, "--size",
-                    size, a->allow_non_dax ? "--allow-non-dax" : NULL, NULL};
+    char *argv[] = {(char *)a->daxfile,
+                    "create",
+                    (char *)a->path,
+                    "--size",
+                    size,
+                    a->allow_non_dax ? "--allow-non-dax" : NULL,
+                    NULL};
 
     return daxbench_run(argv, NULL, error);
 }
@@ -197,15 +206,15 @@ json_number(const char *json, const char *key)
 /* daxfile wipe --json of the file create made (untimed, before); its own
  * zeroing and read-back times into @ret_zero_s and @ret_verify_s */
 static gboolean
-fill_wipe(const DaxbenchFillArgs *a, double *ret_zero_s,
-          double *ret_verify_s, GError **error)
+fill_wipe(const DaxbenchFillArgs *a, double *ret_zero_s, double *ret_verify_s,
+          GError **error)
 {
     char *argv[] = {(char *)a->daxfile, "wipe", "--json", (char *)a->path,
                     NULL};
     g_autofree char *out = NULL;
     g_autofree char *json = NULL;
-    g_auto(DaxfileFd) fd = g_file_open_tmp("bench-dax-wipe.XXXXXX", &out,
-                                           error);
+    g_auto(DaxfileFd) fd =
+        g_file_open_tmp("bench-dax-wipe.XXXXXX", &out, error);
     gboolean ok;
 
     if (fd < 0)
@@ -252,14 +261,17 @@ daxbench_fill(const DaxbenchFillArgs *args, GError **error)
         return NULL;
     s = (double)(daxbench_now_ns() - t0) / 1e9;
     out = g_string_new(NULL);
-    g_string_append_printf(out, "{\"path\": \"%s\", \"method\": \"%s\", "
+    g_string_append_printf(out,
+                           "{\"path\": \"%s\", \"method\": \"%s\", "
                            "\"bytes\": %" PRIu64 ", \"seconds\": %.6f, "
-                           "\"mib_per_s\": %.1f", args->path,
-                           args->method->name, args->size, s,
+                           "\"mib_per_s\": %.1f",
+                           args->path, args->method->name, args->size, s,
                            (double)args->size / DAXBENCH_MIB / s);
     if (zero_s >= 0 && verify_s >= 0)
-        g_string_append_printf(out, ", \"zero_seconds\": %.6f, "
-                               "\"verify_seconds\": %.6f", zero_s, verify_s);
+        g_string_append_printf(out,
+                               ", \"zero_seconds\": %.6f, "
+                               "\"verify_seconds\": %.6f",
+                               zero_s, verify_s);
     g_string_append_c(out, '}');
     return g_string_free(out, FALSE);
 }

@@ -33,13 +33,12 @@ typedef struct {
     const char *path;
     guint64 size;
     const DaxbenchFillMethod *method;
-    const char *daxfile;      /* the daxfile binary, default "daxfile" */
-    gboolean allow_non_dax;   /* create --allow-non-dax */
+    const char *daxfile;    /* the daxfile binary, default "daxfile" */
+    gboolean allow_non_dax; /* create --allow-non-dax */
 } DaxbenchFillArgs;
 
 /* Parse "bench-dax fill ..." (argv[2] on); FALSE: a usage error */
-gboolean daxbench_fill_parse(int argc, char **argv,
-                             DaxbenchFillArgs *ret_args);
+gboolean daxbench_fill_parse(int argc, char **argv, DaxbenchFillArgs *ret_args);
 
 /* The measurement as one line of JSON (no newline) */
 char *daxbench_fill(const DaxbenchFillArgs *args, GError **error);

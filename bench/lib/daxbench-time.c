@@ -23,16 +23,15 @@ daxbench_time(char **argv, GError **error)
 
     if (!daxbench_run(argv, "/dev/null", error))
         return NULL;
-    return g_strdup_printf("{\"command\": \"%s\", \"seconds\": %.6f}",
-                           argv[0],
+    return g_strdup_printf("{\"command\": \"%s\", \"seconds\": %.6f}", argv[0],
                            (double)(daxbench_now_ns() - t0) / 1e9);
 }
 
 static gboolean
 append_line(const char *file, const char *line, GError **error)
 {
-    g_auto(DaxfileFd) fd = open(file, O_WRONLY | O_APPEND | O_CREAT |
-                                O_CLOEXEC, 0600);
+    g_auto(DaxfileFd) fd =
+        open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 
     if (fd < 0)
         return TRUE; /* as before: no file, no line, no complaint */

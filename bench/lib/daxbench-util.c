@@ -43,8 +43,7 @@ daxbench_run(char *const argv[], const char *out, GError **error)
         return FALSE;
     }
     if (waitpid(pid, &status, 0) < 0) {
-        daxfile_set_error_errno(error, errno, "cannot wait for '%s'",
-                                argv[0]);
+        daxfile_set_error_errno(error, errno, "cannot wait for '%s'", argv[0]);
         return FALSE;
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -110,8 +109,7 @@ cmp_u64(const void *a, const void *b)
 }
 
 void
-daxbench_stats_append(GString *out, const char *key, guint64 *samples,
-                      guint n)
+daxbench_stats_append(GString *out, const char *key, guint64 *samples, guint n)
 {
     double sum = 0;
     guint i;
@@ -120,13 +118,12 @@ daxbench_stats_append(GString *out, const char *key, guint64 *samples,
     qsort(samples, n, sizeof(*samples), cmp_u64);
     for (i = 0; i < n; i++)
         sum += (double)samples[i];
-    g_string_append_printf(out,
-                           "\"%s\": {\"p50_us\": %.3f, \"p90_us\": %.3f, "
-                           "\"p99_us\": %.3f, \"max_us\": %.3f, "
-                           "\"mean_us\": %.3f}",
-                           key, daxbench_pct_us(samples, n, 0.50),
-                           daxbench_pct_us(samples, n, 0.90),
-                           daxbench_pct_us(samples, n, 0.99),
-                           (double)samples[n - 1] / 1000.0,
-                           sum / (double)n / 1000.0);
+    g_string_append_printf(
+        out,
+        "\"%s\": {\"p50_us\": %.3f, \"p90_us\": %.3f, "
+        "\"p99_us\": %.3f, \"max_us\": %.3f, "
+        "\"mean_us\": %.3f}",
+        key, daxbench_pct_us(samples, n, 0.50),
+        daxbench_pct_us(samples, n, 0.90), daxbench_pct_us(samples, n, 0.99),
+        (double)samples[n - 1] / 1000.0, sum / (double)n / 1000.0);
 }

@@ -192,8 +192,8 @@ store_flush_fill(guint8 *base, guint64 len, guint64 value,
 /* Best of BW_PASSES over [@base, @base + @len): non-temporal stores, or
  * ordinary stores with a flush per cache line; one fence per pass. */
 static void
-bench_bandwidth(DaxguestBenchResult *r, guint8 *base, guint64 len,
-                gboolean nt, const DaxguestFlushChoice *choice)
+bench_bandwidth(DaxguestBenchResult *r, guint8 *base, guint64 len, gboolean nt,
+                const DaxguestFlushChoice *choice)
 {
     guint64 best = G_MAXUINT64;
     guint pass;
@@ -212,8 +212,7 @@ bench_bandwidth(DaxguestBenchResult *r, guint8 *base, guint64 len,
     }
     r->bandwidth = TRUE;
     r->samples = BW_PASSES;
-    r->bytes_per_second =
-        (guint64)((double)len * 1e9 / (double)best);
+    r->bytes_per_second = (guint64)((double)len * 1e9 / (double)best);
 }
 
 static gboolean
@@ -258,8 +257,8 @@ bench_run(DaxguestBenchReport *report, int fd, int flags, gboolean pte_ok,
     bench_flush(result_add(report, "flush_fence_64b"), p2m, choice);
     bench_bandwidth(result_add(report, "nt_write_bandwidth"), p2m, REGION_2M,
                     TRUE, choice);
-    bench_bandwidth(result_add(report, "store_flush_bandwidth"), p2m,
-                    REGION_2M, FALSE, choice);
+    bench_bandwidth(result_add(report, "store_flush_bandwidth"), p2m, REGION_2M,
+                    FALSE, choice);
     return TRUE;
 }
 
@@ -305,14 +304,13 @@ daxguest_bench_dir(const char *dir, guint64 size, gboolean allow_non_dax,
         return NULL;
     fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) {
-        daxfile_set_error_errno(error, errno,
-                                "Cannot create a file in '%s'", dir);
+        daxfile_set_error_errno(error, errno, "Cannot create a file in '%s'",
+                                dir);
         return NULL;
     }
     if (!daxguest_file_provision(fd, size, report->target, error))
         return NULL;
-    addr = mmap(NULL, SZ_4K, PROT_READ, MAP_SHARED_VALIDATE | MAP_SYNC, fd,
-                0);
+    addr = mmap(NULL, SZ_4K, PROT_READ, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
     report->map_sync = addr != MAP_FAILED;
     if (report->map_sync) {
         munmap(addr, SZ_4K);
@@ -350,8 +348,7 @@ daxguest_bench_dev(const char *dev, guint64 size,
     }
     /* device-dax: plain MAP_SHARED, data is always synchronous */
     report->map_sync = TRUE;
-    if (!bench_run(report, t->fd, MAP_SHARED, t->align < SZ_2M, choice,
-                   error))
+    if (!bench_run(report, t->fd, MAP_SHARED, t->align < SZ_2M, choice, error))
         return NULL;
     return g_steal_pointer(&report);
 }
@@ -388,8 +385,8 @@ table_row(GString *out, const DaxguestBenchResult *r)
     g_string_append_printf(out, "%-24s %7u %12s %12s %12s", r->metric,
                            r->samples, med, p99, max);
     if (r->faults >= 0)
-        g_string_append_printf(out, " %7" G_GINT64_FORMAT " %7"
-                               G_GINT64_FORMAT, r->faults, r->extra_faults);
+        g_string_append_printf(out, " %7" G_GINT64_FORMAT " %7" G_GINT64_FORMAT,
+                               r->faults, r->extra_faults);
     g_string_append_c(out, '\n');
 }
 
@@ -404,11 +401,11 @@ daxguest_bench_format_table(const DaxguestBenchReport *report)
         mapping = "device-dax";
     else if (report->map_sync)
         mapping = "MAP_SYNC";
-    g_string_append_printf(out, "bench on %s (%s); flush: %s\n",
-                           report->target, mapping, report->flush);
-    g_string_append_printf(out, "%-24s %7s %12s %12s %12s %7s %7s\n",
-                           "metric", "samples", "median", "p99", "max",
-                           "faults", "extra");
+    g_string_append_printf(out, "bench on %s (%s); flush: %s\n", report->target,
+                           mapping, report->flush);
+    g_string_append_printf(out, "%-24s %7s %12s %12s %12s %7s %7s\n", "metric",
+                           "samples", "median", "p99", "max", "faults",
+                           "extra");
     for (i = 0; i < report->results->len; i++)
         table_row(out, g_ptr_array_index(report->results, i));
     return g_string_free(out, FALSE);

@@ -25,17 +25,17 @@ typedef struct {
     guint64 p99_ns;
     guint64 max_ns;
     guint64 bytes_per_second;
-    gint64 faults;      /* faults during the timed accesses, -1: n/a */
+    gint64 faults;       /* faults during the timed accesses, -1: n/a */
     gint64 extra_faults; /* faults touching the rest afterwards, -1: n/a */
     char *note;
 } DaxguestBenchResult;
 
 typedef struct {
-    char *target;        /* "/mnt/pmem" or "/dev/dax0.0" */
+    char *target; /* "/mnt/pmem" or "/dev/dax0.0" */
     gboolean devdax;
     gboolean map_sync;
-    char *flush;         /* how flush_fence and store_flush flush */
-    GPtrArray *results;  /* DaxguestBenchResult */
+    char *flush;        /* how flush_fence and store_flush flush */
+    GPtrArray *results; /* DaxguestBenchResult */
 } DaxguestBenchReport;
 
 void daxguest_bench_report_free(DaxguestBenchReport *report);

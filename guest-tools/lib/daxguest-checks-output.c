@@ -12,10 +12,7 @@
 #define TITLE_WIDTH 60
 
 DAXFILE_ENUM_IMPL(daxguest_check_result, DaxguestCheckResult,
-                  DAXGUEST_CHECK_LAST,
-                  "pass",
-                  "warn",
-                  "fail");
+                  DAXGUEST_CHECK_LAST, "pass", "warn", "fail");
 
 /* "PASS", "WARN", "FAIL": the word of the text and TAP output */
 static const char *
@@ -85,16 +82,13 @@ daxguest_checks_format_tap(const GPtrArray *checks)
         g_autofree char *title = daxfile_escape(c->title);
         g_autofree char *v = verdict(c, FALSE);
         g_autofree char *safe = daxfile_escape(v);
-        g_autofree char *desc = g_strdup_printf("Checking %s: %s", title,
-                                                safe);
+        g_autofree char *desc = g_strdup_printf("Checking %s: %s", title, safe);
 
-        daxfile_tap_result(&tap, c->result != DAXGUEST_CHECK_FAIL, desc,
-                           NULL);
+        daxfile_tap_result(&tap, c->result != DAXGUEST_CHECK_FAIL, desc, NULL);
         if (c->hint) {
             g_autofree char *hint = daxfile_escape(c->hint);
-            g_autofree char *line = g_strdup_printf("%s: %s",
-                                                    result_word(c->result),
-                                                    hint);
+            g_autofree char *line =
+                g_strdup_printf("%s: %s", result_word(c->result), hint);
 
             daxfile_tap_diag(&tap, line);
         }

@@ -11,13 +11,13 @@
 
 #define SZ_2M DAXFILE_SZ_2M
 
-#define HINT_NO_NVDIMM                                                        \
-    "give the guest an NVDIMM: QEMU '-machine nvdimm=on' with "               \
-    "'-object memory-backend-file,share=on,...' and '-device nvdimm,...', "   \
+#define HINT_NO_NVDIMM                                                         \
+    "give the guest an NVDIMM: QEMU '-machine nvdimm=on' with "                \
+    "'-object memory-backend-file,share=on,...' and '-device nvdimm,...', "    \
     "or libvirt <memory model='nvdimm'> (see 'daxfile domain-xml')"
-#define HINT_MKFS                                                             \
-    "make and mount a DAX filesystem: 'mkfs.ext4 -b 4096 -E "                 \
-    "stride=512,stripe_width=512 %s' (or 'mkfs.xfs -m reflink=0 -d "          \
+#define HINT_MKFS                                                              \
+    "make and mount a DAX filesystem: 'mkfs.ext4 -b 4096 -E "                  \
+    "stride=512,stripe_width=512 %s' (or 'mkfs.xfs -m reflink=0 -d "           \
     "su=2m,sw=1 %s'), then 'mount -o dax %s MOUNTPOINT'"
 
 static DaxguestCheck *
@@ -72,15 +72,16 @@ join_names(GPtrArray *names)
 static gboolean
 check_nfit(GPtrArray *out, const DaxguestNvInventory *inv)
 {
-    DaxguestCheck *c = check_add(out, "nfit_table", NULL,
-                                 g_strdup("for the ACPI NFIT table"));
+    DaxguestCheck *c =
+        check_add(out, "nfit_table", NULL, g_strdup("for the ACPI NFIT table"));
 
     if (inv->nfit_table) {
         check_set(c, DAXGUEST_CHECK_PASS, g_strdup("present"), NULL);
     } else if (daxguest_nv_all_virtio(inv)) {
         check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup("absent: the pmem is virtio-pmem, which needs "
-                           "none"), NULL);
+                           "none"),
+                  NULL);
     } else if (inv->buses->len > 0) {
         check_set(c, DAXGUEST_CHECK_WARN,
                   g_strdup("absent, but an NVDIMM bus exists"),
@@ -98,8 +99,8 @@ check_nfit(GPtrArray *out, const DaxguestNvInventory *inv)
 static gboolean
 check_bus(GPtrArray *out, const DaxguestNvInventory *inv)
 {
-    DaxguestCheck *c = check_add(out, "nvdimm_bus", NULL,
-                                 g_strdup("for an NVDIMM bus"));
+    DaxguestCheck *c =
+        check_add(out, "nvdimm_bus", NULL, g_strdup("for an NVDIMM bus"));
     g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
     guint i;
 
@@ -112,8 +113,7 @@ check_bus(GPtrArray *out, const DaxguestNvInventory *inv)
     for (i = 0; i < inv->buses->len; i++) {
         const DaxguestNvBus *b = g_ptr_array_index(inv->buses, i);
 
-        g_ptr_array_add(names, g_strdup_printf("%s: %s", b->name,
-                                               b->provider));
+        g_ptr_array_add(names, g_strdup_printf("%s: %s", b->name, b->provider));
     }
     check_set(c, DAXGUEST_CHECK_PASS, join_names(names), NULL);
     return TRUE;
@@ -122,8 +122,8 @@ check_bus(GPtrArray *out, const DaxguestNvInventory *inv)
 static gboolean
 check_dimms(GPtrArray *out, const DaxguestNvInventory *inv)
 {
-    DaxguestCheck *c = check_add(out, "nvdimm_dimms", NULL,
-                                 g_strdup("for NVDIMM devices"));
+    DaxguestCheck *c =
+        check_add(out, "nvdimm_dimms", NULL, g_strdup("for NVDIMM devices"));
 
     if (inv->dimms->len == 0 && inv->regions->len &&
         daxguest_nv_all_virtio(inv)) {
@@ -180,9 +180,9 @@ check_regions(GPtrArray *out, const DaxguestNvInventory *inv)
 static void
 check_persistence(GPtrArray *out, const DaxguestNvRegion *r)
 {
-    DaxguestCheck *c = check_add(
-        out, "persistence_domain", r->name,
-        g_strdup_printf("%s persistence domain", r->name));
+    DaxguestCheck *c =
+        check_add(out, "persistence_domain", r->name,
+                  g_strdup_printf("%s persistence domain", r->name));
 
     if (r->virtio) {
         /* the kernel marks the region asynchronous: no MAP_SYNC */
@@ -238,8 +238,7 @@ check_ns_mode(GPtrArray *out, const DaxguestNvNamespace *ns)
     if (!ns->enabled) {
         check_set(c, DAXGUEST_CHECK_FAIL,
                   g_strdup_printf("%s, disabled", ns->mode),
-                  g_strdup_printf("run 'ndctl enable-namespace %s'",
-                                  ns->name));
+                  g_strdup_printf("run 'ndctl enable-namespace %s'", ns->name));
         return FALSE;
     }
     if (ns_is_dax(ns)) {
@@ -247,8 +246,7 @@ check_ns_mode(GPtrArray *out, const DaxguestNvNamespace *ns)
                   g_strdup_printf("%s, %s", ns->mode, size), NULL);
         return TRUE;
     }
-    check_set(c, DAXGUEST_CHECK_FAIL,
-              g_strdup_printf("%s: no DAX", ns->mode),
+    check_set(c, DAXGUEST_CHECK_FAIL, g_strdup_printf("%s: no DAX", ns->mode),
               g_strdup_printf("run 'ndctl create-namespace -f -e %s -m "
                               "fsdax' (or -m devdax); this erases the "
                               "namespace",
@@ -269,11 +267,11 @@ check_ns_align(GPtrArray *out, const DaxguestNvNamespace *ns)
         /* no pfn device: the region maps it (virtio-pmem) and the page
          * size follows the data's physical alignment */
         check_set(c, start_ok ? DAXGUEST_CHECK_PASS : DAXGUEST_CHECK_WARN,
-                  g_strdup_printf("mapped by its region, data at 0x%"
-                                  G_GINT64_MODIFIER "x%s",
-                                  ns->data_resource,
-                                  start_ok ? ", 2 MiB aligned"
-                                           : ": no 2 MiB faults"),
+                  g_strdup_printf(
+                      "mapped by its region, data at 0x%" G_GINT64_MODIFIER
+                      "x%s",
+                      ns->data_resource,
+                      start_ok ? ", 2 MiB aligned" : ": no 2 MiB faults"),
                   start_ok ? NULL
                            : g_strdup("align the device in the host: QEMU "
                                       "memory-backend-file align=2M"));
@@ -285,9 +283,9 @@ check_ns_align(GPtrArray *out, const DaxguestNvNamespace *ns)
                                   ns->name, ns->mode));
     } else if (!start_ok) {
         check_set(c, DAXGUEST_CHECK_WARN,
-                  g_strdup_printf("%s pages, but data starts at 0x%"
-                                  G_GINT64_MODIFIER "x",
-                                  align, ns->data_resource),
+                  g_strdup_printf(
+                      "%s pages, but data starts at 0x%" G_GINT64_MODIFIER "x",
+                      align, ns->data_resource),
                   g_strdup("align the NVDIMM in the host: QEMU "
                            "memory-backend-file align=2M"));
     } else {
@@ -348,15 +346,14 @@ check_pmem_dax(GPtrArray *out, const DaxguestNvNamespace *ns,
 static gboolean
 check_mount(GPtrArray *out, const DaxguestPmemFacts *p)
 {
-    DaxguestCheck *c = check_add(
-        out, "dax_mount", p->device,
-        g_strdup_printf("for a filesystem on %s", p->device));
+    DaxguestCheck *c =
+        check_add(out, "dax_mount", p->device,
+                  g_strdup_printf("for a filesystem on %s", p->device));
     g_autofree char *mode = NULL;
 
     if (!p->mount_point) {
         check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("not mounted"),
-                  g_strdup_printf(HINT_MKFS, p->device, p->device,
-                                  p->device));
+                  g_strdup_printf(HINT_MKFS, p->device, p->device, p->device));
         return FALSE;
     }
     if (p->probe.dax_mode)
@@ -364,8 +361,7 @@ check_mount(GPtrArray *out, const DaxguestPmemFacts *p)
     else
         mode = g_strdup("no dax option");
     check_set(c, DAXGUEST_CHECK_PASS,
-              g_strdup_printf("%s on %s, %s", p->fs_type, p->mount_point,
-                              mode),
+              g_strdup_printf("%s on %s, %s", p->fs_type, p->mount_point, mode),
               NULL);
     return TRUE;
 }
@@ -386,9 +382,9 @@ static gboolean
 check_statx(GPtrArray *out, const DaxguestPmemFacts *p)
 {
     const DaxguestFileProbe *pr = &p->probe;
-    DaxguestCheck *c = check_add(
-        out, "statx_dax", p->mount_point,
-        g_strdup_printf("if DAX is in effect in %s", p->mount_point));
+    DaxguestCheck *c =
+        check_add(out, "statx_dax", p->mount_point,
+                  g_strdup_printf("if DAX is in effect in %s", p->mount_point));
 
     if (pr->error) {
         check_set(c, DAXGUEST_CHECK_WARN,
@@ -400,13 +396,11 @@ check_statx(GPtrArray *out, const DaxguestPmemFacts *p)
     switch (pr->dax) {
     case DAXFILE_TRI_YES:
         check_set(c, DAXGUEST_CHECK_PASS,
-                  g_strdup("statx reports STATX_ATTR_DAX on a new file"),
-                  NULL);
+                  g_strdup("statx reports STATX_ATTR_DAX on a new file"), NULL);
         return TRUE;
     case DAXFILE_TRI_NO:
         check_set(c, DAXGUEST_CHECK_FAIL,
-                  g_strdup("statx: a new file is not DAX"),
-                  hint_dax_mount(p));
+                  g_strdup("statx: a new file is not DAX"), hint_dax_mount(p));
         return FALSE;
     case DAXFILE_TRI_UNKNOWN:
         break;
@@ -423,9 +417,9 @@ check_map_sync(GPtrArray *out, const DaxguestPmemFacts *p,
                const DaxguestNvRegion *r)
 {
     const DaxguestFileProbe *pr = &p->probe;
-    DaxguestCheck *c = check_add(
-        out, "map_sync", p->mount_point,
-        g_strdup_printf("if MAP_SYNC works in %s", p->mount_point));
+    DaxguestCheck *c =
+        check_add(out, "map_sync", p->mount_point,
+                  g_strdup_printf("if MAP_SYNC works in %s", p->mount_point));
 
     const char *why = pr->map_sync_error ? pr->map_sync_error : "unknown";
 
@@ -439,7 +433,8 @@ check_map_sync(GPtrArray *out, const DaxguestPmemFacts *p,
                   g_strdup_printf("MAP_SHARED_VALIDATE|MAP_SYNC refused (%s), "
                                   "as on any virtio-pmem region: "
                                   "applications make data durable with "
-                                  "fsync/msync", why),
+                                  "fsync/msync",
+                                  why),
                   NULL);
         return;
     }
@@ -466,8 +461,7 @@ pmd_detail(const DaxguestPmdProbe *pmd)
 static gboolean
 pmd_ok(const DaxguestPmdProbe *pmd)
 {
-    return pmd->ran && pmd->extra_faults == 0 &&
-           pmd->traced != DAXFILE_TRI_NO;
+    return pmd->ran && pmd->extra_faults == 0 && pmd->traced != DAXFILE_TRI_NO;
 }
 
 static void
@@ -475,10 +469,10 @@ check_pmd(GPtrArray *out, const DaxguestPmemFacts *p,
           const DaxguestNvNamespace *ns)
 {
     const DaxguestFileProbe *pr = &p->probe;
-    DaxguestCheck *c = check_add(
-        out, "pmd_fault", p->mount_point,
-        g_strdup_printf("if 2 MiB faults are PMD faults in %s",
-                        p->mount_point));
+    DaxguestCheck *c =
+        check_add(out, "pmd_fault", p->mount_point,
+                  g_strdup_printf("if 2 MiB faults are PMD faults in %s",
+                                  p->mount_point));
     char *hint;
 
     if (!pr->pmd.ran) {
@@ -493,7 +487,8 @@ check_pmd(GPtrArray *out, const DaxguestPmemFacts *p,
     }
     if (ns->align < SZ_2M)
         hint = g_strdup_printf("%s uses 4 KiB pages; recreate it with "
-                               "'--align 2M'", ns->name);
+                               "'--align 2M'",
+                               ns->name);
     else if (!pr->extent_aligned && pr->geometry_fix)
         hint = g_strdup_printf(
             "the filesystem does not allocate 2 MiB-aligned extents (a new "
@@ -584,18 +579,17 @@ check_devdax_device(GPtrArray *out, const DaxguestNvDaxDev *d,
     }
     if (d->align && d->align < SZ_2M) {
         check_set(c, DAXGUEST_CHECK_WARN,
-                  g_strdup_printf("%s, %s pages: no 2 MiB faults", size,
-                                  align),
+                  g_strdup_printf("%s, %s pages: no 2 MiB faults", size, align),
                   g_strdup_printf("recreate the namespace with '--align 2M'"
                                   " (or 'daxctl reconfigure-device --align "
                                   "2M %s')",
                                   d->name));
         return TRUE;
     }
-    check_set(c, DAXGUEST_CHECK_PASS,
-              g_strdup_printf("%s, %s pages", size,
-                              d->align ? align : "unknown"),
-              NULL);
+    check_set(
+        c, DAXGUEST_CHECK_PASS,
+        g_strdup_printf("%s, %s pages", size, d->align ? align : "unknown"),
+        NULL);
     return TRUE;
 }
 
@@ -604,9 +598,9 @@ check_devdax_map(GPtrArray *out, const DaxguestNvDaxDev *d,
                  const DaxguestDaxFacts *f)
 {
     g_autofree char *path = g_strdup_printf("/dev/%s", d->name);
-    DaxguestCheck *c = check_add(
-        out, "devdax_map", path,
-        g_strdup_printf("if %s maps 2 MiB with one fault", path));
+    DaxguestCheck *c =
+        check_add(out, "devdax_map", path,
+                  g_strdup_printf("if %s maps 2 MiB with one fault", path));
     g_autofree char *faults = NULL;
     const char *sync;
 
@@ -648,7 +642,7 @@ daxguest_facts_flush_choice(const DaxguestFacts *facts,
                             DaxguestFlushChoice *ret_choice)
 {
     DaxguestFlushEnv env = {facts->pmem_no_clwb, facts->pmem_no_clflushopt,
-                           facts->pmem_no_flush};
+                            facts->pmem_no_flush};
 
     daxguest_flush_choose(&facts->cpu, &env,
                           facts->inv && daxguest_nv_auto_flush(facts->inv),
@@ -704,9 +698,9 @@ check_namespaces(GPtrArray *out, const DaxguestFacts *facts,
     guint i;
 
     if (r->namespaces->len == 0) {
-        DaxguestCheck *c = check_add(
-            out, "region_namespaces", r->name,
-            g_strdup_printf("for a namespace in %s", r->name));
+        DaxguestCheck *c =
+            check_add(out, "region_namespaces", r->name,
+                      g_strdup_printf("for a namespace in %s", r->name));
 
         check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
                   g_strdup_printf("run 'ndctl create-namespace -r %s -m "

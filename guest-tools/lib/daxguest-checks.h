@@ -20,28 +20,28 @@ G_BEGIN_DECLS
 
 /* An fsdax block device and what was found on it */
 typedef struct {
-    char *device;        /* "/dev/pmem0" */
-    char *namespace;     /* "namespace0.0" */
-    gboolean present;    /* the device node exists */
+    char *device;              /* "/dev/pmem0" */
+    char *namespace;           /* "namespace0.0" */
+    gboolean present;          /* the device node exists */
     DaxfileTristate queue_dax; /* /sys/block/pmemN/queue/dax */
-    char *mount_point;   /* NULL when not mounted */
-    char *fs_type;       /* from mountinfo */
-    DaxguestFileProbe probe; /* valid when mounted */
+    char *mount_point;         /* NULL when not mounted */
+    char *fs_type;             /* from mountinfo */
+    DaxguestFileProbe probe;   /* valid when mounted */
 } DaxguestPmemFacts;
 
 /* A device-dax device and its mapping probe */
 typedef struct {
-    char *name;          /* "dax0.0", as in the inventory */
-    gboolean present;    /* /dev/dax0.0 is a character device */
+    char *name;       /* "dax0.0", as in the inventory */
+    gboolean present; /* /dev/dax0.0 is a character device */
     DaxguestPmdProbe probe;
 } DaxguestDaxFacts;
 
 typedef struct {
     DaxguestNvInventory *inv;
-    GPtrArray *pmems;    /* DaxguestPmemFacts */
-    GPtrArray *daxes;    /* DaxguestDaxFacts */
+    GPtrArray *pmems; /* DaxguestPmemFacts */
+    GPtrArray *daxes; /* DaxguestDaxFacts */
     DaxguestCpuFeatures cpu;
-    char *pmem_no_clwb;  /* the libpmem environment variables */
+    char *pmem_no_clwb; /* the libpmem environment variables */
     char *pmem_no_clflushopt;
     char *pmem_no_flush;
 } DaxguestFacts;
@@ -68,12 +68,12 @@ typedef enum {
 } DaxguestCheckResult;
 
 typedef struct {
-    char *check;    /* stable snake_case id: "namespace_mode" */
-    char *subject;  /* "namespace0.0", "/mnt/pmem", or NULL */
-    char *title;    /* what follows "Checking " */
+    char *check;   /* stable snake_case id: "namespace_mode" */
+    char *subject; /* "namespace0.0", "/mnt/pmem", or NULL */
+    char *title;   /* what follows "Checking " */
     DaxguestCheckResult result;
-    char *detail;   /* what was found, or NULL */
-    char *hint;     /* the fix; set for every WARN and FAIL */
+    char *detail; /* what was found, or NULL */
+    char *hint;   /* the fix; set for every WARN and FAIL */
 } DaxguestCheck;
 
 /* Judge @facts: an array of DaxguestCheck, in output order. */

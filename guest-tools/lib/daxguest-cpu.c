@@ -73,8 +73,7 @@ daxguest_flush_choose(const DaxguestCpuFeatures *cpu,
     memset(c, 0, sizeof(*c));
     c->insn = flush_choose_insn(cpu, env);
     c->skipped_clwb = cpu->clwb && c->insn != DAXGUEST_FLUSH_CLWB;
-    c->skipped_clflushopt = cpu->clflushopt &&
-                            c->insn != DAXGUEST_FLUSH_CLWB &&
+    c->skipped_clflushopt = cpu->clflushopt && c->insn != DAXGUEST_FLUSH_CLWB &&
                             c->insn != DAXGUEST_FLUSH_CLFLUSHOPT;
     c->flush = c->insn != DAXGUEST_FLUSH_NONE;
     if (!c->flush)
@@ -174,12 +173,10 @@ flush_line(DaxguestFlushInsn insn, uintptr_t p)
      * clflushopt = 66 clflush, clwb = 66 xsaveopt. */
     switch (insn) {
     case DAXGUEST_FLUSH_CLWB:
-        __asm__ volatile(".byte 0x66; xsaveopt %0"
-                         : "+m"(*(volatile char *)p));
+        __asm__ volatile(".byte 0x66; xsaveopt %0" : "+m"(*(volatile char *)p));
         break;
     case DAXGUEST_FLUSH_CLFLUSHOPT:
-        __asm__ volatile(".byte 0x66; clflush %0"
-                         : "+m"(*(volatile char *)p));
+        __asm__ volatile(".byte 0x66; clflush %0" : "+m"(*(volatile char *)p));
         break;
     case DAXGUEST_FLUSH_CLFLUSH:
         _mm_clflush((const void *)p);

@@ -41,17 +41,17 @@ typedef struct {
 void daxguest_flush_env_get(DaxguestFlushEnv *ret_env);
 
 typedef enum {
-    DAXGUEST_FLUSH_WHY_CPUID = 0,     /* the best instruction CPUID offers */
-    DAXGUEST_FLUSH_WHY_ENV_SKIP,      /* PMEM_NO_CLWB / PMEM_NO_CLFLUSHOPT */
-    DAXGUEST_FLUSH_WHY_NO_FLUSH_ENV,  /* PMEM_NO_FLUSH=1: fence only */
-    DAXGUEST_FLUSH_WHY_EADR,          /* cpu_cache domain: fence only */
-    DAXGUEST_FLUSH_WHY_NO_INSN,       /* CPUID offers no flush at all */
+    DAXGUEST_FLUSH_WHY_CPUID = 0,    /* the best instruction CPUID offers */
+    DAXGUEST_FLUSH_WHY_ENV_SKIP,     /* PMEM_NO_CLWB / PMEM_NO_CLFLUSHOPT */
+    DAXGUEST_FLUSH_WHY_NO_FLUSH_ENV, /* PMEM_NO_FLUSH=1: fence only */
+    DAXGUEST_FLUSH_WHY_EADR,         /* cpu_cache domain: fence only */
+    DAXGUEST_FLUSH_WHY_NO_INSN,      /* CPUID offers no flush at all */
 } DaxguestFlushWhy;
 
 typedef struct {
-    DaxguestFlushInsn insn;      /* libpmem's flush instruction */
-    gboolean flush;              /* FALSE: libpmem skips flushes */
-    gboolean fence;              /* drain with sfence (not after clflush) */
+    DaxguestFlushInsn insn; /* libpmem's flush instruction */
+    gboolean flush;         /* FALSE: libpmem skips flushes */
+    gboolean fence;         /* drain with sfence (not after clflush) */
     DaxguestFlushWhy why;
     gboolean skipped_clwb;       /* PMEM_NO_CLWB=1 on a CPU with clwb */
     gboolean skipped_clflushopt; /* PMEM_NO_CLFLUSHOPT=1 mattered */
@@ -76,8 +76,7 @@ char *daxguest_flush_choice_describe(const DaxguestFlushChoice *choice);
 
 /* Write back the cache lines of [@addr, @addr + @len) with @insn (nothing
  * for DAXGUEST_FLUSH_NONE). The instruction must be supported. */
-void daxguest_flush_range(DaxguestFlushInsn insn, const void *addr,
-                          size_t len);
+void daxguest_flush_range(DaxguestFlushInsn insn, const void *addr, size_t len);
 
 /* sfence: order the flushes (and non-temporal stores) before later
  * stores. */

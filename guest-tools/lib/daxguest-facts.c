@@ -104,10 +104,8 @@ parse_devno(const char *text, guint *ret_major, guint *ret_minor)
     guint64 maj, min;
 
     if (g_strv_length(parts) != 2 ||
-        !g_ascii_string_to_unsigned(parts[0], 10, 0, G_MAXUINT32, &maj,
-                                    NULL) ||
-        !g_ascii_string_to_unsigned(parts[1], 10, 0, G_MAXUINT32, &min,
-                                    NULL))
+        !g_ascii_string_to_unsigned(parts[0], 10, 0, G_MAXUINT32, &maj, NULL) ||
+        !g_ascii_string_to_unsigned(parts[1], 10, 0, G_MAXUINT32, &min, NULL))
         return FALSE;
     *ret_major = (guint)maj;
     *ret_minor = (guint)min;
@@ -116,8 +114,7 @@ parse_devno(const char *text, guint *ret_major, guint *ret_minor)
 
 /* Find where @blockdev is mounted; probe a temporary file there. */
 static void
-gather_mount(DaxguestPmemFacts *f, const char *blockdev,
-             const char *mountinfo)
+gather_mount(DaxguestPmemFacts *f, const char *blockdev, const char *mountinfo)
 {
     g_autofree char *rel = g_strdup_printf("block/%s/dev", blockdev);
     g_autofree char *devno = daxfile_sysfs_read(rel, NULL);
@@ -132,8 +129,8 @@ gather_mount(DaxguestPmemFacts *f, const char *blockdev,
     f->fs_type = g_strdup(entry.fs_type);
     dirfd = open(f->mount_point, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
-        f->probe.error = g_strdup_printf("Cannot open '%s': %s",
-                                         f->mount_point, g_strerror(errno));
+        f->probe.error = g_strdup_printf("Cannot open '%s': %s", f->mount_point,
+                                         g_strerror(errno));
         return;
     }
     daxguest_probe_dir(dirfd, f->mount_point, &f->probe);
@@ -151,8 +148,7 @@ gather_pmems(DaxguestFacts *facts)
         const DaxguestNvRegion *r = g_ptr_array_index(facts->inv->regions, i);
 
         for (j = 0; j < r->namespaces->len; j++) {
-            const DaxguestNvNamespace *ns = g_ptr_array_index(r->namespaces,
-                                                              j);
+            const DaxguestNvNamespace *ns = g_ptr_array_index(r->namespaces, j);
             g_autofree char *dev = NULL;
             DaxguestPmemFacts *f;
             struct stat st;

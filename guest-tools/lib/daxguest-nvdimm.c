@@ -120,11 +120,8 @@ daxguest_nv_daxdev_new(const char *name)
 }
 
 DAXFILE_ENUM_IMPL(daxguest_nv_persistence, DaxguestNvPersistence,
-                  DAXGUEST_NV_PERSIST_LAST,
-                  "unknown",
-                  "none",
-                  "memory_controller",
-                  "cpu_cache");
+                  DAXGUEST_NV_PERSIST_LAST, "unknown", "none",
+                  "memory_controller", "cpu_cache");
 
 /* libndctl returns "" (or NULL) for "none"; keep NULL for that. */
 static char *
@@ -248,8 +245,7 @@ nv_read_claim(DaxguestNvInventory *inv, struct ndctl_namespace *ndns,
         ns->blockdev = dup_nonempty(ndctl_btt_get_block_device(btt));
     } else {
         ns->blockdev = dup_nonempty(ndctl_namespace_get_block_device(ndns));
-        ns->data_resource =
-            ull_or_unknown(ndctl_namespace_get_resource(ndns));
+        ns->data_resource = ull_or_unknown(ndctl_namespace_get_resource(ndns));
     }
 }
 
@@ -315,8 +311,7 @@ nv_read_bus(DaxguestNvInventory *inv, struct ndctl_bus *bus)
     g_ptr_array_add(inv->buses, b);
     ndctl_dimm_foreach(bus, dimm)
         g_ptr_array_add(inv->dimms, g_strdup(ndctl_dimm_get_devname(dimm)));
-    ndctl_region_foreach(bus, region)
-        nv_read_region(inv, bus, region);
+    ndctl_region_foreach(bus, region) nv_read_region(inv, bus, region);
 }
 
 static gboolean
@@ -331,8 +326,7 @@ nv_read_daxctl(DaxguestNvInventory *inv, GError **error)
         return FALSE;
     }
     daxctl_set_log_fn(dctx, dax_log);
-    daxctl_region_foreach(dctx, dregion)
-        nv_read_dax_region(inv, dregion, NULL);
+    daxctl_region_foreach(dctx, dregion) nv_read_dax_region(inv, dregion, NULL);
     daxctl_unref(dctx);
     return TRUE;
 }
@@ -352,8 +346,7 @@ daxguest_nv_inventory_read(GError **error)
         return NULL;
     }
     ndctl_set_log_fn(ctx, nv_log);
-    ndctl_bus_foreach(ctx, bus)
-        nv_read_bus(inv, bus);
+    ndctl_bus_foreach(ctx, bus) nv_read_bus(inv, bus);
     ndctl_unref(ctx);
     /* device-dax outside NVDIMM namespaces (hmem, cxl) too */
     if (!nv_read_daxctl(inv, error))
@@ -439,8 +432,7 @@ gboolean
 daxguest_nv_blockdev_is_virtio(guint major, guint minor)
 {
     g_autofree char *link = g_strdup_printf("%s/dev/block/%u:%u",
-                                            daxfile_sysfs_root(), major,
-                                            minor);
+                                            daxfile_sysfs_root(), major, minor);
     g_autofree char *real = realpath(link, NULL);
     g_autofree char *provider = NULL;
     g_autofree char *text = NULL;

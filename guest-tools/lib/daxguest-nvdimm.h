@@ -17,40 +17,40 @@ G_BEGIN_DECLS
 typedef enum {
     DAXGUEST_NV_PERSIST_UNKNOWN = 0, /* not reported (empty attribute) */
     DAXGUEST_NV_PERSIST_NONE,
-    DAXGUEST_NV_PERSIST_MEM_CTRL,    /* "memory_controller": ADR */
-    DAXGUEST_NV_PERSIST_CPU_CACHE,   /* "cpu_cache": eADR */
+    DAXGUEST_NV_PERSIST_MEM_CTRL,  /* "memory_controller": ADR */
+    DAXGUEST_NV_PERSIST_CPU_CACHE, /* "cpu_cache": eADR */
     DAXGUEST_NV_PERSIST_LAST
 } DaxguestNvPersistence;
 
 typedef struct {
-    char *name;        /* "dax0.0" */
-    char *region;      /* the ndctl region, NULL for other dax regions */
+    char *name;   /* "dax0.0" */
+    char *region; /* the ndctl region, NULL for other dax regions */
     guint64 size;
     guint64 align;
-    guint64 resource;  /* physical address of byte 0, or UNKNOWN */
+    guint64 resource; /* physical address of byte 0, or UNKNOWN */
     int major;
     int minor;
     gboolean enabled;
 } DaxguestNvDaxDev;
 
 typedef struct {
-    char *name;           /* "namespace0.0" */
-    char *region;         /* "region0" */
-    char *mode;           /* "raw", "fsdax", "devdax", "sector", "unknown" */
-    guint64 size;         /* usable bytes (without fsdax/devdax metadata) */
+    char *name;   /* "namespace0.0" */
+    char *region; /* "region0" */
+    char *mode;   /* "raw", "fsdax", "devdax", "sector", "unknown" */
+    guint64 size; /* usable bytes (without fsdax/devdax metadata) */
     gboolean enabled;
-    char *blockdev;       /* "pmem0" (raw, fsdax, sector), else NULL */
-    char *claim;          /* "pfn0.1", "dax0.1", "btt0.1", or NULL */
-    guint64 align;        /* page size of fsdax/devdax, 0 otherwise */
+    char *blockdev;        /* "pmem0" (raw, fsdax, sector), else NULL */
+    char *claim;           /* "pfn0.1", "dax0.1", "btt0.1", or NULL */
+    guint64 align;         /* page size of fsdax/devdax, 0 otherwise */
     guint64 data_resource; /* physical address of the first data byte */
 } DaxguestNvNamespace;
 
 typedef struct {
-    char *name;            /* "region0" */
-    char *bus;             /* "ndbus0" */
-    char *type;            /* "pmem", "blk" */
+    char *name; /* "region0" */
+    char *bus;  /* "ndbus0" */
+    char *type; /* "pmem", "blk" */
     guint64 size;
-    guint64 resource;      /* physical address (SPA) of its start */
+    guint64 resource; /* physical address (SPA) of its start */
     DaxguestNvPersistence persistence;
     gboolean virtio;       /* on a virtio-pmem bus: no NFIT, no DIMMs, no
                             * MAP_SYNC; stores are made durable by the
@@ -59,17 +59,17 @@ typedef struct {
 } DaxguestNvRegion;
 
 typedef struct {
-    char *name;        /* "ndbus0" */
-    char *provider;    /* "ACPI.NFIT", "e820", "virtio-pmem", ... */
+    char *name;     /* "ndbus0" */
+    char *provider; /* "ACPI.NFIT", "e820", "virtio-pmem", ... */
     gboolean nfit;
 } DaxguestNvBus;
 
 typedef struct {
-    gboolean nfit_table;  /* the ACPI NFIT table exists */
-    GPtrArray *buses;     /* DaxguestNvBus */
-    GPtrArray *dimms;     /* char *: "nmem0" */
-    GPtrArray *regions;   /* DaxguestNvRegion, every bus */
-    GPtrArray *daxdevs;   /* DaxguestNvDaxDev, every dax region */
+    gboolean nfit_table; /* the ACPI NFIT table exists */
+    GPtrArray *buses;    /* DaxguestNvBus */
+    GPtrArray *dimms;    /* char *: "nmem0" */
+    GPtrArray *regions;  /* DaxguestNvRegion, every bus */
+    GPtrArray *daxdevs;  /* DaxguestNvDaxDev, every dax region */
 } DaxguestNvInventory;
 
 DaxguestNvInventory *daxguest_nv_inventory_new(void);

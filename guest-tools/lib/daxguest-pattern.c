@@ -308,9 +308,9 @@ verify_commit(const guint8 *base, const PatternHeader *hdr, const char *name,
 }
 
 static gboolean
-verify_header_fields(const guint8 *base, const PatternHeader *hdr,
-                     guint64 size, guint64 seed, const char *name,
-                     DaxguestPatternResult *r, GError **error)
+verify_header_fields(const guint8 *base, const PatternHeader *hdr, guint64 size,
+                     guint64 seed, const char *name, DaxguestPatternResult *r,
+                     GError **error)
 {
     if (hdr->seed != seed) {
         r->status = DAXGUEST_PATTERN_OTHER_SEED;

@@ -47,17 +47,17 @@ typedef enum {
 
 typedef struct {
     DaxguestPatternStatus status;
-    guint64 size;        /* bytes examined */
-    guint64 seed;        /* from the header, when it is intact */
-    guint64 sequence;    /* the header's sequence (or the one assumed) */
-    guint64 committed;   /* the commit record */
-    guint64 bad_offset;  /* CORRUPT: the first byte that differs */
+    guint64 size;       /* bytes examined */
+    guint64 seed;       /* from the header, when it is intact */
+    guint64 sequence;   /* the header's sequence (or the one assumed) */
+    guint64 committed;  /* the commit record */
+    guint64 bad_offset; /* CORRUPT: the first byte that differs */
     guint8 expected;
     guint8 found;
     const char *bad_part; /* "header", "commit record", "padding",
                            * "block header", "payload", "block checksum" */
-    guint64 bad_bytes;   /* every differing byte */
-    guint64 bad_blocks;  /* blocks (header block included) with any */
+    guint64 bad_bytes;    /* every differing byte */
+    guint64 bad_blocks;   /* blocks (header block included) with any */
 } DaxguestPatternResult;
 
 /* Fletcher-64 over little-endian 32-bit words (PMDK's util_checksum);
@@ -81,8 +81,8 @@ gboolean daxguest_pattern_write(guint8 *base, guint64 size, guint64 seed,
 /* Compare [@base, @base + @size) with the pattern for @seed. @ret_result
  * is always filled; FALSE with an error naming @name and the first bad
  * offset unless the status is OK. */
-gboolean daxguest_pattern_verify(const guint8 *base, guint64 size,
-                                 guint64 seed, const char *name,
+gboolean daxguest_pattern_verify(const guint8 *base, guint64 size, guint64 seed,
+                                 const char *name,
                                  DaxguestPatternResult *ret_result,
                                  GError **error);
 

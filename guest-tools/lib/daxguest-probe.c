@@ -85,8 +85,7 @@ trace_start(void)
 
     if (!root)
         return NULL;
-    dir = g_strdup_printf("%s/instances/daxfile-guest-%d", root,
-                          (int)getpid());
+    dir = g_strdup_printf("%s/instances/daxfile-guest-%d", root, (int)getpid());
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         g_debug("Cannot create trace instance '%s': %s", dir,
                 g_strerror(errno));
@@ -182,8 +181,8 @@ touch(volatile guint8 *p, gboolean write)
  * access byte 0, then one byte of each other 4 KiB page of the first
  * 2 MiB, counting the faults of each step. */
 static void
-pmd_probe_fd(int fd, guint64 len, gboolean write, gboolean sync,
-             gboolean trace, DaxguestPmdProbe *probe)
+pmd_probe_fd(int fd, guint64 len, gboolean write, gboolean sync, gboolean trace,
+             DaxguestPmdProbe *probe)
 {
     int prot = write ? PROT_READ | PROT_WRITE : PROT_READ;
     int flags = sync ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED;
@@ -219,8 +218,7 @@ pmd_probe_fd(int fd, guint64 len, gboolean write, gboolean sync,
 /* fallocate + write zeros + fsync: written extents, as daxfile create
  * makes them, so that faults neither allocate nor convert */
 gboolean
-daxguest_file_provision(int fd, guint64 size, const char *name,
-                        GError **error)
+daxguest_file_provision(int fd, guint64 size, const char *name, GError **error)
 {
     g_autofree guint8 *zero = g_malloc0(SZ_2M);
     g_autofree char *pretty = daxfile_size_format(size);
@@ -264,8 +262,8 @@ probe_extent(int fd, const char *name, DaxguestFileProbe *probe)
     if (e->logical != 0)
         return;
     probe->extent_physical = e->physical;
-    probe->extent_aligned = DAXFILE_IS_ALIGNED(e->physical, SZ_2M) &&
-                            e->length >= SZ_2M;
+    probe->extent_aligned =
+        DAXFILE_IS_ALIGNED(e->physical, SZ_2M) && e->length >= SZ_2M;
 }
 
 static void
@@ -300,8 +298,7 @@ daxguest_probe_dir(int dirfd, const char *name, DaxguestFileProbe *ret_probe)
             "Cannot create a test file in '%s': %s", name, g_strerror(errno));
         return;
     }
-    if (!daxguest_file_provision(fd, DAXGUEST_PROBE_FILE_SIZE, name,
-                                 &error)) {
+    if (!daxguest_file_provision(fd, DAXGUEST_PROBE_FILE_SIZE, name, &error)) {
         ret_probe->error = g_strdup(error->message);
         return;
     }
@@ -309,8 +306,7 @@ daxguest_probe_dir(int dirfd, const char *name, DaxguestFileProbe *ret_probe)
     if (ret_probe->error)
         return;
     probe_extent(fd, name, ret_probe);
-    pmd_probe_fd(fd, SZ_2M, TRUE, ret_probe->map_sync, TRUE,
-                 &ret_probe->pmd);
+    pmd_probe_fd(fd, SZ_2M, TRUE, ret_probe->map_sync, TRUE, &ret_probe->pmd);
 }
 
 void
@@ -323,13 +319,13 @@ daxguest_probe_devdax(const char *path, guint64 align, guint64 size,
 
     memset(ret_probe, 0, sizeof(*ret_probe));
     if (fd < 0) {
-        ret_probe->error = g_strdup_printf("Cannot open '%s': %s", path,
-                                           g_strerror(errno));
+        ret_probe->error =
+            g_strdup_printf("Cannot open '%s': %s", path, g_strerror(errno));
         return;
     }
     if (len > size) {
-        ret_probe->error = g_strdup_printf(
-            "'%s' is smaller than its alignment", path);
+        ret_probe->error =
+            g_strdup_printf("'%s' is smaller than its alignment", path);
         return;
     }
     /* MAP_SYNC is accepted by device-dax; find out, then probe with it */

@@ -20,31 +20,31 @@ G_BEGIN_DECLS
 #define DAXGUEST_PROBE_FILE_SIZE (G_GUINT64_CONSTANT(4) << 20)
 
 typedef struct {
-    gboolean ran;            /* FALSE: see error */
-    char *error;             /* why the probe could not run */
-    gboolean map_sync;       /* the mapping used MAP_SYNC */
-    guint64 first_faults;    /* faults taken by the first access */
-    guint64 extra_faults;    /* faults taken by the other 511 pages */
-    DaxfileTristate traced;  /* YES: traced as PMD, NO: traced FALLBACK,
-                              * UNKNOWN: no tracepoint (or not ours) */
-    guint trace_pmd;         /* dax_pmd_fault_done events that mapped */
-    guint trace_fallback;    /* ... that fell back to 4 KiB pages */
+    gboolean ran;           /* FALSE: see error */
+    char *error;            /* why the probe could not run */
+    gboolean map_sync;      /* the mapping used MAP_SYNC */
+    guint64 first_faults;   /* faults taken by the first access */
+    guint64 extra_faults;   /* faults taken by the other 511 pages */
+    DaxfileTristate traced; /* YES: traced as PMD, NO: traced FALLBACK,
+                             * UNKNOWN: no tracepoint (or not ours) */
+    guint trace_pmd;        /* dax_pmd_fault_done events that mapped */
+    guint trace_fallback;   /* ... that fell back to 4 KiB pages */
 } DaxguestPmdProbe;
 
 void daxguest_pmd_probe_clear(DaxguestPmdProbe *probe);
 
 typedef struct {
-    char *error;              /* no test file could be made: why */
-    DaxfileTristate dax;      /* statx STATX_ATTR_DAX of a new file */
-    char *dax_mode;           /* mount option dax=: always/inode/never */
+    char *error;         /* no test file could be made: why */
+    DaxfileTristate dax; /* statx STATX_ATTR_DAX of a new file */
+    char *dax_mode;      /* mount option dax=: always/inode/never */
     char *fs_type;
-    gboolean map_sync;        /* MAP_SHARED_VALIDATE|MAP_SYNC accepted */
-    char *map_sync_error;     /* strerror when not */
-    guint64 extent_physical;  /* device offset of the test file's first
-                               * block, G_MAXUINT64 when unknown */
-    gboolean extent_aligned;  /* first 2 MiB physically aligned and
-                               * contiguous */
-    char *geometry_fix;       /* mkfs line that gives aligned extents */
+    gboolean map_sync;       /* MAP_SHARED_VALIDATE|MAP_SYNC accepted */
+    char *map_sync_error;    /* strerror when not */
+    guint64 extent_physical; /* device offset of the test file's first
+                              * block, G_MAXUINT64 when unknown */
+    gboolean extent_aligned; /* first 2 MiB physically aligned and
+                              * contiguous */
+    char *geometry_fix;      /* mkfs line that gives aligned extents */
     DaxguestPmdProbe pmd;
 } DaxguestFileProbe;
 

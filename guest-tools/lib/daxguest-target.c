@@ -49,8 +49,7 @@ static gboolean
 file_provision(DaxguestTarget *t, guint64 size, GError **error)
 {
     if (ftruncate(t->fd, 0) < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot truncate '%s'",
-                                t->path);
+        daxfile_set_error_errno(error, errno, "Cannot truncate '%s'", t->path);
         return FALSE;
     }
     if (!daxguest_file_provision(t->fd, size, t->path, error))
@@ -73,8 +72,8 @@ target_map(DaxguestTarget *t, gboolean write, gboolean allow_non_dax,
                                  MAX(t->align, SZ_2M), &addr, error))
             return FALSE;
     } else if (daxfile_map_aligned(t->fd, t->size, 0, prot,
-                                   MAP_SHARED_VALIDATE | MAP_SYNC, SZ_2M,
-                                   &addr, &local)) {
+                                   MAP_SHARED_VALIDATE | MAP_SYNC, SZ_2M, &addr,
+                                   &local)) {
         t->map_sync = TRUE;
     } else if (!write || allow_non_dax || t->virtio) {
         if (!daxfile_map_aligned(t->fd, t->size, 0, prot, MAP_SHARED, SZ_2M,
@@ -98,8 +97,8 @@ static gboolean
 dir_check_map_sync(DaxguestTarget *t, int dirfd, gboolean new_file,
                    GError **error)
 {
-    void *addr = mmap(NULL, 4096, PROT_READ, MAP_SHARED_VALIDATE | MAP_SYNC,
-                      t->fd, 0);
+    void *addr =
+        mmap(NULL, 4096, PROT_READ, MAP_SHARED_VALIDATE | MAP_SYNC, t->fd, 0);
     int errsv = errno;
 
     if (addr != MAP_FAILED) {
@@ -139,9 +138,9 @@ dir_open_file(DaxguestTarget *t, const char *dir, gboolean write,
         return FALSE;
     }
     if (write) {
-        t->fd = openat(dirfd, DAXGUEST_TARGET_FILE_NAME,
-                       O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                       0644);
+        t->fd =
+            openat(dirfd, DAXGUEST_TARGET_FILE_NAME,
+                   O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         new_file = t->fd >= 0;
         /* the new directory entry must survive a crash as the data will */
         if (new_file)
@@ -172,10 +171,10 @@ daxguest_target_open_dir(const char *dir, guint64 size,
                          DaxguestTargetFlags flags, GError **error)
 {
     gboolean write = (flags & DAXGUEST_TARGET_WRITE) != 0;
-    g_autofree char *name = g_build_filename(dir, DAXGUEST_TARGET_FILE_NAME,
-                                             NULL);
-    g_autoptr(DaxguestTarget) t = target_new(DAXGUEST_TARGET_FILE,
-                                             daxfile_escape(name));
+    g_autofree char *name =
+        g_build_filename(dir, DAXGUEST_TARGET_FILE_NAME, NULL);
+    g_autoptr(DaxguestTarget) t =
+        target_new(DAXGUEST_TARGET_FILE, daxfile_escape(name));
 
     if (!dir_open_file(t, dir, write,
                        write && !(flags & DAXGUEST_TARGET_ALLOW_NON_DAX),
@@ -190,15 +189,14 @@ daxguest_target_open_dir(const char *dir, guint64 size,
         t->size = size;
     } else if (size && size != t->size) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' has %" G_GUINT64_FORMAT " bytes, not %"
-                    G_GUINT64_FORMAT,
+                    "'%s' has %" G_GUINT64_FORMAT
+                    " bytes, not %" G_GUINT64_FORMAT,
                     t->path, t->size, size);
         return NULL;
     }
     if (!(flags & DAXGUEST_TARGET_NO_MAP) && t->size == 0) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is empty; run 'daxfile-guest write' first",
-                    t->path);
+                    "'%s' is empty; run 'daxfile-guest write' first", t->path);
         return NULL;
     }
     if (!(flags & DAXGUEST_TARGET_NO_MAP) &&
@@ -278,8 +276,7 @@ dev_size_from_header(DaxguestTarget *t, GError **error)
 }
 
 static gboolean
-dev_choose_size(DaxguestTarget *t, guint64 size, gboolean write,
-                GError **error)
+dev_choose_size(DaxguestTarget *t, guint64 size, gboolean write, GError **error)
 {
     g_autofree char *align = daxfile_size_format(t->align);
 
@@ -307,8 +304,8 @@ daxguest_target_open_dev(const char *dev, guint64 size,
                          DaxguestTargetFlags flags, GError **error)
 {
     gboolean write = (flags & DAXGUEST_TARGET_WRITE) != 0;
-    g_autoptr(DaxguestTarget) t = target_new(DAXGUEST_TARGET_DEVDAX,
-                                             daxfile_escape(dev));
+    g_autoptr(DaxguestTarget) t =
+        target_new(DAXGUEST_TARGET_DEVDAX, daxfile_escape(dev));
 
     t->fd = open(dev, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
     if (t->fd < 0) {
@@ -380,8 +377,7 @@ daxguest_target_write_pattern(DaxguestTarget *target, guint64 seed,
 DaxguestTarget *
 daxguest_target_write(const char *dir, const char *dev, guint64 size,
                       DaxguestTargetFlags flags, guint64 seed,
-                      guint64 *ret_sequence, char **ret_flush,
-                      GError **error)
+                      guint64 *ret_sequence, char **ret_flush, GError **error)
 {
     g_autoptr(DaxguestTarget) t = NULL;
     DaxguestFlushChoice choice;
@@ -416,25 +412,24 @@ daxguest_location_clear(DaxguestLocation *loc)
     memset(loc, 0, sizeof(*loc));
 }
 
-#define EXTENT_NOT_ON_DEVICE                                                  \
-    (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |                         \
-     FIEMAP_EXTENT_ENCODED | FIEMAP_EXTENT_DATA_INLINE |                      \
-     FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_UNWRITTEN)
+#define EXTENT_NOT_ON_DEVICE                                                   \
+    (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_ENCODED |  \
+     FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_NOT_ALIGNED |                   \
+     FIEMAP_EXTENT_UNWRITTEN)
 
 /* The device offset of byte @offset of the file (FIEMAP). */
 static gboolean
-file_device_offset(const DaxguestTarget *t, guint64 offset,
-                   guint64 *ret_offset, GError **error)
+file_device_offset(const DaxguestTarget *t, guint64 offset, guint64 *ret_offset,
+                   GError **error)
 {
-    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(t->fd, t->path,
-                                                          error);
+    g_autoptr(DaxfileExtentMap) map =
+        daxfile_fiemap_read(t->fd, t->path, error);
     guint i;
 
     if (!map)
         return FALSE;
     for (i = 0; i < map->extents->len; i++) {
-        const DaxfileExtent *e = &g_array_index(map->extents, DaxfileExtent,
-                                                i);
+        const DaxfileExtent *e = &g_array_index(map->extents, DaxfileExtent, i);
 
         if (offset < e->logical || offset >= e->logical + e->length)
             continue;
@@ -449,8 +444,8 @@ file_device_offset(const DaxguestTarget *t, guint64 offset,
         return TRUE;
     }
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                "Offset 0x%" G_GINT64_MODIFIER "x of '%s' is in a hole",
-                offset, t->path);
+                "Offset 0x%" G_GINT64_MODIFIER "x of '%s' is in a hole", offset,
+                t->path);
     return FALSE;
 }
 
@@ -470,8 +465,8 @@ file_disk(const DaxguestTarget *t, guint64 *ret_part_start, GError **error)
         daxfile_set_error_errno(error, errno, "Cannot stat '%s'", t->path);
         return NULL;
     }
-    rel = g_strdup_printf("dev/block/%u:%u", major(st.st_dev),
-                          minor(st.st_dev));
+    rel =
+        g_strdup_printf("dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
     link = g_build_filename(daxfile_sysfs_root(), rel, NULL);
     target = g_file_read_link(link, NULL);
     if (!target) {

@@ -32,16 +32,16 @@ typedef enum {
 
 typedef struct {
     DaxguestTargetKind kind;
-    char *path;          /* for messages: ".../daxfile-guest.dat" */
+    char *path; /* for messages: ".../daxfile-guest.dat" */
     int fd;
-    guint64 size;        /* bytes of the pattern (mapped) */
-    guint64 dev_size;    /* device-dax: the whole device */
-    guint64 align;       /* device-dax page size */
+    guint64 size;     /* bytes of the pattern (mapped) */
+    guint64 dev_size; /* device-dax: the whole device */
+    guint64 align;    /* device-dax page size */
     DaxfileMapping map;
-    gboolean map_sync;   /* mapped with MAP_SYNC */
-    gboolean virtio;     /* on a virtio-pmem device: never MAP_SYNC; the
-                          * msync after writing is the device's flush */
-    gboolean created;    /* the file was (re)made for this write */
+    gboolean map_sync; /* mapped with MAP_SYNC */
+    gboolean virtio;   /* on a virtio-pmem device: never MAP_SYNC; the
+                        * msync after writing is the device's flush */
+    gboolean created;  /* the file was (re)made for this write */
 } DaxguestTarget;
 
 void daxguest_target_free(DaxguestTarget *target);
@@ -94,8 +94,8 @@ gboolean daxguest_target_verify(const DaxguestTarget *target, guint64 seed,
                                 GError **error);
 
 typedef struct {
-    guint64 offset;        /* in the file or device */
-    char *device;          /* "/dev/pmem0", "/dev/dax0.0" */
+    guint64 offset; /* in the file or device */
+    char *device;   /* "/dev/pmem0", "/dev/dax0.0" */
     guint64 device_offset;
     char *region;          /* "region0" */
     guint64 region_offset; /* for QEMU: the offset in the backing file */

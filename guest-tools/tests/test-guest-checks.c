@@ -51,8 +51,8 @@ add_nvdimm(DaxguestFacts *f, DaxguestNvPersistence persistence)
 static DaxguestNvNamespace *
 add_namespace(DaxguestNvRegion *r, const char *mode, guint64 align)
 {
-    DaxguestNvNamespace *ns = daxguest_nv_namespace_new("namespace0.0",
-                                                        r->name, mode);
+    DaxguestNvNamespace *ns =
+        daxguest_nv_namespace_new("namespace0.0", r->name, mode);
 
     ns->size = STREQ(mode, "raw") ? G : 1006 * M;
     ns->align = align;
@@ -67,8 +67,8 @@ add_namespace(DaxguestNvRegion *r, const char *mode, guint64 align)
 static DaxguestPmemFacts *
 add_mounted_pmem(DaxguestFacts *f, const char *dax_mode)
 {
-    DaxguestPmemFacts *p = daxguest_pmem_facts_new("/dev/pmem0",
-                                                   "namespace0.0");
+    DaxguestPmemFacts *p =
+        daxguest_pmem_facts_new("/dev/pmem0", "namespace0.0");
 
     p->present = TRUE;
     p->queue_dax = DAXFILE_TRI_YES;
@@ -109,8 +109,8 @@ scenario_virtio_pmem(DaxguestFacts *f)
 {
     DaxguestNvBus *bus = g_new0(DaxguestNvBus, 1);
     DaxguestNvRegion *r = daxguest_nv_region_new("region0", "ndbus0");
-    DaxguestNvNamespace *ns = daxguest_nv_namespace_new("namespace0.0",
-                                                        "region0", "fsdax");
+    DaxguestNvNamespace *ns =
+        daxguest_nv_namespace_new("namespace0.0", "region0", "fsdax");
     DaxguestPmemFacts *p;
 
     bus->name = g_strdup("ndbus0");
@@ -163,8 +163,7 @@ scenario_devdax_ok(DaxguestFacts *f)
 static void
 scenario_cpu_cache(DaxguestFacts *f)
 {
-    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_CPU_CACHE), "fsdax",
-                  2 * M);
+    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_CPU_CACHE), "fsdax", 2 * M);
     add_mounted_pmem(f, "always");
 }
 
@@ -204,11 +203,10 @@ scenario_misaligned(DaxguestFacts *f)
 static void
 scenario_unmounted(DaxguestFacts *f)
 {
-    DaxguestPmemFacts *p = daxguest_pmem_facts_new("/dev/pmem0",
-                                                   "namespace0.0");
+    DaxguestPmemFacts *p =
+        daxguest_pmem_facts_new("/dev/pmem0", "namespace0.0");
 
-    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "fsdax",
-                  4096);
+    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "fsdax", 4096);
     p->present = TRUE;
     p->queue_dax = DAXFILE_TRI_YES;
     g_ptr_array_add(f->pmems, p);
@@ -220,8 +218,7 @@ scenario_unmounted(DaxguestFacts *f)
 static void
 scenario_no_daxdev(DaxguestFacts *f)
 {
-    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "devdax",
-                  2 * M);
+    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "devdax", 2 * M);
     f->cpu.clflushopt = FALSE;
     f->cpu.clwb = FALSE;
 }
@@ -257,8 +254,8 @@ static void
 assert_valid_tap(const char *tap, const GPtrArray *checks)
 {
     g_auto(GStrv) lines = g_strsplit(tap, "\n", -1);
-    g_autoptr(GRegex) re = g_regex_new("^(not ok|ok) ([0-9]+) - [^#]+$", 0,
-                                       0, NULL);
+    g_autoptr(GRegex) re =
+        g_regex_new("^(not ok|ok) ([0-9]+) - [^#]+$", 0, 0, NULL);
     g_autofree char *plan = g_strdup_printf("1..%u", checks->len);
     guint n = 0;
     guint i;
@@ -308,8 +305,7 @@ test_scenario(gconstpointer data)
         /* every WARN and FAIL carries a hint */
         g_assert_true(c->result == DAXGUEST_CHECK_PASS || c->hint);
     }
-    g_assert_cmpint(daxguest_checks_failed(checks), ==,
-                    scenarios[idx].fails);
+    g_assert_cmpint(daxguest_checks_failed(checks), ==, scenarios[idx].fails);
     text = daxguest_checks_format_text(checks);
     tap = daxguest_checks_format_tap(checks);
     json = daxguest_checks_to_json(checks);
@@ -360,8 +356,8 @@ main(int argc, char **argv)
 
     g_test_init(&argc, &argv, NULL);
     for (i = 0; i < G_N_ELEMENTS(scenarios); i++) {
-        g_autofree char *name = g_strdup_printf("/checks/%s",
-                                                scenarios[i].name);
+        g_autofree char *name =
+            g_strdup_printf("/checks/%s", scenarios[i].name);
 
         g_test_add_data_func(name, GUINT_TO_POINTER(i), test_scenario);
     }

@@ -17,42 +17,109 @@ typedef struct {
     const char *describe;
 } Case;
 
-#define ALL {TRUE, TRUE, TRUE}
-#define NO_ENV {NULL, NULL, NULL}
+#define ALL                                                                    \
+    {                                                                          \
+        TRUE, TRUE, TRUE                                                       \
+    }
+#define NO_ENV                                                                 \
+    {                                                                          \
+        NULL, NULL, NULL                                                       \
+    }
 
 static const Case cases[] = {
     {"all", ALL, NO_ENV, FALSE, DAXGUEST_FLUSH_CLWB, TRUE, TRUE,
      "clwb, then sfence: the best the CPU offers"},
-    {"no-clwb-cpu", {TRUE, TRUE, FALSE}, NO_ENV, FALSE,
-     DAXGUEST_FLUSH_CLFLUSHOPT, TRUE, TRUE,
+    {"no-clwb-cpu",
+     {TRUE, TRUE, FALSE},
+     NO_ENV,
+     FALSE,
+     DAXGUEST_FLUSH_CLFLUSHOPT,
+     TRUE,
+     TRUE,
      "clflushopt, then sfence: the best the CPU offers"},
-    {"clflush-only", {TRUE, FALSE, FALSE}, NO_ENV, FALSE,
-     DAXGUEST_FLUSH_CLFLUSH, TRUE, FALSE, "clflush: the best the CPU offers"},
-    {"nothing", {FALSE, FALSE, FALSE}, NO_ENV, FALSE, DAXGUEST_FLUSH_NONE,
-     FALSE, TRUE,
+    {"clflush-only",
+     {TRUE, FALSE, FALSE},
+     NO_ENV,
+     FALSE,
+     DAXGUEST_FLUSH_CLFLUSH,
+     TRUE,
+     FALSE,
+     "clflush: the best the CPU offers"},
+    {"nothing",
+     {FALSE, FALSE, FALSE},
+     NO_ENV,
+     FALSE,
+     DAXGUEST_FLUSH_NONE,
+     FALSE,
+     TRUE,
      "no flush, sfence only: the CPU offers no flush instruction"},
-    {"env-no-clwb", ALL, {"1", NULL, NULL}, FALSE, DAXGUEST_FLUSH_CLFLUSHOPT,
-     TRUE, TRUE, "clflushopt, then sfence: PMEM_NO_CLWB=1"},
-    {"env-no-clwb-no-clflushopt", ALL, {"1", "1", NULL}, FALSE,
-     DAXGUEST_FLUSH_CLFLUSH, TRUE, FALSE,
+    {"env-no-clwb",
+     ALL,
+     {"1", NULL, NULL},
+     FALSE,
+     DAXGUEST_FLUSH_CLFLUSHOPT,
+     TRUE,
+     TRUE,
+     "clflushopt, then sfence: PMEM_NO_CLWB=1"},
+    {"env-no-clwb-no-clflushopt",
+     ALL,
+     {"1", "1", NULL},
+     FALSE,
+     DAXGUEST_FLUSH_CLFLUSH,
+     TRUE,
+     FALSE,
      "clflush: PMEM_NO_CLWB=1 and PMEM_NO_CLFLUSHOPT=1"},
     /* clwb still wins: PMEM_NO_CLFLUSHOPT alone changes nothing */
-    {"env-no-clflushopt", ALL, {NULL, "1", NULL}, FALSE, DAXGUEST_FLUSH_CLWB,
-     TRUE, TRUE, "clwb, then sfence: the best the CPU offers"},
-    {"env-no-clflushopt-no-clwb-cpu", {TRUE, TRUE, FALSE}, {NULL, "1", NULL},
-     FALSE, DAXGUEST_FLUSH_CLFLUSH, TRUE, FALSE,
+    {"env-no-clflushopt",
+     ALL,
+     {NULL, "1", NULL},
+     FALSE,
+     DAXGUEST_FLUSH_CLWB,
+     TRUE,
+     TRUE,
+     "clwb, then sfence: the best the CPU offers"},
+    {"env-no-clflushopt-no-clwb-cpu",
+     {TRUE, TRUE, FALSE},
+     {NULL, "1", NULL},
+     FALSE,
+     DAXGUEST_FLUSH_CLFLUSH,
+     TRUE,
+     FALSE,
      "clflush: PMEM_NO_CLFLUSHOPT=1"},
     /* libpmem compares with "1" exactly */
-    {"env-not-one", ALL, {"yes", "true", "2"}, FALSE, DAXGUEST_FLUSH_CLWB,
-     TRUE, TRUE, "clwb, then sfence: the best the CPU offers"},
-    {"env-no-flush", ALL, {NULL, NULL, "1"}, FALSE, DAXGUEST_FLUSH_CLWB,
-     FALSE, TRUE, "no flush, sfence only: PMEM_NO_FLUSH=1"},
+    {"env-not-one",
+     ALL,
+     {"yes", "true", "2"},
+     FALSE,
+     DAXGUEST_FLUSH_CLWB,
+     TRUE,
+     TRUE,
+     "clwb, then sfence: the best the CPU offers"},
+    {"env-no-flush",
+     ALL,
+     {NULL, NULL, "1"},
+     FALSE,
+     DAXGUEST_FLUSH_CLWB,
+     FALSE,
+     TRUE,
+     "no flush, sfence only: PMEM_NO_FLUSH=1"},
     {"eadr", ALL, NO_ENV, TRUE, DAXGUEST_FLUSH_CLWB, FALSE, TRUE,
      "no flush, sfence only: eADR, every region reports cpu_cache"},
-    {"eadr-forced-flush", ALL, {NULL, NULL, "0"}, TRUE, DAXGUEST_FLUSH_CLWB,
-     TRUE, TRUE, "clwb, then sfence: PMEM_NO_FLUSH=0 overrides eADR"},
-    {"eadr-clflush-forced", {TRUE, FALSE, FALSE}, {NULL, NULL, "0"}, TRUE,
-     DAXGUEST_FLUSH_CLFLUSH, TRUE, FALSE,
+    {"eadr-forced-flush",
+     ALL,
+     {NULL, NULL, "0"},
+     TRUE,
+     DAXGUEST_FLUSH_CLWB,
+     TRUE,
+     TRUE,
+     "clwb, then sfence: PMEM_NO_FLUSH=0 overrides eADR"},
+    {"eadr-clflush-forced",
+     {TRUE, FALSE, FALSE},
+     {NULL, NULL, "0"},
+     TRUE,
+     DAXGUEST_FLUSH_CLFLUSH,
+     TRUE,
+     FALSE,
      "clflush: PMEM_NO_FLUSH=0 overrides eADR"},
 };
 
@@ -94,8 +161,8 @@ test_execute(void)
 {
     DaxguestCpuFeatures cpu;
     g_autofree guint64 *buf = g_malloc0(4096);
-    DaxguestFlushInsn insns[] = {DAXGUEST_FLUSH_CLFLUSH,
-                                DAXGUEST_FLUSH_CLFLUSHOPT, DAXGUEST_FLUSH_CLWB};
+    DaxguestFlushInsn insns[] = {
+        DAXGUEST_FLUSH_CLFLUSH, DAXGUEST_FLUSH_CLFLUSHOPT, DAXGUEST_FLUSH_CLWB};
     gboolean have[3];
     guint i;
 
@@ -126,8 +193,8 @@ main(int argc, char **argv)
 
     g_test_init(&argc, &argv, NULL);
     for (i = 0; i < G_N_ELEMENTS(cases); i++) {
-        g_autofree char *name = g_strdup_printf("/cpu/choose/%s",
-                                                cases[i].name);
+        g_autofree char *name =
+            g_strdup_printf("/cpu/choose/%s", cases[i].name);
 
         g_test_add_data_func(name, &cases[i], test_choose);
     }

@@ -190,8 +190,8 @@ test_flip(gconstpointer data)
     g_assert_cmphex(r.expected, ==, orig);
     g_assert_cmphex(r.found, ==, orig ^ 0x10);
     if (f->status == DAXGUEST_PATTERN_CORRUPT) {
-        g_autofree char *want = g_strdup_printf(
-            "at offset 0x%" G_GINT64_MODIFIER "x (", f->offset);
+        g_autofree char *want =
+            g_strdup_printf("at offset 0x%" G_GINT64_MODIFIER "x (", f->offset);
 
         g_assert_cmpuint(r.bad_bytes, ==, 1);
         g_assert_cmpuint(r.bad_blocks, ==, 1);
@@ -212,8 +212,8 @@ test_many_bad(void)
     buf[5 * BS + 100] ^= 1;
     buf[5 * BS + 101] ^= 1;
     buf[9 * BS + 3000] ^= 0xff;
-    g_assert_false(daxguest_pattern_verify(buf, SIZE, 3, "/mnt/x.dat", &r,
-                                           &error));
+    g_assert_false(
+        daxguest_pattern_verify(buf, SIZE, 3, "/mnt/x.dat", &r, &error));
     g_assert_cmphex(r.bad_offset, ==, 5 * BS + 100);
     g_assert_cmpuint(r.bad_bytes, ==, 3);
     g_assert_cmpuint(r.bad_blocks, ==, 2);
@@ -251,8 +251,8 @@ test_interrupted(void)
     recorder_init(&rec, buf, &ops);
     rec.snapshot_at = 2;
     g_assert_true(daxguest_pattern_write(buf, SIZE, 5, &ops, &seq, NULL));
-    g_assert_false(daxguest_pattern_verify(rec.snapshot, SIZE, 5, "buf", &r,
-                                           &error));
+    g_assert_false(
+        daxguest_pattern_verify(rec.snapshot, SIZE, 5, "buf", &r, &error));
     g_assert_cmpint(r.status, ==, DAXGUEST_PATTERN_UNCOMMITTED);
     g_assert_cmpuint(r.sequence, ==, 2);
     g_assert_cmpuint(r.committed, ==, 1);
@@ -276,8 +276,8 @@ test_other_seed_size(void)
     g_assert_cmpstr(error->message, ==,
                     "'buf' holds the pattern of seed 11, not 12");
     g_clear_error(&error);
-    g_assert_false(daxguest_pattern_verify(buf, SIZE / 2, 11, "buf", &r,
-                                           &error));
+    g_assert_false(
+        daxguest_pattern_verify(buf, SIZE / 2, 11, "buf", &r, &error));
     g_assert_cmpint(r.status, ==, DAXGUEST_PATTERN_OTHER_SIZE);
     g_clear_error(&error);
     g_assert_false(daxguest_pattern_check_size(BS, &error));

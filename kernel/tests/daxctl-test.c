@@ -162,7 +162,8 @@ static long align = 2 * MIB;
 /* ------------------------------------------------------------------ TAP */
 
 /* each line on stdout as soon as it is complete */
-static void write_stdout(void *ctx, const char *text, size_t len)
+static void
+write_stdout(void *ctx, const char *text, size_t len)
 {
     fwrite(text, 1, len, stdout);
     if (len && text[len - 1] == '\n')
@@ -172,8 +173,8 @@ static void write_stdout(void *ctx, const char *text, size_t len)
 static DaxfileTap tap = {.write = write_stdout};
 
 /* "ok N - LABEL: NAME" */
-static void vreport(bool pass, const char *directive, const char *fmt,
-                    va_list ap)
+static void
+vreport(bool pass, const char *directive, const char *fmt, va_list ap)
 {
     char name[512], desc[1024];
 
@@ -182,7 +183,8 @@ static void vreport(bool pass, const char *directive, const char *fmt,
     daxfile_tap_result(&tap, pass, desc, directive);
 }
 
-static bool report(bool pass, const char *fmt, ...)
+static bool
+report(bool pass, const char *fmt, ...)
 {
     va_list ap;
 
@@ -192,7 +194,8 @@ static bool report(bool pass, const char *fmt, ...)
     return pass;
 }
 
-static void skip(const char *why, const char *fmt, ...)
+static void
+skip(const char *why, const char *fmt, ...)
 {
     char directive[300];
     va_list ap;
@@ -203,7 +206,8 @@ static void skip(const char *why, const char *fmt, ...)
     va_end(ap);
 }
 
-static void diag(const char *fmt, ...)
+static void
+diag(const char *fmt, ...)
 {
     char text[1024];
     va_list ap;
@@ -220,32 +224,55 @@ struct res {
     int err;
 };
 
-#define CALL(expr) ({ errno = 0; long rc_ = (long)(expr); \
-                      (struct res){ rc_, errno }; })
+#define CALL(expr)                                                             \
+    ({                                                                         \
+        errno = 0;                                                             \
+        long rc_ = (long)(expr);                                               \
+        (struct res){rc_, errno};                                              \
+    })
 
-static const char *errname(int e)
+static const char *
+errname(int e)
 {
     static char buf[32];
 
     switch (e) {
-    case 0: return "0";
-    case EPERM: return "EPERM";
-    case ENOENT: return "ENOENT";
-    case EIO: return "EIO";
-    case EBADF: return "EBADF";
-    case ENOMEM: return "ENOMEM";
-    case EACCES: return "EACCES";
-    case EBUSY: return "EBUSY";
-    case EXDEV: return "EXDEV";
-    case EISDIR: return "EISDIR";
-    case EINVAL: return "EINVAL";
-    case ETXTBSY: return "ETXTBSY";
-    case EFBIG: return "EFBIG";
-    case ENOSPC: return "ENOSPC";
-    case ENOSYS: return "ENOSYS";
-    case ENOTTY: return "ENOTTY";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case EBADE: return "EBADE";
+    case 0:
+        return "0";
+    case EPERM:
+        return "EPERM";
+    case ENOENT:
+        return "ENOENT";
+    case EIO:
+        return "EIO";
+    case EBADF:
+        return "EBADF";
+    case ENOMEM:
+        return "ENOMEM";
+    case EACCES:
+        return "EACCES";
+    case EBUSY:
+        return "EBUSY";
+    case EXDEV:
+        return "EXDEV";
+    case EISDIR:
+        return "EISDIR";
+    case EINVAL:
+        return "EINVAL";
+    case ETXTBSY:
+        return "ETXTBSY";
+    case EFBIG:
+        return "EFBIG";
+    case ENOSPC:
+        return "ENOSPC";
+    case ENOSYS:
+        return "ENOSYS";
+    case ENOTTY:
+        return "ENOTTY";
+    case EOPNOTSUPP:
+        return "EOPNOTSUPP";
+    case EBADE:
+        return "EBADE";
     default:
         snprintf(buf, sizeof(buf), "errno %d", e);
         return buf;
@@ -253,7 +280,8 @@ static const char *errname(int e)
 }
 
 /* ok iff the call failed with @want */
-static bool expect_err(struct res r, int want, const char *fmt, ...)
+static bool
+expect_err(struct res r, int want, const char *fmt, ...)
 {
     bool pass = r.rc == -1 && r.err == want;
     va_list ap;
@@ -268,7 +296,8 @@ static bool expect_err(struct res r, int want, const char *fmt, ...)
 }
 
 /* ok iff the call returned @want */
-static bool expect_rc(struct res r, long want, const char *fmt, ...)
+static bool
+expect_rc(struct res r, long want, const char *fmt, ...)
 {
     bool pass = r.rc == want;
     va_list ap;
@@ -283,12 +312,14 @@ static bool expect_rc(struct res r, long want, const char *fmt, ...)
 
 /* --------------------------------------------------------------- helpers */
 
-static long daxctl(const char *path, int flags, long al)
+static long
+daxctl(const char *path, int flags, long al)
 {
     return syscall(nr_daxctl, path, flags, (int)al);
 }
 
-static char *path_in(const char *d, const char *name)
+static char *
+path_in(const char *d, const char *name)
 {
     char *p;
 
@@ -297,7 +328,8 @@ static char *path_in(const char *d, const char *name)
     return p;
 }
 
-static char *proc_fd(int fd)
+static char *
+proc_fd(int fd)
 {
     char *p;
 
@@ -306,7 +338,8 @@ static char *proc_fd(int fd)
     return p;
 }
 
-static bool read_sysfs_long(const char *path, long *ret, int base)
+static bool
+read_sysfs_long(const char *path, long *ret, int base)
 {
     char buf[64] = "", *end;
     FILE *f = fopen(path, "re");
@@ -323,7 +356,8 @@ static bool read_sysfs_long(const char *path, long *ret, int base)
     return errno == 0 && end != buf && *end == '\n' && end[1] == '\0';
 }
 
-static void fill(char *buf, size_t len, unsigned seed)
+static void
+fill(char *buf, size_t len, unsigned seed)
 {
     for (size_t i = 0; i < len; i++)
         buf[i] = (char)(seed + i * 7 + (i >> 12));
@@ -334,8 +368,9 @@ static void fill(char *buf, size_t len, unsigned seed)
  * converts the unwritten extents), fsync.  fallocate-then-write is what
  * gives aligned extents on xfs su=2m (dax-in-a-guest.md).
  */
-static int make_file(const char *path, off_t size, unsigned seed,
-                     bool write_all, bool do_falloc)
+static int
+make_file(const char *path, off_t size, unsigned seed, bool write_all,
+          bool do_falloc)
 {
     char *buf = malloc(MIB);
     int fd, rc = -1;
@@ -374,7 +409,8 @@ out:
  * whole device): FIEMAP reports partition-relative addresses, the kernel
  * checks DAX-device offsets.
  */
-static long long part_start(const char *path)
+static long long
+part_start(const char *path)
 {
     char sys[128];
     struct stat st;
@@ -382,8 +418,8 @@ static long long part_start(const char *path)
 
     if (stat(path, &st) < 0)
         return 0;
-    snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/start",
-             major(st.st_dev), minor(st.st_dev));
+    snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/start", major(st.st_dev),
+             minor(st.st_dev));
     if (!read_sysfs_long(sys, &start, 10))
         return 0;
     return (long long)start * 512;
@@ -395,7 +431,8 @@ static long long part_start(const char *path)
  * @al chunk below the last partial chunk?  (What the kernel checks, minus
  * the pfn part; used to tell a kernel bug from an unlucky allocator.)
  */
-static bool extents_aligned(const char *path, long al, bool verbose)
+static bool
+extents_aligned(const char *path, long al, bool verbose)
 {
     long long base = part_start(path);
     struct fiemap *fm;
@@ -431,8 +468,8 @@ static bool extents_aligned(const char *path, long al, bool verbose)
             good = false;
         if (verbose || bad)
             diag("  extent %u: logical %#" PRIx64 " physical %#" PRIx64
-                 "+%#llx length %#" PRIx64 " flags %#x%s", i,
-                 (uint64_t)e->fe_logical, (uint64_t)e->fe_physical, base,
+                 "+%#llx length %#" PRIx64 " flags %#x%s",
+                 i, (uint64_t)e->fe_logical, (uint64_t)e->fe_physical, base,
                  (uint64_t)e->fe_length, e->fe_flags, bad ? " (not ok)" : "");
     }
     if (fm->fm_mapped_extents == 0)
@@ -442,7 +479,8 @@ static bool extents_aligned(const char *path, long al, bool verbose)
     return good;
 }
 
-static unsigned long fs_magic(const char *path)
+static unsigned long
+fs_magic(const char *path)
 {
     struct statfs sfs;
 
@@ -457,7 +495,8 @@ static unsigned long fs_magic(const char *path)
 
 /* Does a new file in @d get S_DAX?  (xfs silently mounts without DAX
  * when it cannot have the DAX device.) */
-static bool dir_is_dax(const char *d)
+static bool
+dir_is_dax(const char *d)
 {
     char *p = path_in(d, "dax-probe");
     struct statx stx;
@@ -476,9 +515,11 @@ static bool dir_is_dax(const char *d)
 }
 
 /* Is reflink usable here?  Clone one scratch file into another. */
-static bool reflink_works(void)
+static bool
+reflink_works(void)
 {
-    char *a = path_in(dir, "reflink-probe-a"), *b = path_in(dir, "reflink-probe-b");
+    char *a = path_in(dir, "reflink-probe-a"),
+         *b = path_in(dir, "reflink-probe-b");
     bool works = false;
     int fa, fb;
 
@@ -503,7 +544,8 @@ static bool reflink_works(void)
 
 /* ------------------------------------------------------------- sections */
 
-static bool test_discovery(void)
+static bool
+test_discovery(void)
 {
     long flags = 0;
     bool have;
@@ -525,7 +567,8 @@ static bool test_discovery(void)
 }
 
 /* The refusals, on a static file @p opened O_RDWR as @fd */
-static void test_layout_refused(const char *p, int fd, bool reflink)
+static void
+test_layout_refused(const char *p, int fd, bool reflink)
 {
     unsigned long magic = fs_magic(p);
     char *other = path_in(dir, "other.img");
@@ -546,7 +589,7 @@ static void test_layout_refused(const char *p, int fd, bool reflink)
     expect_err(CALL(ftruncate(fd, FILE_SIZE)), ETXTBSY,
                "ftruncate(2) to the same size fails with ETXTBSY");
     tfd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC);
-    expect_err((struct res){ tfd, errno }, ETXTBSY,
+    expect_err((struct res){tfd, errno}, ETXTBSY,
                "open(O_TRUNC) fails with ETXTBSY");
     if (tfd >= 0)
         close(tfd);
@@ -557,18 +600,18 @@ static void test_layout_refused(const char *p, int fd, bool reflink)
                "fallocate(mode 0) past EOF fails with ETXTBSY");
     expect_err(CALL(fallocate(fd, FALLOC_FL_KEEP_SIZE, FILE_SIZE, MIB)),
                ETXTBSY, "fallocate(KEEP_SIZE) past EOF fails with ETXTBSY");
-    expect_err(CALL(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                              0, MIB)),
-               ETXTBSY, "fallocate(PUNCH_HOLE) fails with ETXTBSY");
+    expect_err(
+        CALL(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, MIB)),
+        ETXTBSY, "fallocate(PUNCH_HOLE) fails with ETXTBSY");
     expect_err(CALL(fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 2 * MIB, 2 * MIB)),
                ETXTBSY, "fallocate(COLLAPSE_RANGE) fails with ETXTBSY");
     expect_err(CALL(fallocate(fd, FALLOC_FL_INSERT_RANGE, 2 * MIB, 2 * MIB)),
                ETXTBSY, "fallocate(INSERT_RANGE) fails with ETXTBSY");
     expect_err(CALL(fallocate(fd, FALLOC_FL_ZERO_RANGE, 0, MIB)), ETXTBSY,
                "fallocate(ZERO_RANGE) fails with ETXTBSY");
-    expect_err(CALL(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
-                              0, MIB)),
-               ETXTBSY, "fallocate(ZERO_RANGE|KEEP_SIZE) fails with ETXTBSY");
+    expect_err(
+        CALL(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 0, MIB)),
+        ETXTBSY, "fallocate(ZERO_RANGE|KEEP_SIZE) fails with ETXTBSY");
     expect_err(CALL(fallocate(fd, FALLOC_FL_UNSHARE_RANGE, 0, MIB)), ETXTBSY,
                "fallocate(UNSHARE_RANGE) fails with ETXTBSY");
 
@@ -586,11 +629,15 @@ static void test_layout_refused(const char *p, int fd, bool reflink)
         report(false, "scratch file for clone/copy tests");
     } else {
         struct file_clone_range fcr = {
-            .src_fd = ofd, .src_offset = 0, .src_length = 2 * MIB,
+            .src_fd = ofd,
+            .src_offset = 0,
+            .src_length = 2 * MIB,
             .dest_offset = 0,
         };
         struct file_clone_range fcr2 = {
-            .src_fd = fd, .src_offset = 0, .src_length = 2 * MIB,
+            .src_fd = fd,
+            .src_offset = 0,
+            .src_length = 2 * MIB,
             .dest_offset = 0,
         };
         struct {
@@ -689,11 +736,15 @@ static void test_layout_refused(const char *p, int fd, bool reflink)
 
     if (magic == EXT4_MAGIC && ofd >= 0) {
         struct move_extent me = {
-            .donor_fd = (uint32_t)fd, .orig_start = 0, .donor_start = 0,
+            .donor_fd = (uint32_t)fd,
+            .orig_start = 0,
+            .donor_start = 0,
             .len = 16,
         };
         struct move_extent me2 = {
-            .donor_fd = (uint32_t)ofd, .orig_start = 0, .donor_start = 0,
+            .donor_fd = (uint32_t)ofd,
+            .orig_start = 0,
+            .donor_start = 0,
             .len = 16,
         };
         struct res r = CALL(ioctl(ofd, EXT4_IOC_MOVE_EXT, &me));
@@ -724,19 +775,21 @@ static void test_layout_refused(const char *p, int fd, bool reflink)
 
         for (int dir_ = 0; dir_ < 2; dir_++) {
             struct xfs_exchange_range xr = {
-                .file1_fd = dir_ ? fd : ofd, .length = 2 * MIB,
+                .file1_fd = dir_ ? fd : ofd,
+                .length = 2 * MIB,
             };
             const char *name = dir_ ? "XFS_IOC_EXCHANGE_RANGE from a static "
-                                      "file fails with ETXTBSY" :
-                                      "XFS_IOC_EXCHANGE_RANGE into a static "
+                                      "file fails with ETXTBSY"
+                                    : "XFS_IOC_EXCHANGE_RANGE into a static "
                                       "file fails with ETXTBSY";
-            struct res r = CALL(ioctl(dir_ ? ofd : fd,
-                                      XFS_IOC_EXCHANGE_RANGE, &xr));
+            struct res r =
+                CALL(ioctl(dir_ ? ofd : fd, XFS_IOC_EXCHANGE_RANGE, &xr));
 
             if (r.rc == -1 && (r.err == ENOTTY || r.err == EOPNOTSUPP))
-                skip(r.err == ENOTTY ? "no XFS_IOC_EXCHANGE_RANGE before 6.10" :
-                     "exchange-range not possible on this filesystem", "%s",
-                     name);
+                skip(r.err == ENOTTY
+                         ? "no XFS_IOC_EXCHANGE_RANGE before 6.10"
+                         : "exchange-range not possible on this filesystem",
+                     "%s", name);
             else
                 expect_err(r, ETXTBSY, "%s", name);
         }
@@ -758,19 +811,20 @@ static void test_layout_refused(const char *p, int fd, bool reflink)
  * metadata), and the DAX fault results.
  */
 struct fault_trace {
-    long handles;       /* jbd2:jbd2_handle_start + xfs:xfs_trans_alloc */
-    long syncs;         /* fs_dax:dax_insert_pfn_mkwrite */
-    long pte, pmd;      /* fs_dax:dax_{pte,pmd}_fault_done */
-    long clean;         /* of those, NOPAGE without NEEDDSYNC/FALLBACK */
+    long handles;  /* jbd2:jbd2_handle_start + xfs:xfs_trans_alloc */
+    long syncs;    /* fs_dax:dax_insert_pfn_mkwrite */
+    long pte, pmd; /* fs_dax:dax_{pte,pmd}_fault_done */
+    long clean;    /* of those, NOPAGE without NEEDDSYNC/FALLBACK */
 };
 
 static const char *const fault_events[] = {
-    "jbd2/jbd2_handle_start", "xfs/xfs_trans_alloc",
+    "jbd2/jbd2_handle_start",        "xfs/xfs_trans_alloc",
     "fs_dax/dax_insert_pfn_mkwrite", "fs_dax/dax_pte_fault_done",
     "fs_dax/dax_pmd_fault_done",
 };
 
-static bool write_str(const char *path, const char *str)
+static bool
+write_str(const char *path, const char *str)
 {
     int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
     bool ok = fd >= 0 && write(fd, str, strlen(str)) == (ssize_t)strlen(str);
@@ -781,7 +835,8 @@ static bool write_str(const char *path, const char *str)
 }
 
 /* Every event in fault_events, for this process only; trace emptied first */
-static bool trace_faults(bool on)
+static bool
+trace_faults(bool on)
 {
     char path[256], pid[32];
     bool ok = true;
@@ -799,7 +854,8 @@ static bool trace_faults(bool on)
     return ok;
 }
 
-static bool trace_read(struct fault_trace *ft)
+static bool
+trace_read(struct fault_trace *ft)
 {
     FILE *f = fopen(TRACEFS "/trace", "re");
     char line[1024];
@@ -829,9 +885,9 @@ static bool trace_read(struct fault_trace *ft)
 }
 
 enum fault_how {
-    FAULT_PTE,          /* MADV_NOHUGEPAGE: one write fault per 4 KiB page */
-    FAULT_PMD,          /* one write fault per 2 MiB, mapped by a PMD */
-    FAULT_READ_WRITE,   /* read every page, then write it: pfn_mkwrite */
+    FAULT_PTE,        /* MADV_NOHUGEPAGE: one write fault per 4 KiB page */
+    FAULT_PMD,        /* one write fault per 2 MiB, mapped by a PMD */
+    FAULT_READ_WRITE, /* read every page, then write it: pfn_mkwrite */
 };
 
 /*
@@ -839,8 +895,8 @@ enum fault_how {
  * the fault events traced; @sync adds MAP_SYNC.  Returns the number of
  * write faults expected, or -1.
  */
-static long traced_writes(int fd, enum fault_how how, bool sync,
-                          struct fault_trace *ft)
+static long
+traced_writes(int fd, enum fault_how how, bool sync, struct fault_trace *ft)
 {
     size_t step = how == FAULT_PMD ? 2 * MIB : 4096;
     volatile char *m;
@@ -875,24 +931,27 @@ static long traced_writes(int fd, enum fault_how how, bool sync,
     return (long)(FILE_SIZE / step);
 }
 
-static void diag_trace(const struct fault_trace *ft)
+static void
+diag_trace(const struct fault_trace *ft)
 {
     diag("  traced: %ld journal handles/transactions, %ld MAP_SYNC syncs, "
-         "%ld PTE and %ld PMD faults (%ld NOPAGE)", ft->handles, ft->syncs,
-         ft->pte, ft->pmd, ft->clean);
+         "%ld PTE and %ld PMD faults (%ld NOPAGE)",
+         ft->handles, ft->syncs, ft->pte, ft->pmd, ft->clean);
 }
 
-static bool have_tracing(void)
+static bool
+have_tracing(void)
 {
-    return access(TRACEFS "/events/fs_dax/dax_pte_fault_done/enable",
-                  W_OK) == 0;
+    return access(TRACEFS "/events/fs_dax/dax_pte_fault_done/enable", W_OK) ==
+           0;
 }
 
 /*
  * MAP_SYNC write faults on a static file, 2 MiB at a time: all clean PMD
  * faults (no FALLBACK, no NEEDDSYNC), no handle, no sync.
  */
-static void test_pmd_faults(int fd)
+static void
+test_pmd_faults(int fd)
 {
     const char *what = "MAP_SYNC write faults on a static file are clean "
                        "PMD faults, with no journal handle or transaction";
@@ -900,17 +959,20 @@ static void test_pmd_faults(int fd)
     long n;
 
     if (!have_tracing() || align % (2 * MIB) != 0) {
-        skip(have_tracing() ? "align is not a multiple of 2 MiB" :
-             "no fs_dax tracepoints (tracefs)", "%s", what);
+        skip(have_tracing() ? "align is not a multiple of 2 MiB"
+                            : "no fs_dax tracepoints (tracefs)",
+             "%s", what);
         return;
     }
     n = traced_writes(fd, FAULT_PMD, true, &ft);
     if (!report(n > 0 && ft.pmd == n && ft.clean == n && ft.pte == 0 &&
-                ft.handles == 0 && ft.syncs == 0, "%s (%ld)", what, n))
+                    ft.handles == 0 && ft.syncs == 0,
+                "%s (%ld)", what, n))
         diag_trace(&ft);
 }
 
-static bool stat_times(int fd, struct timespec *m, struct timespec *c)
+static bool
+stat_times(int fd, struct timespec *m, struct timespec *c)
 {
     struct stat st;
 
@@ -921,7 +983,8 @@ static bool stat_times(int fd, struct timespec *m, struct timespec *c)
     return true;
 }
 
-static int ts_cmp(struct timespec a, struct timespec b)
+static int
+ts_cmp(struct timespec a, struct timespec b)
 {
     if (a.tv_sec != b.tv_sec)
         return a.tv_sec < b.tv_sec ? -1 : 1;
@@ -929,7 +992,8 @@ static int ts_cmp(struct timespec a, struct timespec b)
 }
 
 /* One page stored through a fresh mapping (a write fault) */
-static void store_one(int fd)
+static void
+store_one(int fd)
 {
     char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
@@ -940,7 +1004,8 @@ static void store_one(int fd)
 }
 
 /* One page loaded through a fresh mapping (a read fault) */
-static void load_one(int fd)
+static void
+load_one(int fd)
 {
     volatile char *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
 
@@ -956,7 +1021,8 @@ static void load_one(int fd)
  * both if the file was written through a mapping since the last stamp.
  * 20 ms pauses let the kernel's coarse clock move between the steps.
  */
-static void test_fault_times(const char *p, int fd)
+static void
+test_fault_times(const char *p, int fd)
 {
     struct timespec m0, c0, m1, c1;
     char *m;
@@ -1020,7 +1086,8 @@ static void test_fault_times(const char *p, int fd)
  * transaction and never sync; the same faults after release do (so the
  * count can fail), and MAP_SYNC faults on unwritten extents sync.
  */
-static void test_fault_path(void)
+static void
+test_fault_path(void)
 {
     static const struct {
         enum fault_how how;
@@ -1028,10 +1095,10 @@ static void test_fault_path(void)
         const char *what;
     } cases[] = {
         /* first: PTE entries left in the mapping would make it fall back */
-        { FAULT_PMD, true, "2 MiB MAP_SYNC write faults" },
-        { FAULT_PTE, false, "4 KiB write faults" },
-        { FAULT_PTE, true, "4 KiB MAP_SYNC write faults" },
-        { FAULT_READ_WRITE, true, "4 KiB MAP_SYNC read faults, then writes" },
+        {FAULT_PMD, true, "2 MiB MAP_SYNC write faults"},
+        {FAULT_PTE, false, "4 KiB write faults"},
+        {FAULT_PTE, true, "4 KiB MAP_SYNC write faults"},
+        {FAULT_READ_WRITE, true, "4 KiB MAP_SYNC read faults, then writes"},
     };
     char *p = path_in(dir, "faults.img"), *u = path_in(dir, "unwritten.img");
     struct fault_trace ft;
@@ -1040,7 +1107,7 @@ static void test_fault_path(void)
 
     if (!have_tracing()) {
         skip("no fs_dax tracepoints (tracefs)", "the fault path of a static "
-             "file (tracepoints)");
+                                                "file (tracepoints)");
         goto out;
     }
     if (make_file(p, FILE_SIZE, 5, true, true) < 0 ||
@@ -1061,20 +1128,24 @@ static void test_fault_path(void)
         }
         n = traced_writes(fd, cases[i].how, cases[i].sync, &ft);
         if (!report(n > 0 && ft.handles == 0 && ft.syncs == 0 &&
-                    ft.clean >= n && ft.clean == ft.pte + ft.pmd,
+                        ft.clean >= n && ft.clean == ft.pte + ft.pmd,
                     "static file: %s start no journal handle or transaction "
-                    "and never sync (%ld faults)", cases[i].what, n))
+                    "and never sync (%ld faults)",
+                    cases[i].what, n))
             diag_trace(&ft);
     }
     expect_rc(CALL(daxctl(p, 0, 0)), 0, "release the fault-path test file");
 
     n = traced_writes(fd, FAULT_PTE, true, &ft);
-    if (!report(n > 0 && ft.handles > 0, "after release the same 4 KiB "
+    if (!report(n > 0 && ft.handles > 0,
+                "after release the same 4 KiB "
                 "write faults go through the filesystem (%ld handles or "
-                "transactions)", ft.handles))
+                "transactions)",
+                ft.handles))
         diag_trace(&ft);
     n = traced_writes(ufd, FAULT_PTE, true, &ft);
-    if (!report(n > 0 && ft.syncs > 0, "MAP_SYNC write faults on unwritten "
+    if (!report(n > 0 && ft.syncs > 0,
+                "MAP_SYNC write faults on unwritten "
                 "extents sync (%ld of %ld), which a static file never needs",
                 ft.syncs, n))
         diag_trace(&ft);
@@ -1092,9 +1163,10 @@ out:
 }
 
 /* Drop CAP_LINUX_IMMUTABLE in a child and try to change the state. */
-static void test_no_capability(const char *static_path, const char *spare)
+static void
+test_no_capability(const char *static_path, const char *spare)
 {
-    int pipefd[2], errs[3] = { -1, -1, -1 };
+    int pipefd[2], errs[3] = {-1, -1, -1};
     pid_t pid;
 
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
@@ -1104,7 +1176,8 @@ static void test_no_capability(const char *static_path, const char *spare)
     pid = fork();
     if (pid == 0) {
         struct __user_cap_header_struct hdr = {
-            .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0,
+            .version = _LINUX_CAPABILITY_VERSION_3,
+            .pid = 0,
         };
         struct __user_cap_data_struct data[2];
         int bit = CAP_LINUX_IMMUTABLE;
@@ -1130,15 +1203,22 @@ static void test_no_capability(const char *static_path, const char *spare)
     close(pipefd[0]);
     if (pid > 0)
         waitpid(pid, NULL, 0);
-    report(errs[0] == EPERM, "F_STATIC without CAP_LINUX_IMMUTABLE fails "
-           "with EPERM (got %s)", errs[0] < 0 ? "nothing" : errname(errs[0]));
-    report(errs[1] == EPERM, "flags=0 without CAP_LINUX_IMMUTABLE fails with "
-           "EPERM (got %s)", errs[1] < 0 ? "nothing" : errname(errs[1]));
-    report(errs[2] == DAXCTL_F_STATIC, "F_GET without CAP_LINUX_IMMUTABLE "
-           "still reports F_STATIC (got %d)", errs[2]);
+    report(errs[0] == EPERM,
+           "F_STATIC without CAP_LINUX_IMMUTABLE fails "
+           "with EPERM (got %s)",
+           errs[0] < 0 ? "nothing" : errname(errs[0]));
+    report(errs[1] == EPERM,
+           "flags=0 without CAP_LINUX_IMMUTABLE fails with "
+           "EPERM (got %s)",
+           errs[1] < 0 ? "nothing" : errname(errs[1]));
+    report(errs[2] == DAXCTL_F_STATIC,
+           "F_GET without CAP_LINUX_IMMUTABLE "
+           "still reports F_STATIC (got %d)",
+           errs[2]);
 }
 
-static void set_immutable(int fd, bool on)
+static void
+set_immutable(int fd, bool on)
 {
     int fl = 0;
 
@@ -1150,11 +1230,13 @@ static void set_immutable(int fd, bool on)
 }
 
 /* The main life cycle on one provisioned, aligned file. */
-static void test_lifecycle(bool reflink)
+static void
+test_lifecycle(bool reflink)
 {
     char *p = path_in(dir, "static.img");
     char *spare = path_in(dir, "spare.img");
-    char *pat_map = malloc(4096), *pat_new = malloc(4096), *pat_pw = malloc(4096);
+    char *pat_map = malloc(4096), *pat_new = malloc(4096),
+         *pat_pw = malloc(4096);
     char *chk = malloc(4096);
     int rofd = -1, pathfd = -1, fd = -1;
     char *ro_link = NULL, *path_link = NULL;
@@ -1175,7 +1257,8 @@ static void test_lifecycle(bool reflink)
     aligned = extents_aligned(p, align, true);
     if (!aligned)
         diag("  static.img is not %ld-aligned per FIEMAP: the mkfs options "
-             "did not give aligned extents", align);
+             "did not give aligned extents",
+             align);
 
     fd = open(p, O_RDWR | O_CLOEXEC);
     rofd = open(p, O_RDONLY | O_CLOEXEC);
@@ -1222,12 +1305,13 @@ static void test_lifecycle(bool reflink)
         report(memcmp(old_map + 4096, pat_map, 4096) == 0,
                "stores through the MAP_SYNC mapping made before F_STATIC");
     } else {
-        report(false, "stores through the MAP_SYNC mapping made before F_STATIC");
+        report(false,
+               "stores through the MAP_SYNC mapping made before F_STATIC");
     }
     new_map = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE,
                    MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
     report(new_map != MAP_FAILED, "a new writable MAP_SYNC mapping of a "
-           "static file is allowed");
+                                  "static file is allowed");
     if (new_map != MAP_FAILED) {
         memcpy(new_map + 2 * MIB + 8192, pat_new, 4096);
         report(memcmp(new_map + 2 * MIB + 8192, pat_new, 4096) == 0,
@@ -1311,8 +1395,8 @@ out:
     free(chk);
 }
 
-static void expect_refused(const char *path, long al, int want,
-                           const char *what)
+static void
+expect_refused(const char *path, long al, int want, const char *what)
 {
     struct res r = CALL(daxctl(path, DAXCTL_F_STATIC, al));
 
@@ -1321,7 +1405,8 @@ static void expect_refused(const char *path, long al, int want,
         daxctl(path, 0, 0);
 }
 
-static void test_errors(bool reflink)
+static void
+test_errors(bool reflink)
 {
     char *sparse = path_in(dir, "sparse.img");
     char *unwritten = path_in(dir, "unwritten.img");
@@ -1337,7 +1422,7 @@ static void test_errors(bool reflink)
     /* holes: first 4 KiB written, the rest sparse */
     fd = open(sparse, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) {
-        char buf[4096] = { 1 };
+        char buf[4096] = {1};
 
         if (pwrite(fd, buf, sizeof(buf), 0) != sizeof(buf) ||
             ftruncate(fd, FILE_SIZE) < 0 || fsync(fd) < 0)
@@ -1348,7 +1433,8 @@ static void test_errors(bool reflink)
 
     /* unwritten: fallocate only */
     make_file(unwritten, FILE_SIZE, 0, false, true);
-    expect_refused(unwritten, 0, EINVAL, "a fallocated file (unwritten extents)");
+    expect_refused(unwritten, 0, EINVAL,
+                   "a fallocated file (unwritten extents)");
 
     fd = open(empty, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0)
@@ -1420,13 +1506,13 @@ static void test_errors(bool reflink)
     free(missing);
 }
 
-static void test_misaligned(void)
+static void
+test_misaligned(void)
 {
     char *p, *spacer;
     bool misaligned = false;
 
-    report(dir_is_dax(misaligned_dir), "files in %s are DAX",
-           misaligned_dir);
+    report(dir_is_dax(misaligned_dir), "files in %s are DAX", misaligned_dir);
     p = path_in(misaligned_dir, "misaligned.img");
     spacer = path_in(misaligned_dir, "spacer.img");
     /*
@@ -1463,7 +1549,8 @@ static void test_misaligned(void)
  * An aligned mkfs in a partition that starts off the align boundary: the
  * file looks aligned to the filesystem, not to the DAX device.
  */
-static void test_partition_offset(void)
+static void
+test_partition_offset(void)
 {
     long long base;
     char *p;
@@ -1474,13 +1561,15 @@ static void test_partition_offset(void)
     base = part_start(p);
     diag("  partition starts at %#llx", base);
     if (base % align == 0) {
-        skip("the partition start is aligned", "F_STATIC align=%ld honours "
-             "the partition offset", align);
+        skip("the partition start is aligned",
+             "F_STATIC align=%ld honours "
+             "the partition offset",
+             align);
     } else {
-        long part_align = (long)(base & -base);     /* lowest set bit */
+        long part_align = (long)(base & -base); /* lowest set bit */
         bool rel = true;
-        struct fiemap *fm = calloc(1, sizeof(*fm) +
-                                   256 * sizeof(struct fiemap_extent));
+        struct fiemap *fm =
+            calloc(1, sizeof(*fm) + 256 * sizeof(struct fiemap_extent));
         int fd = open(p, O_RDONLY | O_CLOEXEC);
 
         /* aligned relative to the partition? */
@@ -1491,15 +1580,16 @@ static void test_partition_offset(void)
             fm->fm_mapped_extents == 0)
             rel = false;
         for (unsigned i = 0; rel && i < fm->fm_mapped_extents; i++) {
-            if ((fm->fm_extents[i].fe_physical -
-                 fm->fm_extents[i].fe_logical) % align)
+            if ((fm->fm_extents[i].fe_physical - fm->fm_extents[i].fe_logical) %
+                align)
                 rel = false;
         }
         if (fd >= 0)
             close(fd);
         free(fm);
         if (rel)
-            expect_refused(p, align, EINVAL, "a file aligned in its "
+            expect_refused(p, align, EINVAL,
+                           "a file aligned in its "
                            "filesystem but not on the DAX device (partition "
                            "offset)");
         else
@@ -1520,7 +1610,8 @@ static void test_partition_offset(void)
 }
 
 /* A swap file on a non-DAX mount: daxctl must say EBUSY, not EINVAL. */
-static void test_swapfile(const char *d)
+static void
+test_swapfile(const char *d)
 {
     char *p = path_in(d, "swap.img");
     char page[4096];
@@ -1532,8 +1623,8 @@ static void test_swapfile(const char *d)
         goto out;
     }
     memset(page, 0, sizeof(page));
-    *(uint32_t *)(page + 1024) = 1;                         /* version */
-    *(uint32_t *)(page + 1028) = 4 * MIB / 4096 - 1;        /* last_page */
+    *(uint32_t *)(page + 1024) = 1;                  /* version */
+    *(uint32_t *)(page + 1028) = 4 * MIB / 4096 - 1; /* last_page */
     memcpy(page + 4096 - 10, "SWAPSPACE2", 10);
     fd = open(p, O_RDWR | O_CLOEXEC);
     if (fd < 0 || pwrite(fd, page, sizeof(page), 0) != sizeof(page) ||
@@ -1546,7 +1637,8 @@ static void test_swapfile(const char *d)
     close(fd);
     r = CALL(swapon(p, 0));
     if (r.rc != 0) {
-        skip("swapon failed", "F_STATIC on an active swap file fails with EBUSY");
+        skip("swapon failed",
+             "F_STATIC on an active swap file fails with EBUSY");
         diag("  swapon: %s", errname(r.err));
         goto out;
     }
@@ -1558,7 +1650,8 @@ out:
     free(p);
 }
 
-static void test_nondax(void)
+static void
+test_nondax(void)
 {
     char *p;
 
@@ -1588,7 +1681,8 @@ static void test_nondax(void)
  * SIGKILL QEMU.  --persist-verify FILE, after the next boot: the file
  * holds the pattern.
  */
-static void persist_write(const char *p, unsigned seed)
+static void
+persist_write(const char *p, unsigned seed)
 {
     char *m;
     int fd;
@@ -1599,10 +1693,10 @@ static void persist_write(const char *p, unsigned seed)
     }
     fd = open(p, O_RDWR | O_CLOEXEC);
 
-    expect_rc(CALL(daxctl(p, DAXCTL_F_STATIC, align)), 0,
-              "F_STATIC on %s", p);
-    m = fd < 0 ? MAP_FAILED : mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE,
-                                   MAP_SHARED, fd, 0);
+    expect_rc(CALL(daxctl(p, DAXCTL_F_STATIC, align)), 0, "F_STATIC on %s", p);
+    m = fd < 0
+            ? MAP_FAILED
+            : mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (!report(m != MAP_FAILED, "a plain shared mapping of the static file"))
         return;
     for (off_t off = 0; off < FILE_SIZE; off += MIB)
@@ -1613,7 +1707,8 @@ static void persist_write(const char *p, unsigned seed)
         pause();
 }
 
-static void persist_verify(const char *p, unsigned seed)
+static void
+persist_verify(const char *p, unsigned seed)
 {
     char *buf = malloc(MIB), *want = malloc(MIB);
     int fd = open(p, O_RDONLY | O_CLOEXEC);
@@ -1627,9 +1722,10 @@ static void persist_verify(const char *p, unsigned seed)
             break;
         }
     }
-    report(fd >= 0 && bad < 0, "the file holds seed %u, stored through the "
-           "mapping of the static file before QEMU was killed%s", seed,
-           bad < 0 ? "" : " (it does not)");
+    report(fd >= 0 && bad < 0,
+           "the file holds seed %u, stored through the "
+           "mapping of the static file before QEMU was killed%s",
+           seed, bad < 0 ? "" : " (it does not)");
     if (bad >= 0)
         diag("  first difference in the MiB at offset %lld", (long long)bad);
     expect_rc(CALL(daxctl(p, DAXCTL_F_GET, 0)), 0,
@@ -1640,9 +1736,11 @@ static void persist_verify(const char *p, unsigned seed)
     free(want);
 }
 
-static void usage(void)
+static void
+usage(void)
 {
-    fprintf(stderr, "usage: daxctl-test --label NAME [--dir DIR] "
+    fprintf(stderr,
+            "usage: daxctl-test --label NAME [--dir DIR] "
             "[--misaligned-dir DIR] [--offset-dir DIR] [--nondax-dir DIR] "
             "[--tmpfs-dir DIR] [--align BYTES] [--number-from N] "
             "[--no-plan]\n"
@@ -1650,7 +1748,8 @@ static void usage(void)
             "FILE --seed N\n");
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
     const char *persist = NULL;
     bool persist_w = false;

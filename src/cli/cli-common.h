@@ -25,8 +25,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 int cli_report_error(const GError *error);
 
 /* --OPTION SIZE ("2M", "4096"); a usage error when it is not one */
-gboolean cli_parse_size(const char *cmd, const char *option,
-                        const char *value, guint64 *ret_size, int *ret_exit);
+gboolean cli_parse_size(const char *cmd, const char *option, const char *value,
+                        guint64 *ret_size, int *ret_exit);
 
 /* @node (taken) on stdout as pretty JSON */
 void cli_print_json(JsonNode *node);

@@ -23,10 +23,11 @@ daxfile_align_check(guint64 align, GError **error)
         return FALSE;
     }
     if (align < daxfile_page_size()) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Alignment %s is smaller than the page size (%" G_GUINT64_FORMAT
-                    " bytes); use 4K or larger",
-                    pretty, daxfile_page_size());
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Alignment %s is smaller than the page size (%" G_GUINT64_FORMAT
+            " bytes); use 4K or larger",
+            pretty, daxfile_page_size());
         return FALSE;
     }
     return TRUE;

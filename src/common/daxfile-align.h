@@ -12,9 +12,9 @@ G_BEGIN_DECLS
 #define DAXFILE_SZ_2M (G_GUINT64_CONSTANT(2) << 20)
 #define DAXFILE_DEFAULT_ALIGN DAXFILE_SZ_2M
 
-#define DAXFILE_ALIGN_DOWN(x, a) ((x) & ~((guint64)(a) - 1))
-#define DAXFILE_ALIGN_UP(x, a) DAXFILE_ALIGN_DOWN((x) + (a) - 1, (a))
-#define DAXFILE_IS_ALIGNED(x, a) (((x) & ((guint64)(a) - 1)) == 0)
+#define DAXFILE_ALIGN_DOWN(x, a) ((x) & ~((guint64)(a)-1))
+#define DAXFILE_ALIGN_UP(x, a) DAXFILE_ALIGN_DOWN((x) + (a)-1, (a))
+#define DAXFILE_IS_ALIGNED(x, a) (((x) & ((guint64)(a)-1)) == 0)
 
 guint64 daxfile_page_size(void);
 

@@ -35,29 +35,26 @@ const char *daxfile_enum_to_string(const char *const *names, guint n_names,
 int daxfile_enum_from_string(const char *const *names, guint n_names,
                              const char *str);
 
-#define DAXFILE_ENUM_DECL(name, type) \
-    const char *name##_to_string(type value); \
+#define DAXFILE_ENUM_DECL(name, type)                                          \
+    const char *name##_to_string(type value);                                  \
     gboolean name##_from_string(const char *str, type *ret_value)
 
-#define DAXFILE_ENUM_IMPL(name, type, last, ...) \
-    static const char *const name##_names[] = {__VA_ARGS__}; \
-    G_STATIC_ASSERT(G_N_ELEMENTS(name##_names) == (last)); \
-    const char * \
-    name##_to_string(type value) \
-    { \
-        return daxfile_enum_to_string(name##_names, \
-                                      G_N_ELEMENTS(name##_names), \
-                                      (int)value); \
-    } \
-    gboolean \
-    name##_from_string(const char *str, type *ret_value) \
-    { \
-        int i = daxfile_enum_from_string(name##_names, \
-                                         G_N_ELEMENTS(name##_names), str); \
-        if (i < 0) \
-            return FALSE; \
-        *ret_value = (type)i; \
-        return TRUE; \
+#define DAXFILE_ENUM_IMPL(name, type, last, ...)                               \
+    static const char *const name##_names[] = {__VA_ARGS__};                   \
+    G_STATIC_ASSERT(G_N_ELEMENTS(name##_names) == (last));                     \
+    const char *name##_to_string(type value)                                   \
+    {                                                                          \
+        return daxfile_enum_to_string(name##_names,                            \
+                                      G_N_ELEMENTS(name##_names), (int)value); \
+    }                                                                          \
+    gboolean name##_from_string(const char *str, type *ret_value)              \
+    {                                                                          \
+        int i = daxfile_enum_from_string(name##_names,                         \
+                                         G_N_ELEMENTS(name##_names), str);     \
+        if (i < 0)                                                             \
+            return FALSE;                                                      \
+        *ret_value = (type)i;                                                  \
+        return TRUE;                                                           \
     }
 
 G_END_DECLS

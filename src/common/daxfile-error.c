@@ -3,7 +3,7 @@
 
 #include "daxfile-error.h"
 
-G_DEFINE_QUARK(daxfile-error-quark, daxfile_error)
+G_DEFINE_QUARK(daxfile - error - quark, daxfile_error)
 
 DaxfileErrorCode
 daxfile_error_code_from_errno(int errsv)

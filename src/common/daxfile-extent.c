@@ -10,24 +10,21 @@ static const struct {
     const char *text;
 } reasons[DAXFILE_REASON_LAST] = {
     [DAXFILE_REASON_NONE] = {"none", "aligned, contiguous and written"},
-    [DAXFILE_REASON_HOLE] = {"hole",
-                             "hole: no blocks, a write would allocate"},
+    [DAXFILE_REASON_HOLE] = {"hole", "hole: no blocks, a write would allocate"},
     [DAXFILE_REASON_UNWRITTEN] = {"unwritten",
                                   "unwritten (fallocated, never written): "
                                   "the first write would change metadata"},
     [DAXFILE_REASON_SHARED] = {"shared",
                                "shared with another file (reflink): a "
                                "write would copy on write"},
-    [DAXFILE_REASON_DELALLOC] = {"delalloc",
-                                 "delayed allocation: blocks not "
-                                 "allocated yet"},
+    [DAXFILE_REASON_DELALLOC] = {"delalloc", "delayed allocation: blocks not "
+                                             "allocated yet"},
     [DAXFILE_REASON_UNKNOWN] = {"unknown", "block location unknown"},
     [DAXFILE_REASON_INLINE] = {"inline", "data stored inline in metadata"},
     [DAXFILE_REASON_ENCODED] = {"encoded",
                                 "data encoded (compressed or encrypted)"},
-    [DAXFILE_REASON_NOT_ALIGNED] = {"not_aligned",
-                                    "extent not block aligned "
-                                    "(packed tail)"},
+    [DAXFILE_REASON_NOT_ALIGNED] = {"not_aligned", "extent not block aligned "
+                                                   "(packed tail)"},
     [DAXFILE_REASON_MISALIGNED] = {"misaligned",
                                    "physical start not aligned: the page "
                                    "cannot be mapped with one huge page"},
@@ -82,8 +79,8 @@ daxfile_extent_map_free(DaxfileExtentMap *map)
 }
 
 void
-daxfile_extent_map_add(DaxfileExtentMap *map, guint64 logical,
-                       guint64 physical, guint64 length, guint32 flags)
+daxfile_extent_map_add(DaxfileExtentMap *map, guint64 logical, guint64 physical,
+                       guint64 length, guint32 flags)
 {
     DaxfileExtent e = {logical, physical, length, flags};
 
@@ -134,9 +131,9 @@ segments_append(GArray *segs, guint64 start, guint64 end, guint64 physical,
         Segment *last = &g_array_index(segs, Segment, segs->len - 1);
         gboolean touching = last->end == start && last->reason == reason;
 
-        if (touching && (reason != DAXFILE_REASON_NONE ||
-                         last->physical + (last->end - last->start) ==
-                             physical)) {
+        if (touching &&
+            (reason != DAXFILE_REASON_NONE ||
+             last->physical + (last->end - last->start) == physical)) {
             last->end = end;
             return;
         }
@@ -172,8 +169,8 @@ segments_build(const DaxfileExtentMap *map)
 }
 
 static void
-ranges_append(GArray *ranges, guint64 offset, guint64 length,
-              guint64 physical, DaxfileReason reason)
+ranges_append(GArray *ranges, guint64 offset, guint64 length, guint64 physical,
+              DaxfileReason reason)
 {
     DaxfileRange r = {offset, length, physical, reason};
 
@@ -283,8 +280,7 @@ daxfile_extent_walk(const DaxfileExtentMap *map, guint64 align,
 }
 
 static gboolean
-collect_problem(const DaxfileRange *range, gpointer user_data,
-                GError **error)
+collect_problem(const DaxfileRange *range, gpointer user_data, GError **error)
 {
     GArray *problems = user_data;
 
@@ -331,8 +327,9 @@ daxfile_extent_map_fingerprint(const DaxfileExtentMap *map)
     return g_strdup(g_checksum_get_string(sum));
 }
 
-#define UNPLACED_FLAGS (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC | \
-                        FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_NOT_ALIGNED)
+#define UNPLACED_FLAGS                                                         \
+    (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |                          \
+     FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_NOT_ALIGNED)
 
 gboolean
 daxfile_extent_next_collapse(const DaxfileExtentMap *map, guint64 align,
@@ -350,7 +347,8 @@ daxfile_extent_next_collapse(const DaxfileExtentMap *map, guint64 align,
 
         while (i < ext->len &&
                g_array_index(ext, DaxfileExtent, i).logical +
-               g_array_index(ext, DaxfileExtent, i).length <= page)
+                       g_array_index(ext, DaxfileExtent, i).length <=
+                   page)
             i++;
         if (i == ext->len)
             return FALSE;

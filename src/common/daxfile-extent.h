@@ -18,11 +18,11 @@ typedef struct {
     guint64 logical;  /* byte offset in the file */
     guint64 physical; /* byte offset on the block device */
     guint64 length;
-    guint32 flags;    /* FIEMAP_EXTENT_* */
+    guint32 flags; /* FIEMAP_EXTENT_* */
 } DaxfileExtent;
 
 typedef struct {
-    guint64 size;        /* i_size */
+    guint64 size; /* i_size */
     guint32 block_size;
     guint64 phys_offset; /* start of the fs's block device on the DAX device
                           * (a partition's start), added before alignment
@@ -45,20 +45,20 @@ char *daxfile_extent_map_fingerprint(const DaxfileExtentMap *map);
 /* Why a range of the file cannot be static. Stable tokens (JSON) come from
  * daxfile_reason_to_string(). */
 typedef enum {
-    DAXFILE_REASON_NONE = 0,      /* fine: aligned, contiguous, written */
-    DAXFILE_REASON_HOLE,          /* no blocks: a write allocates */
-    DAXFILE_REASON_UNWRITTEN,     /* fallocated: a write converts */
-    DAXFILE_REASON_SHARED,        /* reflinked: a write copies on write */
-    DAXFILE_REASON_DELALLOC,      /* not allocated yet */
-    DAXFILE_REASON_UNKNOWN,       /* location unknown */
-    DAXFILE_REASON_INLINE,        /* data inside metadata */
-    DAXFILE_REASON_ENCODED,       /* compressed or encrypted */
-    DAXFILE_REASON_NOT_ALIGNED,   /* FIEMAP_EXTENT_NOT_ALIGNED / DATA_TAIL */
-    DAXFILE_REASON_MISALIGNED,    /* physical start not a multiple of align */
-    DAXFILE_REASON_DISCONTIGUOUS, /* page backed by more than one run */
-    DAXFILE_REASON_SIZE,          /* file size not a multiple of align */
-    DAXFILE_REASON_EMPTY,         /* file size 0 */
-    DAXFILE_REASON_NOT_DAX,       /* file-level: DAX not in effect */
+    DAXFILE_REASON_NONE = 0,        /* fine: aligned, contiguous, written */
+    DAXFILE_REASON_HOLE,            /* no blocks: a write allocates */
+    DAXFILE_REASON_UNWRITTEN,       /* fallocated: a write converts */
+    DAXFILE_REASON_SHARED,          /* reflinked: a write copies on write */
+    DAXFILE_REASON_DELALLOC,        /* not allocated yet */
+    DAXFILE_REASON_UNKNOWN,         /* location unknown */
+    DAXFILE_REASON_INLINE,          /* data inside metadata */
+    DAXFILE_REASON_ENCODED,         /* compressed or encrypted */
+    DAXFILE_REASON_NOT_ALIGNED,     /* FIEMAP_EXTENT_NOT_ALIGNED / DATA_TAIL */
+    DAXFILE_REASON_MISALIGNED,      /* physical start not a multiple of align */
+    DAXFILE_REASON_DISCONTIGUOUS,   /* page backed by more than one run */
+    DAXFILE_REASON_SIZE,            /* file size not a multiple of align */
+    DAXFILE_REASON_EMPTY,           /* file size 0 */
+    DAXFILE_REASON_NOT_DAX,         /* file-level: DAX not in effect */
     DAXFILE_REASON_WIPE_UNFINISHED, /* file-level: from @offset on, a
                                      * 'daxfile wipe' did not get there */
     DAXFILE_REASON_LAST
@@ -107,7 +107,6 @@ GArray *daxfile_extent_problems(const DaxfileExtentMap *map, guint64 align);
  * those that say the location is not real). */
 gboolean daxfile_extent_next_collapse(const DaxfileExtentMap *map,
                                       guint64 align, guint64 limit,
-                                      guint64 *ret_offset,
-                                      guint64 *ret_length);
+                                      guint64 *ret_offset, guint64 *ret_length);
 
 G_END_DECLS

@@ -17,11 +17,12 @@ fiemap_request_error(int errsv, const char *name, GError **error)
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
                     "Cannot read the block map of '%s': the filesystem does "
                     "not report extents (FIEMAP); static mode is not "
-                    "supported here", name);
+                    "supported here",
+                    name);
         return FALSE;
     }
-    daxfile_set_error_errno(error, errsv,
-                            "Cannot read the block map of '%s'", name);
+    daxfile_set_error_errno(error, errsv, "Cannot read the block map of '%s'",
+                            name);
     return FALSE;
 }
 

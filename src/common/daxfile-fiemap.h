@@ -11,8 +11,7 @@ G_BEGIN_DECLS
 /* Read every extent of the open file @fd, in batches. The first request
  * carries FIEMAP_FLAG_SYNC so delayed allocations are resolved first.
  * @name is the file's name for messages. */
-DaxfileExtentMap *daxfile_fiemap_read(int fd, const char *name,
-                                      GError **error);
+DaxfileExtentMap *daxfile_fiemap_read(int fd, const char *name, GError **error);
 
 /* FALSE with an error naming @name when the filesystem has no FIEMAP. */
 gboolean daxfile_fiemap_supported(int fd, const char *name, GError **error);

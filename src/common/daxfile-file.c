@@ -62,13 +62,15 @@ daxfile_file_check_regular(const struct stat *st, const char *name,
     if (S_ISLNK(st->st_mode)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' is a symbolic link, which daxfile does not "
-                    "follow; give the target's path", name);
+                    "follow; give the target's path",
+                    name);
         return FALSE;
     }
     if (S_ISCHR(st->st_mode)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' is a character device, not a regular file; a "
-                    "device-dax device is given to QEMU directly", name);
+                    "device-dax device is given to QEMU directly",
+                    name);
         return FALSE;
     }
     if (S_ISDIR(st->st_mode))
@@ -124,15 +126,13 @@ daxfile_file_reopen(DaxfileFile *f, int open_flags, GError **error)
 /* The O_PATH fd @pfd (taken) of @path: a regular file? then reopen it
  * for real. */
 static DaxfileFile *
-open_checked(int pfd, const char *path, DaxfileOpenFlags flags,
-             GError **error)
+open_checked(int pfd, const char *path, DaxfileOpenFlags flags, GError **error)
 {
     g_autoptr(DaxfileFile) f = daxfile_file_new_from_fd(pfd, path, error);
 
     if (!f || !daxfile_file_check_regular(&f->st, f->display, error) ||
-        !daxfile_file_reopen(f, (flags & DAXFILE_OPEN_WRITE) ? O_RDWR
-                                                             : O_RDONLY,
-                             error))
+        !daxfile_file_reopen(
+            f, (flags & DAXFILE_OPEN_WRITE) ? O_RDWR : O_RDONLY, error))
         return NULL;
     return g_steal_pointer(&f);
 }
@@ -195,8 +195,8 @@ open_beneath_walk(int rootfd, const char *rel, int oflags)
             return -1;
         }
         next = openat(cur, parts[i],
-                      (i == last ? oflags : O_PATH | O_DIRECTORY) |
-                          O_NOFOLLOW | O_CLOEXEC);
+                      (i == last ? oflags : O_PATH | O_DIRECTORY) | O_NOFOLLOW |
+                          O_CLOEXEC);
         if (next < 0)
             return -1;
         close(cur);
@@ -210,8 +210,8 @@ open_beneath(int rootfd, const char *rel, int oflags)
 {
     struct open_how how = {
         .flags = oflags | O_CLOEXEC | O_NOFOLLOW,
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-                   RESOLVE_NO_MAGICLINKS,
+        .resolve =
+            RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
     };
     int fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
 

@@ -21,7 +21,7 @@ typedef enum {
  * print (daxfile_escape()), computed once, for every message about it. */
 typedef struct {
     int fd;
-    struct stat st;  /* fstat() at open */
+    struct stat st; /* fstat() at open */
     char *path;
     char *display;
 } DaxfileFile;
@@ -31,8 +31,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileFile, daxfile_file_free)
 
 /* A handle for @fd, which it takes (closed on failure too), named @path:
  * for an fd opened elsewhere (a temporary file, O_TMPFILE). */
-DaxfileFile *daxfile_file_new_from_fd(int fd, const char *path,
-                                      GError **error);
+DaxfileFile *daxfile_file_new_from_fd(int fd, const char *path, GError **error);
 
 /* Open @path as a regular file: O_PATH|O_NOFOLLOW first (no side effects
  * on FIFOs or device nodes), check the type on that fd, then reopen the
@@ -52,18 +51,16 @@ DaxfileFile *daxfile_file_open_node(const char *path, int open_flags,
  * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS). Same checks and result as
  * daxfile_file_open(). */
 DaxfileFile *daxfile_file_open_beneath(const char *root, const char *path,
-                                       DaxfileOpenFlags flags,
-                                       GError **error);
+                                       DaxfileOpenFlags flags, GError **error);
 
 /* The directory @dir (lexically under @root) as an O_DIRECTORY fd, with
  * the same no-symlink, no-escape resolution. */
-int daxfile_dir_open_beneath(const char *root, const char *dir,
-                             GError **error);
+int daxfile_dir_open_beneath(const char *root, const char *dir, GError **error);
 
 /* The regular-file check of daxfile_file_open() for a stat already made;
  * @display names the file in the message. */
-gboolean daxfile_file_check_regular(const struct stat *st,
-                                    const char *display, GError **error);
+gboolean daxfile_file_check_regular(const struct stat *st, const char *display,
+                                    GError **error);
 
 /* The path @fd refers to (daxfile_fd_target()) for messages, escaped, or
  * "fd N" when it cannot be read */

@@ -117,8 +117,8 @@ option_u64(const char *options, const char *key)
     g_autofree char *value = daxfile_mount_option(options, key);
     guint64 n = 0;
 
-    if (!value || !g_ascii_string_to_unsigned(value, 10, 0, G_MAXUINT32, &n,
-                                              NULL))
+    if (!value ||
+        !g_ascii_string_to_unsigned(value, 10, 0, G_MAXUINT32, &n, NULL))
         return 0;
     return n;
 }
@@ -162,10 +162,10 @@ daxfile_fs_geometry(DaxfileFsInfo *info, const char *super_options,
     } else {
         guint64 stride = align / info->block_size;
 
-        info->geometry_fix = g_strdup_printf(
-            "mkfs.ext4 -b %u -E stride=%" G_GUINT64_FORMAT
-            ",stripe_width=%" G_GUINT64_FORMAT,
-            info->block_size, stride, stride);
+        info->geometry_fix =
+            g_strdup_printf("mkfs.ext4 -b %u -E stride=%" G_GUINT64_FORMAT
+                            ",stripe_width=%" G_GUINT64_FORMAT,
+                            info->block_size, stride, stride);
     }
 }
 
@@ -185,8 +185,8 @@ static void
 fs_probe_map_sync(int fd, DaxfileFsInfo *info)
 {
     size_t len = daxfile_page_size();
-    void *addr = mmap(NULL, len, PROT_READ, MAP_SHARED_VALIDATE | MAP_SYNC,
-                      fd, 0);
+    void *addr =
+        mmap(NULL, len, PROT_READ, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
 
     if (addr == MAP_FAILED) {
         info->map_sync = FALSE;
@@ -213,8 +213,7 @@ fs_probe_mount(DaxfileFsInfo *info, guint64 align)
     if (g_file_get_contents("/proc/self/mountinfo", &mountinfo, NULL, NULL) &&
         daxfile_mountinfo_lookup(mountinfo, info->dev_major, info->dev_minor,
                                  &entry)) {
-        g_autofree char *dax = daxfile_mount_option(entry.super_options,
-                                                    "dax");
+        g_autofree char *dax = daxfile_mount_option(entry.super_options, "dax");
 
         info->mount_point = g_strdup(entry.mount_point);
         info->device = g_strdup(entry.source);
@@ -249,8 +248,8 @@ daxfile_fs_probe(int fd, guint64 align, GError **error)
             info->fs_type = g_strdup(fs_names[i].name);
     }
     if (!info->fs_type)
-        info->fs_type = g_strdup_printf("0x%" G_GINT64_MODIFIER "x",
-                                        info->fs_magic);
+        info->fs_type =
+            g_strdup_printf("0x%" G_GINT64_MODIFIER "x", info->fs_magic);
     info->block_size = (guint32)svfs.f_bsize;
     info->available = (guint64)svfs.f_bavail * svfs.f_frsize;
     info->dev_major = major(st.st_dev);
@@ -268,8 +267,7 @@ gboolean
 daxfile_fs_free_space(int fd, guint64 align, guint64 phys_offset,
                       guint64 *ret_free, guint64 *ret_aligned)
 {
-    g_autofree struct fsmap_head *head =
-        g_malloc0(fsmap_sizeof(FSMAP_BATCH));
+    g_autofree struct fsmap_head *head = g_malloc0(fsmap_sizeof(FSMAP_BATCH));
     guint64 total = 0, aligned = 0;
 
     head->fmh_count = FSMAP_BATCH;
@@ -301,7 +299,7 @@ daxfile_fs_free_space(int fd, guint64 align, guint64 phys_offset,
         }
         if (!last || (last->fmr_flags & FMR_OF_LAST))
             break;
-        head->fmh_keys[0] = *last;  /* go on after it */
+        head->fmh_keys[0] = *last; /* go on after it */
     }
     *ret_free = total;
     *ret_aligned = aligned;

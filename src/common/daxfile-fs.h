@@ -15,7 +15,7 @@ typedef enum {
 } DaxfileTristate;
 
 typedef struct {
-    char *fs_type;        /* "ext4", "xfs", "tmpfs", ... or "0x<magic>" */
+    char *fs_type; /* "ext4", "xfs", "tmpfs", ... or "0x<magic>" */
     guint64 fs_magic;
     guint32 block_size;
     DaxfileTristate dax;  /* statx STATX_ATTR_DAX; UNKNOWN on old kernels */
@@ -23,14 +23,14 @@ typedef struct {
     gboolean map_sync;    /* MAP_SHARED_VALIDATE|MAP_SYNC accepted */
     char *map_sync_error; /* strerror when not */
     char *mount_point;
-    char *device;         /* mount source */
+    char *device; /* mount source */
     guint dev_major;
     guint dev_minor;
-    guint64 part_offset;  /* partition start on its disk, bytes */
-    guint64 stripe;       /* allocation stripe unit in bytes, 0 = none */
+    guint64 part_offset; /* partition start on its disk, bytes */
+    guint64 stripe;      /* allocation stripe unit in bytes, 0 = none */
     DaxfileTristate geometry_aligned; /* can give align-aligned extents */
-    char *geometry_fix;   /* the mkfs command line that would */
-    guint64 available;    /* free bytes (f_bavail) */
+    char *geometry_fix;               /* the mkfs command line that would */
+    guint64 available;                /* free bytes (f_bavail) */
 } DaxfileFsInfo;
 
 void daxfile_fs_info_free(DaxfileFsInfo *info);

@@ -60,8 +60,8 @@ parse_line(const char *line)
     guint64 id = 0;
     guint sep;
 
-    if (n < 10 || !g_ascii_string_to_unsigned(f[0], 10, 0, G_MAXUINT, &id,
-                                              NULL) ||
+    if (n < 10 ||
+        !g_ascii_string_to_unsigned(f[0], 10, 0, G_MAXUINT, &id, NULL) ||
         sscanf(f[2], "%u:%u", &m->major, &m->minor) != 2)
         return NULL;
     for (sep = 6; sep < n && STRNEQ(f[sep], "-"); sep++)
@@ -81,8 +81,8 @@ GPtrArray *
 daxfile_mountinfo_parse(const char *text)
 {
     g_auto(GStrv) lines = g_strsplit(text ? text : "", "\n", -1);
-    GPtrArray *mounts = g_ptr_array_new_with_free_func(
-        (GDestroyNotify)daxfile_mount_free);
+    GPtrArray *mounts =
+        g_ptr_array_new_with_free_func((GDestroyNotify)daxfile_mount_free);
     guint i;
 
     for (i = 0; lines[i]; i++) {
@@ -155,8 +155,7 @@ mount_by_id(GPtrArray *mounts, guint id)
 }
 
 gboolean
-daxfile_fd_locate(int fd, guint64 *ret_dev, char **ret_fs_path,
-                  GError **error)
+daxfile_fd_locate(int fd, guint64 *ret_dev, char **ret_fs_path, GError **error)
 {
     g_autofree char *seen = daxfile_fd_target(fd);
     g_autofree char *name = daxfile_fd_path(fd);
@@ -180,13 +179,14 @@ daxfile_fd_locate(int fd, guint64 *ret_dev, char **ret_fs_path,
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
                     "Cannot tell where '%s' is: it is not reachable from "
                     "this process's root (deleted, or in another mount "
-                    "namespace)", name);
+                    "namespace)",
+                    name);
         return FALSE;
     }
     rel = seen + (STREQ(m->mount_point, "/") ? 0 : strlen(m->mount_point));
     *ret_dev = st.st_dev;
-    *ret_fs_path = g_canonicalize_filename(*rel == '/' ? rel + 1 : rel,
-                                           m->root);
+    *ret_fs_path =
+        g_canonicalize_filename(*rel == '/' ? rel + 1 : rel, m->root);
     return TRUE;
 }
 
@@ -233,8 +233,8 @@ handle_parse(const char *text)
     gint64 t = 0;
     size_t len, i;
 
-    if (!colon || !g_ascii_string_to_signed(type, 10, G_MININT, G_MAXINT, &t,
-                                            NULL))
+    if (!colon ||
+        !g_ascii_string_to_signed(type, 10, G_MININT, G_MAXINT, &t, NULL))
         return NULL;
     len = strlen(colon + 1);
     if (len % 2 || len / 2 > HANDLE_MAX)
@@ -265,16 +265,16 @@ same_fsid(int mfd, const char *fsid)
 /* Does mount @m hold the filesystem we look for? By device (pass 0) or,
  * for a device that is not mounted, by f_fsid (pass 1). */
 static int
-candidate_mount(const DaxfileMount *m, int pass, guint64 dev,
-                const char *fsid)
+candidate_mount(const DaxfileMount *m, int pass, guint64 dev, const char *fsid)
 {
     g_auto(DaxfileFd) mfd = -1;
     gboolean same_dev = makedev(m->major, m->minor) == dev;
     struct stat st;
 
-    if (pass == 0 ? !same_dev
-                  : same_dev || !fsid || (STRNEQ(m->fs_type, "ext4") &&
-                                          STRNEQ(m->fs_type, "xfs")))
+    if (pass == 0
+            ? !same_dev
+            : same_dev || !fsid ||
+                  (STRNEQ(m->fs_type, "ext4") && STRNEQ(m->fs_type, "xfs")))
         return -1;
     /* a real open: open_by_handle_at() refuses an O_PATH mount fd */
     mfd = open(m->mount_point, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -301,8 +301,8 @@ daxfile_handle_reopen(const char *handle, guint64 dev, const char *fsid,
         return -1;
     for (pass = 0; fh && pass < 2; pass++) {
         for (i = 0; i < mounts->len; i++) {
-            g_auto(DaxfileFd) mfd = candidate_mount(
-                g_ptr_array_index(mounts, i), pass, dev, fsid);
+            g_auto(DaxfileFd) mfd =
+                candidate_mount(g_ptr_array_index(mounts, i), pass, dev, fsid);
             g_auto(DaxfileFd) fd = -1;
             struct stat st;
 
@@ -315,7 +315,8 @@ daxfile_handle_reopen(const char *handle, guint64 dev, const char *fsid,
              * a reboot its number can belong to another one */
             if (fd < 0 && errno == ESTALE && pass == 0 &&
                 STREQ(((DaxfileMount *)g_ptr_array_index(mounts, i))->root,
-                      "/") && same_fsid(mfd, fsid))
+                      "/") &&
+                same_fsid(mfd, fsid))
                 *ret_gone = TRUE;
             if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == ino)
                 return g_steal_fd(&fd);

@@ -19,7 +19,7 @@ typedef struct {
     guint id;
     guint major;
     guint minor;
-    char *root;          /* the mount's root, inside its filesystem */
+    char *root; /* the mount's root, inside its filesystem */
     char *mount_point;
     char *fs_type;
     char *source;

@@ -10,11 +10,8 @@ static const struct {
     unsigned int shift;
     const char *unit;
 } size_units[] = {
-    {'P', 50, "PiB"},
-    {'T', 40, "TiB"},
-    {'G', 30, "GiB"},
-    {'M', 20, "MiB"},
-    {'K', 10, "KiB"},
+    {'P', 50, "PiB"}, {'T', 40, "TiB"}, {'G', 30, "GiB"},
+    {'M', 20, "MiB"}, {'K', 10, "KiB"},
 };
 
 static gboolean
@@ -73,7 +70,8 @@ number_parse(const char *str, guint64 *ret_value, GError **error)
     if (p == (hex ? str + 2 : str) || *p) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Invalid number '%s': expected decimal digits, or 0x "
-                    "and hex digits", shown);
+                    "and hex digits",
+                    shown);
         return FALSE;
     }
     *ret_value = value;
@@ -95,7 +93,8 @@ daxfile_size_parse_flags(const char *str, DaxfileSizeFlags flags,
     if (!str || !g_ascii_isdigit(*str)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Invalid size '%s': expected a positive number such as "
-                    "4096, 2M, 2MiB or 4G", shown);
+                    "4096, 2M, 2MiB or 4G",
+                    shown);
         return FALSE;
     }
     if (!size_digits(&p, 10, G_MAXINT64, &value)) {
@@ -130,8 +129,7 @@ daxfile_size_parse_flags(const char *str, DaxfileSizeFlags flags,
 gboolean
 daxfile_size_parse(const char *str, guint64 *ret_size, GError **error)
 {
-    return daxfile_size_parse_flags(str, DAXFILE_SIZE_DEFAULT, ret_size,
-                                    error);
+    return daxfile_size_parse_flags(str, DAXFILE_SIZE_DEFAULT, ret_size, error);
 }
 
 /* The largest unit @size is an exact multiple of, or -1 */

@@ -11,8 +11,7 @@ G_BEGIN_DECLS
 /* Parse a byte count: decimal digits with an optional binary suffix
  * K/M/G/T/P (any case, optionally followed by "iB"). Zero, signs,
  * spaces, garbage and values above INT64_MAX are refused. */
-gboolean daxfile_size_parse(const char *str, guint64 *ret_size,
-                            GError **error);
+gboolean daxfile_size_parse(const char *str, guint64 *ret_size, GError **error);
 
 typedef enum {
     DAXFILE_SIZE_DEFAULT = 0,

@@ -16,8 +16,8 @@ daxfile_sysfs_root(void)
 char *
 daxfile_sysfs_read(const char *relpath, GError **error)
 {
-    g_autofree char *path = g_build_filename(daxfile_sysfs_root(), relpath,
-                                             NULL);
+    g_autofree char *path =
+        g_build_filename(daxfile_sysfs_root(), relpath, NULL);
     g_autofree char *contents = NULL;
     g_autoptr(GError) local = NULL;
 
@@ -34,8 +34,7 @@ daxfile_sysfs_read(const char *relpath, GError **error)
 }
 
 gboolean
-daxfile_sysfs_read_u64(const char *relpath, guint64 *ret_value,
-                       GError **error)
+daxfile_sysfs_read_u64(const char *relpath, guint64 *ret_value, GError **error)
 {
     g_autofree char *value = daxfile_sysfs_read(relpath, error);
     g_autoptr(GError) local = NULL;
@@ -45,8 +44,8 @@ daxfile_sysfs_read_u64(const char *relpath, guint64 *ret_value,
     if (!g_ascii_string_to_unsigned(value, 10, 0, G_MAXUINT64, ret_value,
                                     &local)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                    "Unexpected contents in '%s/%s': %s",
-                    daxfile_sysfs_root(), relpath, local->message);
+                    "Unexpected contents in '%s/%s': %s", daxfile_sysfs_root(),
+                    relpath, local->message);
         return FALSE;
     }
     return TRUE;
@@ -55,8 +54,8 @@ daxfile_sysfs_read_u64(const char *relpath, guint64 *ret_value,
 gboolean
 daxfile_sysfs_exists(const char *relpath)
 {
-    g_autofree char *path = g_build_filename(daxfile_sysfs_root(), relpath,
-                                             NULL);
+    g_autofree char *path =
+        g_build_filename(daxfile_sysfs_root(), relpath, NULL);
 
     return access(path, F_OK) == 0;
 }
@@ -64,8 +63,8 @@ daxfile_sysfs_exists(const char *relpath)
 char *
 daxfile_sysfs_link_name(const char *relpath)
 {
-    g_autofree char *path = g_build_filename(daxfile_sysfs_root(), relpath,
-                                             NULL);
+    g_autofree char *path =
+        g_build_filename(daxfile_sysfs_root(), relpath, NULL);
     g_autofree char *target = g_file_read_link(path, NULL);
 
     return target ? g_path_get_basename(target) : NULL;

@@ -95,7 +95,7 @@ daxfile_tap_diag(const DaxfileTap *tap, const char *text)
     const char *p = text;
     size_t len;
 
-    for (len = strcspn(p, "\n"); ; len = strcspn(p, "\n")) {
+    for (len = strcspn(p, "\n");; len = strcspn(p, "\n")) {
         daxfile_tap_puts(tap, "# ");
         tap->write(tap->ctx, p, len);
         daxfile_tap_puts(tap, "\n");

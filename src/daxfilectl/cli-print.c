@@ -82,8 +82,9 @@ print_qemu(const DaxfileAttestation *a)
     else
         sync = "without MAP_SYNC (virtio-pmem: durable at the guest's "
                "flush)";
-    printf("qemu:         pid %d maps %s of it, shared, %s, at 0x%"
-           G_GINT64_MODIFIER "x\n", (int)a->pid, size, sync, a->map.start);
+    printf("qemu:         pid %d maps %s of it, shared, %s, at "
+           "0x%" G_GINT64_MODIFIER "x\n",
+           (int)a->pid, size, sync, a->map.start);
 }
 
 static void
@@ -113,8 +114,8 @@ cli_print_status(const DaxfileReport *report)
     const DaxfileFsInfo *fs = report->fs;
     g_autofree char *size = daxfile_size_format(report->size);
     g_autofree char *align = daxfile_size_format(report->align);
-    g_autofree char *mnt = daxfile_escape(fs->mount_point ? fs->mount_point
-                                                           : "?");
+    g_autofree char *mnt =
+        daxfile_escape(fs->mount_point ? fs->mount_point : "?");
     g_autofree char *dev = daxfile_escape(fs->device ? fs->device : "?");
 
     printf("path:         %s\n", report->path);

@@ -30,10 +30,8 @@ cli_parse_align(const char *cmd, const char *value, guint64 *ret_align,
     return TRUE;
 }
 
-
 DaxfileReport *
-cli_build_report(const char *path, const CliReportOptions *opts,
-                 GError **error)
+cli_build_report(const char *path, const CliReportOptions *opts, GError **error)
 {
     g_autoptr(DaxfileFile) f = daxfile_file_open(
         path, opts->follow ? DAXFILE_OPEN_FOLLOW : DAXFILE_OPEN_READ, error);
@@ -41,8 +39,7 @@ cli_build_report(const char *path, const CliReportOptions *opts,
 
     if (!f)
         return NULL;
-    report = daxfile_report_build(f, opts->align, opts->allow_non_dax,
-                                  error);
+    report = daxfile_report_build(f, opts->align, opts->allow_non_dax, error);
     if (report && opts->with_static)
         report->static_state = daxfile_static_state_read(f, report);
     return report;
@@ -59,8 +56,8 @@ cli_for_each_report(int argc, char **argv, const CliReportOptions *opts)
     json_builder_begin_array(json);
     for (i = 0; i < argc; i++) {
         g_autoptr(GError) error = NULL;
-        g_autoptr(DaxfileReport) report = cli_build_report(argv[i], opts,
-                                                           &error);
+        g_autoptr(DaxfileReport) report =
+            cli_build_report(argv[i], opts, &error);
 
         if (!report) {
             ret = cli_report_error(error);
@@ -90,7 +87,8 @@ cli_parse_mechanism(const char *cmd, const char *value,
     if (daxfile_mechanism_from_string(value, ret_mech) &&
         *ret_mech != DAXFILE_MECH_NONE && *ret_mech != DAXFILE_MECH_DEVICE_DAX)
         return TRUE;
-    *ret_exit = cli_usage_error(cmd, "unknown --mechanism '%s'; use auto, "
+    *ret_exit = cli_usage_error(cmd,
+                                "unknown --mechanism '%s'; use auto, "
                                 "kernel, immutable-guard or verified-only",
                                 value);
     return FALSE;

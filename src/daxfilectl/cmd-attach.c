@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * daxfile attach DOMAIN PATH [--create --size S] ...: wire a file as an nvdimm
- *                                 (or, --model virtio-pmem, a virtio-pmem device)
+ *                                 (or, --model virtio-pmem, a virtio-pmem
+ * device)
  */
 #include <stdio.h>
 

@@ -34,8 +34,7 @@ print_verdict(const DaxfileReport *report, gboolean separator)
                report->path, align, daxfile_extent_map_count(report->map));
         return;
     }
-    printf("%s: not ready for static mode (%s pages):\n", report->path,
-           align);
+    printf("%s: not ready for static mode (%s pages):\n", report->path, align);
     cli_print_problems(report);
 }
 

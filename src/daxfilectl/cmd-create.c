@@ -69,7 +69,8 @@ print_summary(const DaxfileReport *report, const DaxfileCreateInfo *info,
         g_autofree char *bytes = daxfile_size_format(info->collapsed);
 
         collapsed = g_strdup_printf("; %u misaligned or split range%s (%s) "
-                                    "collapsed out of it", info->collapses,
+                                    "collapsed out of it",
+                                    info->collapses,
                                     info->collapses == 1 ? "" : "s", bytes);
     }
     fprintf(stderr,
@@ -80,12 +81,13 @@ print_summary(const DaxfileReport *report, const DaxfileCreateInfo *info,
             daxfile_fill_method_to_string(info->method), elapsed_us / 1e6,
             collapsed ? collapsed : "", retried ? retried : "");
     if (!report->static_ready) {
-        g_autofree char *fix = daxfile_report_fix(report,
-                                                  DAXFILE_REASON_NOT_DAX);
+        g_autofree char *fix =
+            daxfile_report_fix(report, DAXFILE_REASON_NOT_DAX);
 
         fprintf(stderr,
                 "note: DAX is not in effect on this filesystem, so the file "
-                "cannot be made static here; %s\n", fix);
+                "cannot be made static here; %s\n",
+                fix);
     }
 }
 
@@ -120,8 +122,7 @@ cmd_create(int argc, char **argv)
         json_node_take_array(node, arr);
         cli_print_json(node);
     }
-    print_summary(report, &info,
-                  g_get_monotonic_time() - progress.start);
+    print_summary(report, &info, g_get_monotonic_time() - progress.start);
     return CLI_EXIT_OK;
 }
 

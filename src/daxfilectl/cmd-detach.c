@@ -17,7 +17,8 @@ static const GOptionEntry detach_options[] = {
      "libvirt connection URI (default: libvirt's default)", "URI"},
     {"wipe", 0, 0, G_OPTION_ARG_NONE, &arg_wipe,
      "Then wipe the file as 'daxfile wipe' does (refused before anything "
-     "changes while the file is held)", NULL},
+     "changes while the file is held)",
+     NULL},
     {NULL},
 };
 

@@ -22,7 +22,8 @@ static const GOptionEntry xml_options[] = {
      "Accept a file without DAX (development)", NULL},
     {"no-check", 0, 0, G_OPTION_ARG_NONE, &arg_no_check,
      "Do not check the file (it may not exist yet: give --size), only the "
-     "options; attach and the hook check it later", NULL},
+     "options; attach and the hook check it later",
+     NULL},
     {NULL},
 };
 
@@ -48,19 +49,25 @@ cmd_domain_xml(int argc, char **argv)
         if (!spec.size && stat(path, &st) == 0)
             spec.size = (guint64)st.st_size;
         if (!spec.size)
-            return cli_usage_error("domain-xml", "'%s' does not exist; "
-                                   "give --size", name);
+            return cli_usage_error("domain-xml",
+                                   "'%s' does not exist; "
+                                   "give --size",
+                                   name);
         if (!daxfile_attach_check_settings(&spec, &error))
             return cli_report_error(error);
-        fprintf(stderr, "%s domain-xml: '%s' not checked (--no-check); "
-                "attach and the hook will check it\n", cli_program(), name);
+        fprintf(stderr,
+                "%s domain-xml: '%s' not checked (--no-check); "
+                "attach and the hook will check it\n",
+                cli_program(), name);
     } else {
         /* only for the hint: the open below fails on its own */
         if (lstat(path, &st) < 0 && errno == ENOENT)
-            return cli_usage_error("domain-xml", "'%s' does not exist; "
+            return cli_usage_error("domain-xml",
+                                   "'%s' does not exist; "
                                    "make it with 'daxfile create', or give "
                                    "--no-check and --size for the XML of a "
-                                   "file not made yet", name);
+                                   "file not made yet",
+                                   name);
         if (!daxfile_attach_check(&spec, &opts, NULL, &error))
             return cli_report_error(error);
     }

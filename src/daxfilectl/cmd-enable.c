@@ -26,7 +26,8 @@ static const GOptionEntry enable_options[] = {
      "Page size the layout must support (default 2M)", "SIZE"},
     {"mechanism", 'm', 0, G_OPTION_ARG_STRING, &arg_mechanism,
      "kernel, immutable-guard or verified-only (default: the strongest "
-     "available)", "NAME"},
+     "available)",
+     "NAME"},
     {"allow-non-dax", 0, 0, G_OPTION_ARG_NONE, &arg_allow_non_dax,
      "Register a file without DAX, enforcing nothing (development)", NULL},
     {"follow-symlinks", 0, 0, G_OPTION_ARG_NONE, &arg_follow,
@@ -45,10 +46,8 @@ static const GOptionEntry disable_options[] = {
 static DaxfileFile *
 open_target(const char *path, GError **error)
 {
-    return daxfile_file_open(path,
-                             arg_follow ? DAXFILE_OPEN_FOLLOW
-                                        : DAXFILE_OPEN_READ,
-                             error);
+    return daxfile_file_open(
+        path, arg_follow ? DAXFILE_OPEN_FOLLOW : DAXFILE_OPEN_READ, error);
 }
 
 void
@@ -74,8 +73,7 @@ cmd_enable(int argc, char **argv)
     int ret = CLI_EXIT_OK;
 
     if (!cli_parse_align("enable", arg_align, &params.align, &ret) ||
-        !cli_parse_mechanism("enable", arg_mechanism, &params.mechanism,
-                             &ret))
+        !cli_parse_mechanism("enable", arg_mechanism, &params.mechanism, &ret))
         return ret;
     params.owner = arg_owner ? arg_owner : DEFAULT_OWNER;
     params.allow_non_dax = arg_allow_non_dax;
@@ -98,9 +96,8 @@ cli_print_disabled(const char *path, const DaxfileDisableResult *result)
                 result->owner, result->change);
         return CLI_EXIT_FAILURE;
     }
-    fprintf(stderr, "'%s' released (%s, owner '%s'): layout unchanged\n",
-            name, daxfile_mechanism_to_string(result->mechanism),
-            result->owner);
+    fprintf(stderr, "'%s' released (%s, owner '%s'): layout unchanged\n", name,
+            daxfile_mechanism_to_string(result->mechanism), result->owner);
     return CLI_EXIT_OK;
 }
 
@@ -112,8 +109,7 @@ cmd_disable(int argc, char **argv)
     g_autoptr(DaxfileFile) f = NULL;
 
     f = open_target(argv[1], &error);
-    if (!f ||
-        !daxfile_static_disable(f, arg_owner, FALSE, &result, &error))
+    if (!f || !daxfile_static_disable(f, arg_owner, FALSE, &result, &error))
         return cli_report_error(error);
     return cli_print_disabled(argv[1], &result);
 }

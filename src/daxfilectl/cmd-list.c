@@ -23,7 +23,8 @@ static const GOptionEntry repair_options[] = {
     {"json", 'j', 0, G_OPTION_ARG_NONE, &arg_json, "Print JSON", NULL},
     {"path", 'p', 0, G_OPTION_ARG_FILENAME, &arg_path,
      "The current path of a file whose entry repair cannot find (renamed, "
-     "or on a filesystem mounted elsewhere)", "PATH"},
+     "or on a filesystem mounted elsewhere)",
+     "PATH"},
     {NULL},
 };
 
@@ -35,8 +36,7 @@ print_entry(const DaxfileEntry *e)
     printf("%-40s %-9s %-16s %-20s %s%s\n", path,
            daxfile_entry_state_to_string(e->state),
            daxfile_mechanism_to_string(e->mechanism), e->owner, e->since,
-           daxfile_entry_is_stale(e) ? "  (stale: run 'daxfile repair')"
-                                     : "");
+           daxfile_entry_is_stale(e) ? "  (stale: run 'daxfile repair')" : "");
 }
 
 static int
@@ -75,10 +75,11 @@ repair_done_text(const DaxfileRepairAction *a)
     if (a->mtime == DAXFILE_REPAIR_MTIME_STAMPED)
         return g_strdup_printf("%s; its mtime is now (it may have been "
                                "written while static, after its last "
-                               "stamp)", why);
+                               "stamp)",
+                               why);
     if (a->mtime == DAXFILE_REPAIR_MTIME_FAILED)
-        return g_strdup_printf("%s; its mtime could not be set to now: %s",
-                               why, a->error);
+        return g_strdup_printf("%s; its mtime could not be set to now: %s", why,
+                               a->error);
     return g_strdup(why);
 }
 
@@ -99,7 +100,8 @@ print_repair(const DaxfileRepairResult *result, gboolean kept)
             continue;
         name = daxfile_escape(a->path);
         if (kept) {
-            fprintf(stderr, "daxfile: '%s' (%s, owner '%s', %s) cannot be "
+            fprintf(stderr,
+                    "daxfile: '%s' (%s, owner '%s', %s) cannot be "
                     "found: %s; its registry entry is kept: mount its "
                     "filesystem and run 'daxfile repair' again, or give its "
                     "current path with 'daxfile repair --path PATH'\n",

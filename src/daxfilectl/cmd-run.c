@@ -25,7 +25,8 @@ static const GOptionEntry run_options[] = {
      "Page size the layout must support (default 2M)", "SIZE"},
     {"mechanism", 'm', 0, G_OPTION_ARG_STRING, &arg_mechanism,
      "kernel, immutable-guard or verified-only (default: the strongest "
-     "available)", "NAME"},
+     "available)",
+     "NAME"},
     {"timeout", 't', 0, G_OPTION_ARG_INT, &arg_timeout,
      "Seconds to wait for the command to map every file (default 120)",
      "SECONDS"},

@@ -21,7 +21,8 @@ static gboolean arg_dax;
 static const GOptionEntry selftest_options[] = {
     {"map-sync", 0, 0, G_OPTION_ARG_NONE, &arg_dax,
      "Map with MAP_SYNC, as on a DAX mount (default: when the directory's "
-     "filesystem supports it)", NULL},
+     "filesystem supports it)",
+     NULL},
     {NULL},
 };
 

@@ -22,8 +22,7 @@ virt_helper(void)
 
     if (self) {
         g_autofree char *dir = g_path_get_dirname(self);
-        g_autofree char *sibling = g_build_filename(dir, "daxfile-virt",
-                                                    NULL);
+        g_autofree char *sibling = g_build_filename(dir, "daxfile-virt", NULL);
 
         if (g_file_test(sibling, G_FILE_TEST_IS_EXECUTABLE))
             return g_steal_pointer(&sibling);
@@ -49,11 +48,10 @@ cmd_virt(int argc, char **argv)
 }
 
 /* daxfile's entries for the verbs daxfile-virt runs (virt-main.c) */
-#define VIRT_VERB(verb, text)                                                \
-    {                                                                        \
-        .name = verb, .max_args = CLI_ARGS_ANY,                              \
-        .flags = CLI_VERB_PASSTHROUGH, .dispatch = cmd_virt,                 \
-        .summary = text,                                                     \
+#define VIRT_VERB(verb, text)                                                  \
+    {                                                                          \
+        .name = verb, .max_args = CLI_ARGS_ANY, .flags = CLI_VERB_PASSTHROUGH, \
+        .dispatch = cmd_virt, .summary = text,                                 \
     }
 
 const CliVerb cmd_virt_attach_verb = VIRT_VERB("attach", CMD_ATTACH_SUMMARY);

@@ -44,30 +44,37 @@ report(const DaxfileWatchEvent *ev, gpointer data)
 
     switch (ev->kind) {
     case DAXFILE_WATCH_READY:
-        fprintf(stderr, "%s: watching %u defined domains (%u files to wipe "
-                "when undefined)\n", cli_program(), ev->domains, ev->files);
+        fprintf(stderr,
+                "%s: watching %u defined domains (%u files to wipe "
+                "when undefined)\n",
+                cli_program(), ev->domains, ev->files);
         break;
     case DAXFILE_WATCH_WIPED:
         size = daxfile_size_format(ev->wipe->size);
-        fprintf(stderr, "%s: wiped '%s' of undefined domain '%s': %s read "
-                "back as zeros (sha256 %s)\n", cli_program(), path, dom, size,
-                ev->wipe->sha256);
+        fprintf(stderr,
+                "%s: wiped '%s' of undefined domain '%s': %s read "
+                "back as zeros (sha256 %s)\n",
+                cli_program(), path, dom, size, ev->wipe->sha256);
         break;
     case DAXFILE_WATCH_KEPT:
         fprintf(stderr, "%s: kept '%s' of undefined domain '%s': %s\n",
                 cli_program(), path, dom, ev->why);
         break;
     case DAXFILE_WATCH_WAITING:
-        fprintf(stderr, "%s: domain '%s' was undefined while it runs: its "
-                "files are wiped when it stops\n", cli_program(), dom);
+        fprintf(stderr,
+                "%s: domain '%s' was undefined while it runs: its "
+                "files are wiped when it stops\n",
+                cli_program(), dom);
         break;
     case DAXFILE_WATCH_FAILED:
         fprintf(stderr, "%s: cannot wipe '%s' of undefined domain '%s': %s\n",
                 cli_program(), path, dom, ev->why);
         break;
     case DAXFILE_WATCH_LOST:
-        fprintf(stderr, "%s: lost the connection to libvirt (%s); "
-                "reconnecting\n", cli_program(), ev->why);
+        fprintf(stderr,
+                "%s: lost the connection to libvirt (%s); "
+                "reconnecting\n",
+                cli_program(), ev->why);
         break;
     }
     fflush(stderr);
@@ -102,7 +109,8 @@ cmd_watch(int argc, char **argv)
         g_set_error(&error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Nothing to watch: no managed root of '%s' has "
                     "wipe_on_undefine=true; fix: set it in its [hook] "
-                    "section or a drop-in (daxfile.conf(5))", name);
+                    "section or a drop-in (daxfile.conf(5))",
+                    name);
         cli_report_error(error);
         return WATCH_EXIT_NOTHING;
     }

@@ -32,7 +32,7 @@ on_signal(int sig)
 
 typedef struct {
     const char *name;
-    gint64 last;  /* monotonic µs of the last progress line */
+    gint64 last; /* monotonic µs of the last progress line */
 } Progress;
 
 /* on a terminal only, at most five times a second */
@@ -60,12 +60,13 @@ print_result(const char *name, const DaxfileWipeResult *r)
     g_autofree char *resumed = daxfile_size_format(r->resumed_from);
     double rate = r->seconds > 0 ? r->zeroed / r->seconds / (1 << 20) : 0;
 
-    fprintf(stderr, "'%s': %s zeroed (%s) and read back as zeros, sha256 "
-            "%s; %.1f s at %.0f MiB/s, read back in %.1f s%s%s%s\n", name,
-            size, r->method, r->sha256, r->seconds, rate, r->verify_seconds,
-            r->resumed_from ? " (an interrupted wipe had zeroed the first "
-                            : "",
-            r->resumed_from ? resumed : "", r->resumed_from ? ")" : "");
+    fprintf(
+        stderr,
+        "'%s': %s zeroed (%s) and read back as zeros, sha256 "
+        "%s; %.1f s at %.0f MiB/s, read back in %.1f s%s%s%s\n",
+        name, size, r->method, r->sha256, r->seconds, rate, r->verify_seconds,
+        r->resumed_from ? " (an interrupted wipe had zeroed the first " : "",
+        r->resumed_from ? resumed : "", r->resumed_from ? ")" : "");
 }
 
 int

@@ -16,8 +16,8 @@ gboolean cli_parse_mechanism(const char *cmd, const char *value,
                              DaxfileMechanism *ret_mech, int *ret_exit);
 
 /* --align (default 2 MiB): a power of two, at least the page size */
-gboolean cli_parse_align(const char *cmd, const char *value,
-                         guint64 *ret_align, int *ret_exit);
+gboolean cli_parse_align(const char *cmd, const char *value, guint64 *ret_align,
+                         int *ret_exit);
 
 /* The device options of attach and domain-xml (cli-spec.c): each command
  * keeps its own CliSpecArgs, CLI_SPEC_OPTIONS() of it first in its table */
@@ -30,23 +30,42 @@ typedef struct {
     gboolean readonly;
 } CliSpecArgs;
 
-#define CLI_SPEC_OPTIONS(a)                                                  \
-    {"model", 0, 0, G_OPTION_ARG_STRING, &(a).model,                         \
-     "Device model: nvdimm (default) or virtio-pmem", "MODEL"},              \
-    {"size", 's', 0, G_OPTION_ARG_STRING, &(a).size,                         \
-     "Device size, equal to the file's size (default: the file's size)",     \
-     "SIZE"},                                                                \
-    {"align", 'a', 0, G_OPTION_ARG_STRING, &(a).align,                       \
-     "Device alignsize (nvdimm), and the page size the file must support "   \
-     "(default 2M)",                                                         \
-     "SIZE"},                                                                \
-    {"label-size", 'l', 0, G_OPTION_ARG_STRING, &(a).label,                  \
-     "NVDIMM label area at the end of the file (at least 128K; nvdimm "      \
-     "only)", "SIZE"},                                                       \
-    {"node", 'n', 0, G_OPTION_ARG_INT, &(a).node,                            \
-     "Guest NUMA node (default 0; nvdimm only)", "N"},                       \
-    {"readonly", 0, 0, G_OPTION_ARG_NONE, &(a).readonly,                     \
-     "Give the guest a read-only nvdimm (nvdimm only)", NULL}
+#define CLI_SPEC_OPTIONS(a)                                                    \
+    {"model",    0,                                                            \
+     0,          G_OPTION_ARG_STRING,                                          \
+     &(a).model, "Device model: nvdimm (default) or virtio-pmem",              \
+     "MODEL"},                                                                 \
+        {"size",                                                               \
+         's',                                                                  \
+         0,                                                                    \
+         G_OPTION_ARG_STRING,                                                  \
+         &(a).size,                                                            \
+         "Device size, equal to the file's size (default: the file's size)",   \
+         "SIZE"},                                                              \
+        {"align",                                                              \
+         'a',                                                                  \
+         0,                                                                    \
+         G_OPTION_ARG_STRING,                                                  \
+         &(a).align,                                                           \
+         "Device alignsize (nvdimm), and the page size the file must support " \
+         "(default 2M)",                                                       \
+         "SIZE"},                                                              \
+        {"label-size",                                                         \
+         'l',                                                                  \
+         0,                                                                    \
+         G_OPTION_ARG_STRING,                                                  \
+         &(a).label,                                                           \
+         "NVDIMM label area at the end of the file (at least 128K; nvdimm "    \
+         "only)",                                                              \
+         "SIZE"},                                                              \
+        {"node",    'n',                                                       \
+         0,         G_OPTION_ARG_INT,                                          \
+         &(a).node, "Guest NUMA node (default 0; nvdimm only)",                \
+         "N"},                                                                 \
+    {                                                                          \
+        "readonly", 0, 0, G_OPTION_ARG_NONE, &(a).readonly,                    \
+            "Give the guest a read-only nvdimm (nvdimm only)", NULL            \
+    }
 
 /* Fill @spec, the device daxfile makes for @path, from @args; FALSE and
  * the exit status of a usage error in *@ret_exit when they make none */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * daxfile-virt: the commands of daxfile that talk to libvirt (and
- * domain-xml, which shares their options), watch included. daxfile execs it for them;
- * it speaks and fails as daxfile does.
+ * domain-xml, which shares their options), watch included. daxfile execs it for
+ * them; it speaks and fails as daxfile does.
  */
 #include "daxfilectl.h"
 

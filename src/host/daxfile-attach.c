@@ -37,8 +37,8 @@ attach_check_devdax(DaxfileNvdimm *spec, const DaxfileAttachOptions *opts,
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' is a device-dax device (%s): it is given to a "
                     "guest as an nvdimm, and there is nothing to create; "
-                    "fix: drop %s", f->display, d->name,
-                    opts->create ? "--create" : "--model");
+                    "fix: drop %s",
+                    f->display, d->name, opts->create ? "--create" : "--model");
         return FALSE;
     }
     if (!opts->align_given && d->align)
@@ -68,8 +68,8 @@ daxfile_attach_check(DaxfileNvdimm *spec, const DaxfileAttachOptions *opts,
         report = built = daxfile_report_build(f, spec->alignsize,
                                               opts->allow_non_dax, error);
     }
-    if (!report || (!spec->readonly &&
-                    !daxfile_report_require_ready(report, error)))
+    if (!report ||
+        (!spec->readonly && !daxfile_report_require_ready(report, error)))
         return FALSE;
     if (spec->size && spec->size != report->size) {
         g_autofree char *have = daxfile_size_format(report->size);
@@ -77,7 +77,8 @@ daxfile_attach_check(DaxfileNvdimm *spec, const DaxfileAttachOptions *opts,
 
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' is %s, not %s; the device size must equal the "
-                    "file's size (drop --size)", report->path, have, want);
+                    "file's size (drop --size)",
+                    report->path, have, want);
         return FALSE;
     }
     spec->size = report->size;
@@ -89,7 +90,8 @@ daxfile_attach_create(const DaxfileNvdimm *spec,
                       const DaxfileAttachOptions *opts,
                       DaxfileReport **ret_report, GError **error)
 {
-    DaxfileCreateParams params = {.size = spec->size, .align = spec->alignsize,
+    DaxfileCreateParams params = {.size = spec->size,
+                                  .align = spec->alignsize,
                                   .allow_non_dax = opts->allow_non_dax};
 
     if (!opts->create || daxfile_devdax_is(spec->path))

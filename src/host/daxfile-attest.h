@@ -20,14 +20,14 @@
 G_BEGIN_DECLS
 
 typedef struct {
-    pid_t pid;           /* QEMU's, -1 when unknown */
-    gboolean mapped;     /* @map is QEMU's mapping of the file */
+    pid_t pid;       /* QEMU's, -1 when unknown */
+    gboolean mapped; /* @map is QEMU's mapping of the file */
     DaxfileProcMap map;
-    gboolean dax;        /* the file is DAX */
-    gboolean need_sync;  /* the device wants MAP_SYNC on DAX (an nvdimm;
-                          * virtio-pmem is made durable by fsync()) */
-    gboolean attested;   /* every check passed */
-    char *problem;       /* else what is wrong, with the fix */
+    gboolean dax;       /* the file is DAX */
+    gboolean need_sync; /* the device wants MAP_SYNC on DAX (an nvdimm;
+                         * virtio-pmem is made durable by fsync()) */
+    gboolean attested;  /* every check passed */
+    char *problem;      /* else what is wrong, with the fix */
 } DaxfileAttestation;
 
 void daxfile_attestation_clear(DaxfileAttestation *a);

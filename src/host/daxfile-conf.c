@@ -50,9 +50,9 @@ conf_new(const char *path)
     /* libvirt's own choice: the system daemon's run directory, or a
      * session daemon's under $XDG_RUNTIME_DIR (else ~/.cache) */
     conf->qemu_pid_dir = geteuid() == 0
-        ? g_strdup(DAXFILE_QEMU_PID_DIR)
-        : g_build_filename(g_get_user_runtime_dir(), "libvirt", "qemu",
-                           "run", NULL);
+                             ? g_strdup(DAXFILE_QEMU_PID_DIR)
+                             : g_build_filename(g_get_user_runtime_dir(),
+                                                "libvirt", "qemu", "run", NULL);
     return conf;
 }
 
@@ -74,8 +74,8 @@ normalise_root(const char *conf_path, const char *key, const char *root,
 
     if (!g_path_is_absolute(root)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Invalid %s entry '%s' in '%s': not an absolute path",
-                    key, root, conf_path);
+                    "Invalid %s entry '%s' in '%s': not an absolute path", key,
+                    root, conf_path);
         return NULL;
     }
     parts = g_strsplit(root, "/", -1);
@@ -83,7 +83,8 @@ normalise_root(const char *conf_path, const char *key, const char *root,
         if (STREQ(parts[i], ".") || STREQ(parts[i], "..")) {
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                         "Invalid %s entry '%s' in '%s': '.' and '..' are not "
-                        "allowed", key, root, conf_path);
+                        "allowed",
+                        key, root, conf_path);
             return NULL;
         }
     }
@@ -92,7 +93,7 @@ normalise_root(const char *conf_path, const char *key, const char *root,
 
 static const char *const known_keys[] = {
     "managed_roots", "allow_non_dax", "trusted_owners", "create_missing",
-    "path_map", "qemu_pid_dir", "device_dax", "wipe_on_undefine",
+    "path_map",      "qemu_pid_dir",  "device_dax",     "wipe_on_undefine",
 };
 
 /* A key that is absent is fine; a value GKeyFile cannot read is not: the
@@ -101,7 +102,8 @@ static gboolean
 key_error(GError *local, const char *key, const char *path, GError **error)
 {
     if (!local ||
-        g_error_matches(local, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_KEY_NOT_FOUND) ||
+        g_error_matches(local, G_KEY_FILE_ERROR,
+                        G_KEY_FILE_ERROR_KEY_NOT_FOUND) ||
         g_error_matches(local, G_KEY_FILE_ERROR,
                         G_KEY_FILE_ERROR_GROUP_NOT_FOUND))
         return TRUE;
@@ -126,7 +128,8 @@ check_keys(GKeyFile *kf, const char *path, GError **error)
 
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                         "Unknown key '%s' in [" GROUP "] of '%s'; see "
-                        "daxfile.conf(5)", shown, path);
+                        "daxfile.conf(5)",
+                        shown, path);
             return FALSE;
         }
     }
@@ -158,9 +161,8 @@ conf_roots(DaxfileConf *conf, GKeyFile *kf, const char *path,
            gboolean wipe_on_undefine, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    g_auto(GStrv) roots = g_key_file_get_string_list(kf, GROUP,
-                                                     "managed_roots", NULL,
-                                                     &local);
+    g_auto(GStrv) roots =
+        g_key_file_get_string_list(kf, GROUP, "managed_roots", NULL, &local);
     guint i;
 
     if (!key_error(local, "managed_roots", path, error))
@@ -231,7 +233,8 @@ conf_owners(DaxfileConf *conf, const char *raw, const char *path,
         } else {
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                         "Invalid trusted_owners entry '%s' in '%s': no such "
-                        "user", name, path);
+                        "user",
+                        name, path);
             return FALSE;
         }
         g_array_append_val(conf->trusted_uids, u);
@@ -240,12 +243,11 @@ conf_owners(DaxfileConf *conf, const char *raw, const char *path,
 }
 
 static gboolean
-conf_path_map(DaxfileConf *conf, GKeyFile *kf, const char *path,
-              GError **error)
+conf_path_map(DaxfileConf *conf, GKeyFile *kf, const char *path, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    g_auto(GStrv) pairs = g_key_file_get_string_list(kf, GROUP, "path_map",
-                                                     NULL, &local);
+    g_auto(GStrv) pairs =
+        g_key_file_get_string_list(kf, GROUP, "path_map", NULL, &local);
     guint i;
 
     if (!key_error(local, "path_map", path, error))
@@ -268,31 +270,31 @@ conf_path_map(DaxfileConf *conf, GKeyFile *kf, const char *path,
         g_ptr_array_add(conf->path_map, to);
     }
     return TRUE;
- bad:
+bad:
     g_clear_error(error);
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                 "Invalid path_map entry '%s' in '%s': expected "
-                "/source/dir=/destination/dir", pairs[i], path);
+                "/source/dir=/destination/dir",
+                pairs[i], path);
     return FALSE;
 }
 
 /* qemu_pid_dir: where libvirt keeps its QEMU processes' pid files; the
  * last file that sets it wins */
 static gboolean
-conf_pid_dir(DaxfileConf *conf, GKeyFile *kf, const char *path,
-             GError **error)
+conf_pid_dir(DaxfileConf *conf, GKeyFile *kf, const char *path, GError **error)
 {
     g_autoptr(GError) local = NULL;
-    g_autofree char *dir = g_key_file_get_string(kf, GROUP, "qemu_pid_dir",
-                                                 &local);
+    g_autofree char *dir =
+        g_key_file_get_string(kf, GROUP, "qemu_pid_dir", &local);
 
     if (!key_error(local, "qemu_pid_dir", path, error))
         return FALSE;
     if (!dir)
         return TRUE;
     g_free(conf->qemu_pid_dir);
-    conf->qemu_pid_dir = normalise_root(path, "qemu_pid_dir",
-                                        g_strstrip(dir), error);
+    conf->qemu_pid_dir =
+        normalise_root(path, "qemu_pid_dir", g_strstrip(dir), error);
     return conf->qemu_pid_dir != NULL;
 }
 
@@ -410,8 +412,7 @@ daxfile_conf_load(const char *path, GError **error)
     if (!extra)
         return NULL;
     for (i = 0; i < extra->len; i++) {
-        if (!conf_merge_file(conf, g_ptr_array_index(extra, i), &owners,
-                             error))
+        if (!conf_merge_file(conf, g_ptr_array_index(extra, i), &owners, error))
             return NULL;
     }
     if (!owners && !conf_owners(conf, NULL, path, error))
@@ -484,8 +485,7 @@ locate_fd(int fd, Location *loc)
 static char *
 inside_root(const DaxfileRoot *root, const Location *loc)
 {
-    g_auto(DaxfileFd) rfd = open(root->path, O_PATH | O_DIRECTORY |
-                                                 O_CLOEXEC);
+    g_auto(DaxfileFd) rfd = open(root->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     g_auto(Location) rloc = {0};
     const char *rest = NULL;
 
@@ -495,18 +495,15 @@ inside_root(const DaxfileRoot *root, const Location *loc)
         rest = loc->seen + (STREQ(rloc.seen, "/") ? 0 : strlen(rloc.seen));
     else if (loc->dev == rloc.dev &&
              daxfile_path_is_under(loc->fs_path, rloc.fs_path))
-        rest = loc->fs_path + (STREQ(rloc.fs_path, "/")
-                                   ? 0
-                                   : strlen(rloc.fs_path));
+        rest = loc->fs_path +
+               (STREQ(rloc.fs_path, "/") ? 0 : strlen(rloc.fs_path));
     if (!rest)
         return NULL;
-    return g_canonicalize_filename(*rest == '/' ? rest + 1 : rest,
-                                   root->path);
+    return g_canonicalize_filename(*rest == '/' ? rest + 1 : rest, root->path);
 }
 
 const DaxfileRoot *
-daxfile_conf_locate(const DaxfileConf *conf, const char *path,
-                    char **ret_plain)
+daxfile_conf_locate(const DaxfileConf *conf, const char *path, char **ret_plain)
 {
     g_auto(DaxfileFd) slash = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     g_auto(DaxfileFd) fd = -1;

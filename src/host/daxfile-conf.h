@@ -32,24 +32,24 @@
 G_BEGIN_DECLS
 
 typedef struct {
-    char *path;              /* absolute, normalised, no trailing slash */
-    gboolean allow_non_dax;  /* files here may lack DAX (development) */
-    gboolean create_missing; /* migrate/restore: create a missing file */
+    char *path;                /* absolute, normalised, no trailing slash */
+    gboolean allow_non_dax;    /* files here may lack DAX (development) */
+    gboolean create_missing;   /* migrate/restore: create a missing file */
     gboolean wipe_on_undefine; /* daxfile watch wipes a domain's files here
                                 * when it is undefined */
-    char *conf;              /* the file that declared it */
+    char *conf;                /* the file that declared it */
 } DaxfileRoot;
 
 typedef struct {
-    char *path;            /* the main file, for messages */
-    GPtrArray *roots;      /* DaxfileRoot */
-    GArray *trusted_uids;  /* uid_t; files under a root must be owned by one */
-    GPtrArray *path_map;   /* pairs: from, to, from, to, ... */
-    char *qemu_pid_dir;    /* libvirt's NAME.pid of each running domain:
-                            * the system daemon's (root) or the session
-                            * daemon's by default */
-    gboolean device_dax;   /* manage device-dax nvdimms too */
-    gboolean wipe_devdax;  /* daxfile watch wipes them at undefine */
+    char *path;           /* the main file, for messages */
+    GPtrArray *roots;     /* DaxfileRoot */
+    GArray *trusted_uids; /* uid_t; files under a root must be owned by one */
+    GPtrArray *path_map;  /* pairs: from, to, from, to, ... */
+    char *qemu_pid_dir;   /* libvirt's NAME.pid of each running domain:
+                           * the system daemon's (root) or the session
+                           * daemon's by default */
+    gboolean device_dax;  /* manage device-dax nvdimms too */
+    gboolean wipe_devdax; /* daxfile watch wipes them at undefine */
 } DaxfileConf;
 
 /* Where the system libvirtd keeps its QEMU pid files (a session daemon:

@@ -64,8 +64,8 @@ guint
 daxfile_create_cleanup_stale(int dirfd, const char *base)
 {
     g_autofree char *prefix = tmp_prefix(base);
-    g_auto(DaxfileFd) fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY |
-                                                  O_CLOEXEC);
+    g_auto(DaxfileFd) fd =
+        openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
     struct dirent *de;
     guint removed = 0;
@@ -84,8 +84,7 @@ daxfile_create_cleanup_stale(int dirfd, const char *base)
         /* PID.ATTEMPT.tmp (PID.tmp before create allocated again) */
         rest = de->d_name + strlen(prefix);
         pidstr = g_strndup(rest, strcspn(rest, "."));
-        if (!g_ascii_string_to_unsigned(pidstr, 10, 1, G_MAXINT32, &pid,
-                                        NULL))
+        if (!g_ascii_string_to_unsigned(pidstr, 10, 1, G_MAXINT32, &pid, NULL))
             continue;
         if (kill((pid_t)pid, 0) < 0 && errno == ESRCH &&
             unlinkat(dirfd, de->d_name, 0) == 0)
@@ -96,8 +95,8 @@ daxfile_create_cleanup_stale(int dirfd, const char *base)
 }
 
 static gboolean
-tmpfile_open(TmpFile *t, const char *base, const char *dirname,
-             guint attempt, GError **error)
+tmpfile_open(TmpFile *t, const char *base, const char *dirname, guint attempt,
+             GError **error)
 {
     g_autofree char *prefix = NULL;
 
@@ -113,8 +112,7 @@ tmpfile_open(TmpFile *t, const char *base, const char *dirname,
         return FALSE;
     }
     prefix = tmp_prefix(base);
-    t->tmpname = g_strdup_printf("%s%d.%u.tmp", prefix, (int)getpid(),
-                                 attempt);
+    t->tmpname = g_strdup_printf("%s%d.%u.tmp", prefix, (int)getpid(), attempt);
     t->fd = openat(t->dirfd, t->tmpname,
                    O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (t->fd < 0) {
@@ -132,8 +130,7 @@ tmpfile_link(TmpFile *t, const char *base, const char *name, GError **error)
     int rc;
 
     if (t->tmpname) {
-        rc = renameat2(t->dirfd, t->tmpname, t->dirfd, base,
-                       RENAME_NOREPLACE);
+        rc = renameat2(t->dirfd, t->tmpname, t->dirfd, base, RENAME_NOREPLACE);
     } else {
         g_autofree char *proc = g_strdup_printf("/proc/self/fd/%d", t->fd);
 
@@ -142,7 +139,8 @@ tmpfile_link(TmpFile *t, const char *base, const char *name, GError **error)
     if (rc < 0 && errno == EEXIST) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
                     "'%s' appeared while it was being created; nothing was "
-                    "overwritten", name);
+                    "overwritten",
+                    name);
         return FALSE;
     }
     if (rc < 0) {
@@ -215,8 +213,8 @@ fill_populate(int fd, const char *name, const DaxfileCreateParams *params,
     g_auto(DaxfileMapping) map = {NULL, params->size};
     guint64 off;
 
-    map.addr = mmap(NULL, params->size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                    fd, 0);
+    map.addr =
+        mmap(NULL, params->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (map.addr == MAP_FAILED) {
         daxfile_set_error_errno(error, errno, "Cannot map '%s'", name);
         return FALSE;
@@ -225,11 +223,11 @@ fill_populate(int fd, const char *name, const DaxfileCreateParams *params,
         size_t n = (size_t)MIN(POPULATE_CHUNK, params->size - off);
 
         if (madvise((guint8 *)map.addr + off, n, MADV_POPULATE_WRITE) < 0) {
-            if (off == 0 && (errno == EINVAL || errno == EOPNOTSUPP ||
-                             errno == ENOSYS))
+            if (off == 0 &&
+                (errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS))
                 return FALSE;
-            daxfile_set_error_errno(error, errno,
-                                    "Cannot write zeroes to '%s'", name);
+            daxfile_set_error_errno(error, errno, "Cannot write zeroes to '%s'",
+                                    name);
             return FALSE;
         }
         if (params->progress)
@@ -294,8 +292,7 @@ misplaced_pages(int fd, const char *name, const DaxfileFsInfo *fs,
     written = daxfile_extent_map_new(map->size, map->block_size);
     written->phys_offset = fs->part_offset;
     for (i = 0; i < map->extents->len; i++) {
-        const DaxfileExtent *e = &g_array_index(map->extents, DaxfileExtent,
-                                                i);
+        const DaxfileExtent *e = &g_array_index(map->extents, DaxfileExtent, i);
 
         daxfile_extent_map_add(written, e->logical, e->physical, e->length,
                                e->flags & ~(guint32)FIEMAP_EXTENT_UNWRITTEN);
@@ -336,7 +333,8 @@ collapse_misplaced(int fd, const char *name, const DaxfileFsInfo *fs,
 {
     guint64 want = params->size + params->align;
     guint64 unit = fs->stripe && fs->stripe % params->align == 0
-                   ? fs->stripe : params->align;
+                       ? fs->stripe
+                       : params->align;
     guint64 chunk = MAX(unit, params->size / 16 / unit * unit);
     guint steps = 64 + 8 * (guint)MIN(params->size / params->align, 1 << 20);
     gboolean grown = FALSE;
@@ -377,19 +375,21 @@ collapse_misplaced(int fd, const char *name, const DaxfileFsInfo *fs,
         }
         if (!found)
             break;
-        if (fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, (off_t)off,
-                      (off_t)len) < 0) {
-            g_debug("'%s': cannot collapse [%" G_GUINT64_FORMAT ", +%"
-                    G_GUINT64_FORMAT "): %s", name, off, len,
-                    g_strerror(errno));
+        if (fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, (off_t)off, (off_t)len) <
+            0) {
+            g_debug("'%s': cannot collapse [%" G_GUINT64_FORMAT
+                    ", +%" G_GUINT64_FORMAT "): %s",
+                    name, off, len, g_strerror(errno));
             break;
         }
         info->collapses++;
         info->collapsed += len;
     }
     if (grown && ftruncate(fd, (off_t)params->size) < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot cut '%s' back to its "
-                                "size", name);
+        daxfile_set_error_errno(error, errno,
+                                "Cannot cut '%s' back to its "
+                                "size",
+                                name);
         return FALSE;
     }
     return TRUE;
@@ -404,16 +404,16 @@ hold_misplaced(int fd, guint64 size, const GArray *pages)
     guint i;
 
     for (i = 0; i <= pages->len; i++) {
-        const DaxfileRange *r = i < pages->len
-            ? &g_array_index(pages, DaxfileRange, i) : NULL;
+        const DaxfileRange *r =
+            i < pages->len ? &g_array_index(pages, DaxfileRange, i) : NULL;
         guint64 end = r ? r->offset : size;
 
         if (end > off &&
             fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                       (off_t)off, (off_t)(end - off)) < 0)
-            g_debug("cannot give back [%" G_GUINT64_FORMAT ", +%"
-                    G_GUINT64_FORMAT "): %s", off, end - off,
-                    g_strerror(errno));
+            g_debug("cannot give back [%" G_GUINT64_FORMAT
+                    ", +%" G_GUINT64_FORMAT "): %s",
+                    off, end - off, g_strerror(errno));
         if (r)
             off = r->offset + r->length;
     }
@@ -431,8 +431,7 @@ room_to_retry(int fd, const GArray *pages)
 
     for (i = 0; i < pages->len; i++)
         kept += g_array_index(pages, DaxfileRange, i).length;
-    return fstatvfs(fd, &sv) == 0 &&
-           (guint64)sv.f_bavail * sv.f_frsize >= kept;
+    return fstatvfs(fd, &sv) == 0 && (guint64)sv.f_bavail * sv.f_frsize >= kept;
 }
 
 /* Allocate into @tmp; while the filesystem could give aligned extents but
@@ -440,10 +439,9 @@ room_to_retry(int fd, const GArray *pages)
  * again with a new file. The last attempt's file is kept whatever its
  * placement: the verification after the fill reports it. */
 static gboolean
-allocate_placed(TmpFile *tmp, GArray *held, const char *name,
-                const char *base, const char *dirname,
-                const DaxfileCreateParams *params, DaxfileFsInfo **ret_fs,
-                DaxfileCreateInfo *info, GError **error)
+allocate_placed(TmpFile *tmp, GArray *held, const char *name, const char *base,
+                const char *dirname, const DaxfileCreateParams *params,
+                DaxfileFsInfo **ret_fs, DaxfileCreateInfo *info, GError **error)
 {
     guint attempt;
 
@@ -472,7 +470,8 @@ allocate_placed(TmpFile *tmp, GArray *held, const char *name,
             !room_to_retry(tmp->fd, pages))
             return TRUE;
         g_debug("'%s': allocation %u placed %u range(s) misaligned or "
-                "split; allocating again", name, attempt, pages->len);
+                "split; allocating again",
+                name, attempt, pages->len);
         hold_misplaced(tmp->fd, params->size, pages);
         g_array_append_val(held, *tmp);
         *tmp = (TmpFile){tmp->dirfd, -1, NULL, FALSE};
@@ -498,11 +497,12 @@ create_validate(const char *name, const char *base,
 
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Size %s of '%s' is not a multiple of the alignment %s; "
-                    "use --size %s", size, name, align, up);
+                    "use --size %s",
+                    size, name, align, up);
         return FALSE;
     }
-    if (!*base || STREQ(base, ".") || STREQ(base, "..") ||
-        STREQ(base, "/") || g_str_has_suffix(name, "/")) {
+    if (!*base || STREQ(base, ".") || STREQ(base, "..") || STREQ(base, "/") ||
+        g_str_has_suffix(name, "/")) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' does not name a file", name);
         return FALSE;
@@ -521,7 +521,8 @@ create_precheck(int dirfd, const char *name, const char *base,
     if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
                     "'%s' already exists; daxfile create never overwrites "
-                    "a file (remove it or choose another path)", name);
+                    "a file (remove it or choose another path)",
+                    name);
         return FALSE;
     }
     if (fstatvfs(dirfd, &sv) == 0) {
@@ -532,7 +533,8 @@ create_precheck(int dirfd, const char *name, const char *base,
 
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NO_SPACE,
                         "Not enough space for '%s': it needs %s, the "
-                        "filesystem has %s available", name, need, have);
+                        "filesystem has %s available",
+                        name, need, have);
             return FALSE;
         }
     }
@@ -559,21 +561,22 @@ placement_fix(int fd, const DaxfileFsInfo *fs,
     if ((reason != DAXFILE_REASON_MISALIGNED &&
          reason != DAXFILE_REASON_DISCONTIGUOUS) ||
         fs->geometry_aligned != DAXFILE_TRI_YES ||
-        !daxfile_fs_free_space(fd, params->align, fs->part_offset,
-                               &free_bytes, &aligned))
+        !daxfile_fs_free_space(fd, params->align, fs->part_offset, &free_bytes,
+                               &aligned))
         return NULL;
     problems = daxfile_extent_problems(report->map, params->align);
     for (i = 0; i < problems->len; i++)
         misplaced += g_array_index(problems, DaxfileRange, i).length;
-    usable = daxfile_size_format(aligned + params->size - MIN(misplaced,
-                                                              params->size));
+    usable = daxfile_size_format(aligned + params->size -
+                                 MIN(misplaced, params->size));
     all = daxfile_size_format(free_bytes + params->size);
     asked = daxfile_size_format(params->size);
     align = daxfile_size_format(params->align);
     return g_strdup_printf("the filesystem has only %s in aligned %s pages "
                            "for the %s asked (%s free in all): free space, "
                            "defragment it (e4defrag, xfs_fsr), or use a "
-                           "smaller --align", usable, align, asked, all);
+                           "smaller --align",
+                           usable, align, asked, all);
 }
 
 static DaxfileReport *
@@ -596,8 +599,8 @@ create_verify(int fd, const char *path, const char *name,
     f = daxfile_file_new_from_fd(fcntl(fd, F_DUPFD_CLOEXEC, 0), path, error);
     if (!f)
         return NULL;
-    report = daxfile_report_build(f, params->align, params->allow_non_dax,
-                                  error);
+    report =
+        daxfile_report_build(f, params->align, params->allow_non_dax, error);
     if (!report)
         return NULL;
     if (report->layout_ok)
@@ -609,7 +612,8 @@ create_verify(int fd, const char *path, const char *name,
         fix = daxfile_report_fix(report, first->reason);
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
                 "'%s' was allocated but cannot back %s pages: %s; %s "
-                "(nothing was created)", name, align, why, fix);
+                "(nothing was created)",
+                name, align, why, fix);
     return NULL;
 }
 
@@ -633,8 +637,8 @@ create_in(int dirfd, const char *path, const char *name,
         return NULL;
     daxfile_create_cleanup_stale(dirfd, base);
     if (!create_precheck(dirfd, name, base, params, error) ||
-        !allocate_placed(&tmp, held, name, base, dirname, params, &fs,
-                         &info, error) ||
+        !allocate_placed(&tmp, held, name, base, dirname, params, &fs, &info,
+                         error) ||
         !fill(tmp.fd, name, fs, params, &info.method, error))
         return NULL;
     daxfile_test_crash_point("create-filled");
@@ -679,7 +683,8 @@ daxfile_create(const char *path, const DaxfileCreateParams *params,
     if (dirfd < 0) {
         daxfile_set_error_errno(error, errno,
                                 "Cannot create '%s': cannot open directory "
-                                "'%s'", name, dirname);
+                                "'%s'",
+                                name, dirname);
         return NULL;
     }
     return create_in(dirfd, path, name, params, ret_info, error);

@@ -25,8 +25,8 @@ typedef enum {
 
 typedef struct {
     DaxfileFillMethod method;
-    guint attempts;   /* allocations made, 1 when the first one was fit */
-    guint collapses;  /* misplaced ranges collapsed out of the file */
+    guint attempts;    /* allocations made, 1 when the first one was fit */
+    guint collapses;   /* misplaced ranges collapsed out of the file */
     guint64 collapsed; /* their bytes (blocks the file no longer holds) */
 } DaxfileCreateInfo;
 
@@ -60,8 +60,7 @@ DaxfileReport *daxfile_create(const char *path,
  * its basename is created there. */
 DaxfileReport *daxfile_create_at(int dirfd, const char *path,
                                  const DaxfileCreateParams *params,
-                                 DaxfileCreateInfo *ret_info,
-                                 GError **error);
+                                 DaxfileCreateInfo *ret_info, GError **error);
 
 /* Remove temporary files of earlier, interrupted runs for @path (named
  * fallback only; O_TMPFILE leaves nothing). Returns how many. */

@@ -24,8 +24,8 @@ daxfile_devdax_free(DaxfileDevdax *d)
 DaxfileDevdax *
 daxfile_devdax_read(dev_t rdev, const char *name, GError **error)
 {
-    g_autofree char *dir = g_strdup_printf("dev/char/%u:%u", major(rdev),
-                                           minor(rdev));
+    g_autofree char *dir =
+        g_strdup_printf("dev/char/%u:%u", major(rdev), minor(rdev));
     g_autofree char *subsystem = g_strconcat(dir, "/subsystem", NULL);
     g_autofree char *sub = daxfile_sysfs_link_name(subsystem);
     g_autofree char *self = daxfile_sysfs_link_name(dir);
@@ -38,7 +38,8 @@ daxfile_devdax_read(dev_t rdev, const char *name, GError **error)
     if (!sub || STRNEQ(sub, "dax") || !self) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
                     "'%s' is not a device-dax device (no dax device %u:%u "
-                    "in sysfs)", name, major(rdev), minor(rdev));
+                    "in sysfs)",
+                    name, major(rdev), minor(rdev));
         return NULL;
     }
     d->name = g_steal_pointer(&self);
@@ -70,8 +71,7 @@ daxfile_devdax_is(const char *path)
 }
 
 DaxfileFile *
-daxfile_devdax_open(const char *path, DaxfileDevdax **ret_dev,
-                    GError **error)
+daxfile_devdax_open(const char *path, DaxfileDevdax **ret_dev, GError **error)
 {
     g_autoptr(DaxfileFile) f = daxfile_file_open_node(
         path, O_RDONLY | O_NOFOLLOW,
@@ -113,7 +113,8 @@ daxfile_devdax_check_mode(const DaxfileDevdax *d, const char *name,
                 "mapped%s; fix: 'daxctl reconfigure-device --mode=devdax %s'",
                 name, d->name, daxfile_devdax_mode(d),
                 d->driver && STREQ(d->driver, "kmem")
-                    ? " (the host uses it as RAM)" : "",
+                    ? " (the host uses it as RAM)"
+                    : "",
                 d->name);
     return FALSE;
 }

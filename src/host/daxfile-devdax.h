@@ -21,12 +21,12 @@
 G_BEGIN_DECLS
 
 typedef struct {
-    char *name;      /* "dax0.0" */
+    char *name; /* "dax0.0" */
     dev_t rdev;
-    guint64 size;    /* bytes */
-    guint64 align;   /* its page size; 0 when the kernel does not say */
-    char *driver;    /* "device_dax" (devdax), "kmem" (system-ram), ...;
-                      * NULL when no driver is bound */
+    guint64 size;  /* bytes */
+    guint64 align; /* its page size; 0 when the kernel does not say */
+    char *driver;  /* "device_dax" (devdax), "kmem" (system-ram), ...;
+                    * NULL when no driver is bound */
 } DaxfileDevdax;
 
 void daxfile_devdax_free(DaxfileDevdax *d);

@@ -14,7 +14,8 @@
 #include "daxfile-size.h"
 #include "daxfile-util.h"
 
-#define PARSE_OPTIONS (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
+#define PARSE_OPTIONS                                                          \
+    (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING)
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlXPathContext, xmlXPathFreeContext)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlXPathObject, xmlXPathFreeObject)
@@ -37,17 +38,29 @@ static const struct {
     const char *unit;
     guint64 scale;
 } scales[] = {
-    {"b", 1}, {"byte", 1}, {"bytes", 1},
-    {"KB", 1000ULL}, {"k", 1ULL << 10}, {"KiB", 1ULL << 10},
-    {"MB", 1000000ULL}, {"M", 1ULL << 20}, {"MiB", 1ULL << 20},
-    {"GB", 1000000000ULL}, {"G", 1ULL << 30}, {"GiB", 1ULL << 30},
-    {"TB", 1000000000000ULL}, {"T", 1ULL << 40}, {"TiB", 1ULL << 40},
-    {"PB", 1000000000000000ULL}, {"P", 1ULL << 50}, {"PiB", 1ULL << 50},
+    {"b", 1},
+    {"byte", 1},
+    {"bytes", 1},
+    {"KB", 1000ULL},
+    {"k", 1ULL << 10},
+    {"KiB", 1ULL << 10},
+    {"MB", 1000000ULL},
+    {"M", 1ULL << 20},
+    {"MiB", 1ULL << 20},
+    {"GB", 1000000000ULL},
+    {"G", 1ULL << 30},
+    {"GiB", 1ULL << 30},
+    {"TB", 1000000000000ULL},
+    {"T", 1ULL << 40},
+    {"TiB", 1ULL << 40},
+    {"PB", 1000000000000000ULL},
+    {"P", 1ULL << 50},
+    {"PiB", 1ULL << 50},
 };
 
 gboolean
-daxfile_scale_parse(const char *value, const char *unit,
-                    guint64 default_scale, guint64 *ret, GError **error)
+daxfile_scale_parse(const char *value, const char *unit, guint64 default_scale,
+                    guint64 *ret, GError **error)
 {
     g_autofree char *num = NULL;
     guint64 scale = 0, n = 0;
@@ -170,11 +183,11 @@ nvdimm_parse(xmlNode *mem, DaxfileDeviceModel model, guint index,
     nv->pmem = child(source, "pmem") != NULL;
     nv->readonly = child(target, "readonly") != NULL;
     nv->node = -1;
-    if (node && g_ascii_string_to_unsigned(g_strstrip(node), 10, 0, 1024, &n,
-                                           NULL))
+    if (node &&
+        g_ascii_string_to_unsigned(g_strstrip(node), 10, 0, 1024, &n, NULL))
         nv->node = (gint)n;
-    if (!size_of(child(source, "alignsize"), "nvdimm alignsize",
-                 &nv->alignsize, error) ||
+    if (!size_of(child(source, "alignsize"), "nvdimm alignsize", &nv->alignsize,
+                 error) ||
         !size_of(child(target, "size"), "nvdimm size", &nv->size, error) ||
         !size_of(child(child(target, "label"), "size"), "nvdimm label size",
                  &nv->label_size, error))
@@ -193,8 +206,8 @@ parse_devices(DaxfileDomain *dom, xmlNode *devices, GError **error)
         DaxfileDeviceModel kind;
         guint64 size = 0;
 
-        if (c->type != XML_ELEMENT_NODE || STRNEQ((const char *)c->name,
-                                                  "memory"))
+        if (c->type != XML_ELEMENT_NODE ||
+            STRNEQ((const char *)c->name, "memory"))
             continue;
         if (!size_of(child(child(c, "target"), "size"), "memory device size",
                      &size, error))
@@ -279,8 +292,8 @@ read_xml(const char *xml, gsize len, GError **error)
     }
     if (len > DAXFILE_DOMXML_MAX || len > G_MAXINT) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "The domain XML is larger than %" G_GUINT64_FORMAT
-                    " MiB", DAXFILE_DOMXML_MAX >> 20);
+                    "The domain XML is larger than %" G_GUINT64_FORMAT " MiB",
+                    DAXFILE_DOMXML_MAX >> 20);
         return NULL;
     }
     xmlResetLastError();
@@ -293,8 +306,8 @@ read_xml(const char *xml, gsize len, GError **error)
         doc = ctxt->myDoc;
         ctxt->myDoc = NULL;
     }
-    dtd = ctxt && (ctxt->_private || (doc && (doc->intSubset ||
-                                              doc->extSubset)));
+    dtd =
+        ctxt && (ctxt->_private || (doc && (doc->intSubset || doc->extSubset)));
     if (doc && (dtd || !ctxt->wellFormed)) {
         xmlFreeDoc(doc);
         doc = NULL;
@@ -321,8 +334,8 @@ daxfile_domain_parse(const char *xml, gsize len, GError **error)
     xmlDoc *doc = read_xml(xml, len, error);
     xmlNode *root;
 
-    dom->nvdimms = g_ptr_array_new_with_free_func(
-        (GDestroyNotify)daxfile_nvdimm_free);
+    dom->nvdimms =
+        g_ptr_array_new_with_free_func((GDestroyNotify)daxfile_nvdimm_free);
     if (!doc)
         return NULL;
     dom->doc = doc;
@@ -425,14 +438,14 @@ daxfile_nvdimm_format(const DaxfileNvdimm *nv, GError **error)
 
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' is not valid UTF-8 and cannot be written into "
-                    "domain XML; rename the file", name);
+                    "domain XML; rename the file",
+                    name);
         return NULL;
     }
     xmlNewProp(mem, (const xmlChar *)"model",
                (const xmlChar *)daxfile_device_model_to_string(nv->model));
     if (nv->access)
-        xmlNewProp(mem, (const xmlChar *)"access",
-                   (const xmlChar *)nv->access);
+        xmlNewProp(mem, (const xmlChar *)"access", (const xmlChar *)nv->access);
     source = xmlNewChild(mem, NULL, (const xmlChar *)"source", NULL);
     if (nv->path)
         xmlNewTextChild(source, NULL, (const xmlChar *)"path",
@@ -474,8 +487,8 @@ static const char *const file_attrs[] = {
  * devices' <source><path>, host device <block>/<char>, ACPI <table>,
  * smartcard <database>, rng <backend>, blkiotune <path>. */
 static const char *const file_texts[] = {
-    "kernel", "initrd", "dtb", "loader", "nvram", "emulator", "path",
-    "block", "char", "table", "database", "backend",
+    "kernel", "initrd", "dtb",  "loader", "nvram",    "emulator",
+    "path",   "block",  "char", "table",  "database", "backend",
 };
 
 static gboolean
@@ -566,8 +579,8 @@ collect_refs(xmlNode *node, gint nvdimm, guint *n_nvdimm, GPtrArray *refs)
 GPtrArray *
 daxfile_domain_file_refs(const DaxfileDomain *dom)
 {
-    GPtrArray *refs = g_ptr_array_new_with_free_func(
-        (GDestroyNotify)daxfile_file_ref_free);
+    GPtrArray *refs =
+        g_ptr_array_new_with_free_func((GDestroyNotify)daxfile_file_ref_free);
     xmlNode *root = dom->doc ? xmlDocGetRootElement(dom->doc) : NULL;
     guint n = 0;
 
@@ -591,8 +604,8 @@ daxfile_domain_find_nvdimm(const DaxfileDomain *dom, const char *path)
             continue;
         /* the same file by any spelling: two NVDIMMs over one storage */
         if (STREQ(nv->path, path) ||
-            (known && stat(nv->path, &st) == 0 &&
-             st.st_dev == want.st_dev && st.st_ino == want.st_ino))
+            (known && stat(nv->path, &st) == 0 && st.st_dev == want.st_dev &&
+             st.st_ino == want.st_ino))
             return (gint)nv->index;
     }
     return -1;
@@ -631,16 +644,17 @@ check_memory_room(const DaxfileDomain *dom, const DaxfileNvdimm *nv,
     if (dom->memory_devices >= dom->max_slots) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Domain '%s' uses all %u memory slots; fix: raise "
-                    "<maxMemory slots='%u'>", name, dom->max_slots,
-                    dom->max_slots + 1);
+                    "<maxMemory slots='%u'>",
+                    name, dom->max_slots, dom->max_slots + 1);
         return FALSE;
     }
     if (need > dom->max_memory) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Domain '%s' has no room for %s more under <maxMemory> "
-                    "(%s); fix: <maxMemory slots='%u' unit='KiB'>%"
-                    G_GUINT64_FORMAT "</maxMemory>", name, want, max,
-                    dom->max_slots, need >> 10);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Domain '%s' has no room for %s more under <maxMemory> "
+            "(%s); fix: <maxMemory slots='%u' unit='KiB'>%" G_GUINT64_FORMAT
+            "</maxMemory>",
+            name, want, max, dom->max_slots, need >> 10);
         return FALSE;
     }
     return TRUE;
@@ -653,10 +667,8 @@ check_not_named(const DaxfileDomain *dom, const char *path, const char *name,
                 GError **error)
 {
     g_autoptr(GPtrArray) refs = daxfile_domain_file_refs(dom);
-    g_autoptr(GArray) want = g_array_new(FALSE, FALSE,
-                                         sizeof(DaxfileIdentity));
-    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE,
-                                        sizeof(DaxfileIdentity));
+    g_autoptr(GArray) want = g_array_new(FALSE, FALSE, sizeof(DaxfileIdentity));
+    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(DaxfileIdentity));
     guint i;
 
     daxfile_path_identities(path, want);
@@ -686,8 +698,8 @@ check_not_named(const DaxfileDomain *dom, const char *path, const char *name,
 }
 
 gboolean
-daxfile_domain_check_attach(const DaxfileDomain *dom,
-                            const DaxfileNvdimm *nv, GError **error)
+daxfile_domain_check_attach(const DaxfileDomain *dom, const DaxfileNvdimm *nv,
+                            GError **error)
 {
     g_autofree char *name = daxfile_escape(dom->name);
     g_autofree char *path = daxfile_escape(nv->path);
@@ -706,20 +718,23 @@ daxfile_domain_check_attach(const DaxfileDomain *dom,
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Domain '%s' has no NUMA cell; fix: add <cpu><numa><cell "
                     "id='0' cpus='0' memory='%" G_GUINT64_FORMAT "' "
-                    "unit='KiB'/></numa></cpu>", name, dom->memory >> 10);
+                    "unit='KiB'/></numa></cpu>",
+                    name, dom->memory >> 10);
         return FALSE;
     }
     if (nv->node < 0 || (guint)nv->node >= dom->numa_cells) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Domain '%s' has %u NUMA cell(s), so there is no node %d; "
-                    "fix: --node 0", name, dom->numa_cells, nv->node);
+                    "fix: --node 0",
+                    name, dom->numa_cells, nv->node);
         return FALSE;
     }
     if (!dom->acpi && nv->model == DAXFILE_DEVICE_NVDIMM) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Domain '%s' has no <features><acpi/>, and QEMU refuses "
                     "memory devices without ACPI; fix: add <acpi/> to "
-                    "<features>", name);
+                    "<features>",
+                    name);
         return FALSE;
     }
     index = daxfile_domain_find_nvdimm(dom, nv->path);

@@ -21,22 +21,21 @@ G_BEGIN_DECLS
 typedef struct {
     char *name;
     char *uuid;
-    GPtrArray *nvdimms;      /* DaxfileNvdimm */
-    guint64 memory;          /* <memory>, bytes */
-    guint64 max_memory;      /* <maxMemory>, bytes; 0 when absent */
-    guint max_slots;         /* <maxMemory slots=> */
+    GPtrArray *nvdimms; /* DaxfileNvdimm */
+    guint64 memory;     /* <memory>, bytes */
+    guint64 max_memory; /* <maxMemory>, bytes; 0 when absent */
+    guint max_slots;    /* <maxMemory slots=> */
     guint numa_cells;
-    gboolean acpi;           /* <features><acpi/> */
-    guint64 devices_memory;  /* sum of every <memory> device's size */
-    guint memory_devices;    /* number of <memory> devices */
-    void *doc;               /* the xmlDoc, for rewriting */
+    gboolean acpi;          /* <features><acpi/> */
+    guint64 devices_memory; /* sum of every <memory> device's size */
+    guint memory_devices;   /* number of <memory> devices */
+    void *doc;              /* the xmlDoc, for rewriting */
 } DaxfileDomain;
 
 void daxfile_domain_free(DaxfileDomain *dom);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileDomain, daxfile_domain_free)
 
-DaxfileDomain *daxfile_domain_parse(const char *xml, gsize len,
-                                    GError **error);
+DaxfileDomain *daxfile_domain_parse(const char *xml, gsize len, GError **error);
 
 /* Replace the <source><path> of the nvdimms whose index is a key of
  * @paths (GUINT_TO_POINTER(index) -> new path) and serialise the domain. */
@@ -48,9 +47,9 @@ char *daxfile_domain_rewrite_paths(DaxfileDomain *dom, GHashTable *paths,
  * initrd, dtb, ACPI tables, TPM and other memory devices, host devices,
  * and paths in <qemu:commandline>/<qemu:override> values. */
 typedef struct {
-    char *where;  /* the XML location: "/domain/devices/disk[2]/source/@file" */
-    char *path;   /* as written */
-    gint nvdimm;  /* the nvdimm whose own <source><path> this is, else -1 */
+    char *where; /* the XML location: "/domain/devices/disk[2]/source/@file" */
+    char *path;  /* as written */
+    gint nvdimm; /* the nvdimm whose own <source><path> this is, else -1 */
 } DaxfileFileRef;
 
 void daxfile_file_ref_free(DaxfileFileRef *ref);
@@ -68,8 +67,7 @@ char *daxfile_domain_nvdimm_xml(DaxfileDomain *dom, guint index);
  * room, a NUMA cell for the node, ACPI, not attached already. The error
  * names the missing piece and the XML that fixes it. */
 gboolean daxfile_domain_check_attach(const DaxfileDomain *dom,
-                                     const DaxfileNvdimm *nv,
-                                     GError **error);
+                                     const DaxfileNvdimm *nv, GError **error);
 
 /* libvirt's scaled integers: @unit "b", "KB" (1000), "k"/"KiB" (1024), ...
  * @default_scale applies when @unit is NULL. */

@@ -32,9 +32,8 @@ daxfile_guard_get(const DaxfileFile *f, gboolean *ret_on, GError **error)
     int flags = 0;
 
     if (ioctl(f->fd, FS_IOC_GETFLAGS, &flags) < 0) {
-        daxfile_set_error_errno(error, errno,
-                                "Cannot read the inode flags of '%s'",
-                                f->display);
+        daxfile_set_error_errno(
+            error, errno, "Cannot read the inode flags of '%s'", f->display);
         return FALSE;
     }
     *ret_on = (flags & FS_IMMUTABLE_FL) != 0;
@@ -87,7 +86,8 @@ daxfile_guard_set_durable(const DaxfileFile *f, gboolean on, GError **error)
     if (fsync(fd) < 0) {
         daxfile_set_error_errno(error, errno,
                                 "Cannot make the immutable flag of '%s' "
-                                "durable (fsync)", name);
+                                "durable (fsync)",
+                                name);
         return FALSE;
     }
     return TRUE;
@@ -188,8 +188,8 @@ probe_create(int dirfd, guint64 dev, int *ret_fd, GError **error)
 {
     size_t len = (size_t)sysconf(_SC_PAGESIZE) * PROBE_PAGES;
     g_autofree guint8 *zero = g_malloc0(len);
-    g_auto(DaxfileFd) fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC,
-                                  0600);
+    g_auto(DaxfileFd) fd =
+        openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     struct stat st;
 
     if (fd < 0) {
@@ -302,9 +302,9 @@ daxfile_guard_selftest(int dirfd, guint64 dev, gboolean dax,
     close(go[0]);
     if (pid > 0)
         daxfile_test_crash_point("selftest-running");
-    status = pid < 0 ? -1
-                     : selftest_wait(pid, ready[0], go[1], probe, &flag_set,
-                                     error);
+    status = pid < 0
+                 ? -1
+                 : selftest_wait(pid, ready[0], go[1], probe, &flag_set, error);
     close(ready[0]);
     close(go[1]);
     if (flag_set)

@@ -17,8 +17,7 @@ gboolean daxfile_guard_get(const DaxfileFile *f, gboolean *ret_on,
                            GError **error);
 
 /* Set or clear FS_IMMUTABLE_FL (needs CAP_LINUX_IMMUTABLE) */
-gboolean daxfile_guard_set(const DaxfileFile *f, gboolean on,
-                           GError **error);
+gboolean daxfile_guard_set(const DaxfileFile *f, gboolean on, GError **error);
 
 /* The same, then fsync() of @f, so that the flag change is on disk before
  * the caller records it (or the release of it) in the registry */
@@ -29,8 +28,8 @@ gboolean daxfile_guard_set_durable(const DaxfileFile *f, gboolean on,
 gboolean daxfile_have_cap_linux_immutable(void);
 
 typedef struct {
-    gboolean safe;   /* stores through a live mapping survived the flag */
-    char *detail;    /* what happened, for messages */
+    gboolean safe; /* stores through a live mapping survived the flag */
+    char *detail;  /* what happened, for messages */
 } DaxfileSelftest;
 
 void daxfile_selftest_clear(DaxfileSelftest *result);

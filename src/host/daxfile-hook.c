@@ -23,8 +23,8 @@ typedef struct {
     const DaxfileHookCall *call;
     const DaxfileConf *conf;
     DaxfileDomain *dom;
-    char *owner;       /* "domain:NAME" */
-    GPtrArray *notes;  /* borrowed, may be NULL */
+    char *owner;      /* "domain:NAME" */
+    GPtrArray *notes; /* borrowed, may be NULL */
 } Hook;
 
 /* "domain 'vm1' nvdimm0 '/mnt/pmem/vm1.img'" */
@@ -33,18 +33,18 @@ dev_label(const Hook *h, const DaxfileNvdimm *nv)
 {
     g_autofree char *dom = daxfile_escape(h->dom->name);
     g_autofree char *path = daxfile_escape(nv->path ? nv->path : "");
-    g_autofree char *dev = nv->alias
-        ? daxfile_escape(nv->alias)
-        : g_strdup_printf("%s#%u", daxfile_device_model_to_string(nv->model),
-                          nv->index);
+    g_autofree char *dev =
+        nv->alias ? daxfile_escape(nv->alias)
+                  : g_strdup_printf("%s#%u",
+                                    daxfile_device_model_to_string(nv->model),
+                                    nv->index);
 
     return g_strdup_printf("domain '%s' %s '%s'", dom, dev, path);
 }
 
 /* Prefix @local (moved into @error) with the device it is about. */
 static gboolean
-dev_fail(const Hook *h, const DaxfileNvdimm *nv, GError *local,
-         GError **error)
+dev_fail(const Hook *h, const DaxfileNvdimm *nv, GError *local, GError **error)
 {
     g_autofree char *label = dev_label(h, nv);
 
@@ -59,10 +59,8 @@ static DaxfileFile *
 dev_open(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
          GError **error)
 {
-    g_autoptr(DaxfileFile) f = daxfile_file_open_beneath(root->path,
-                                                         nv->path,
-                                                         DAXFILE_OPEN_READ,
-                                                         error);
+    g_autoptr(DaxfileFile) f = daxfile_file_open_beneath(
+        root->path, nv->path, DAXFILE_OPEN_READ, error);
 
     if (!f)
         return NULL;
@@ -95,8 +93,8 @@ devdax_validate(const DaxfileNvdimm *nv, GError **error)
     if (!daxfile_nvdimm_check(nv, error))
         return NULL;
     f = daxfile_devdax_open(nv->path, &d, error);
-    if (!f || !daxfile_devdax_check(d, f->display, nv->size, nv->alignsize,
-                                    error))
+    if (!f ||
+        !daxfile_devdax_check(d, f->display, nv->size, nv->alignsize, error))
         return NULL;
     return g_steal_pointer(&f);
 }
@@ -124,8 +122,8 @@ dev_validate(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "'%s' is %s but <target><size> is %s, and QEMU refuses a "
                     "mismatch; fix: <size unit='KiB'>%" G_GUINT64_FORMAT
-                    "</size>", f->display, have, want,
-                    (guint64)f->st.st_size >> 10);
+                    "</size>",
+                    f->display, have, want, (guint64)f->st.st_size >> 10);
         return NULL;
     }
     report = daxfile_report_build(f, daxfile_nvdimm_page(nv),
@@ -166,7 +164,8 @@ dev_root(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot **ret_root,
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
                     "'%s' is not a plain path ('.', '..' or '//' in it) and "
                     "leads outside the managed root '%s'; fix: use a plain "
-                    "absolute path inside the root", name, lexical->path);
+                    "absolute path inside the root",
+                    name, lexical->path);
         return FALSE;
     }
     fix = daxfile_escape(plain);
@@ -174,7 +173,8 @@ dev_root(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot **ret_root,
                 "'%s' names the managed file '%s' by another spelling "
                 "(relative, '.', '..', '//', a symbolic link or a bind "
                 "mount), which QEMU would open past the hook's checks; fix: "
-                "use '%s' in the domain XML", name, fix, fix);
+                "use '%s' in the domain XML",
+                name, fix, fix);
     return FALSE;
 }
 
@@ -259,11 +259,15 @@ check_no_alias(const Hook *h, GArray *devs, GError **error)
                 devs->len == 0)
                 continue;
             other = dev_label(h, first);
-            dev_fail(h, nv, g_error_new(
-                DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                "is the same file as %s, and the guest would see two pmem "
-                "devices over one storage; fix: give each device a file of "
-                "its own ('daxfile create')", other), error);
+            dev_fail(
+                h, nv,
+                g_error_new(
+                    DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "is the same file as %s, and the guest would see two pmem "
+                    "devices over one storage; fix: give each device a file of "
+                    "its own ('daxfile create')",
+                    other),
+                error);
             return FALSE;
         }
     }
@@ -313,18 +317,23 @@ ref_fail(const Hook *h, const DaxfileFileRef *ref, const DaxfileNvdimm *nv,
     g_autofree char *owner = NULL;
 
     if (nv)
-        return dev_fail(h, nv, g_error_new(
-            DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-            "is also named by %s ('%s'), and QEMU would open it there "
-            "outside the nvdimm's backend, past static mode; fix: remove "
-            "that reference, or give the nvdimm a file of its own "
-            "('daxfile create')", where, path), error);
+        return dev_fail(
+            h, nv,
+            g_error_new(
+                DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                "is also named by %s ('%s'), and QEMU would open it there "
+                "outside the nvdimm's backend, past static mode; fix: remove "
+                "that reference, or give the nvdimm a file of its own "
+                "('daxfile create')",
+                where, path),
+            error);
     held = daxfile_escape(e->path);
     owner = daxfile_escape(e->owner);
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
                 "domain '%s': %s '%s' names '%s', which '%s' holds as a "
                 "managed pmem file (%s); fix: remove that reference, or stop "
-                "'%s' first", dom, where, path, held, owner,
+                "'%s' first",
+                dom, where, path, held, owner,
                 daxfile_entry_state_to_string(e->state), owner);
     return FALSE;
 }
@@ -339,10 +348,8 @@ check_refs(const Hook *h, GArray *devs, GPtrArray *files, GError **error)
 {
     g_autoptr(GPtrArray) refs = daxfile_domain_file_refs(h->dom);
     g_autoptr(GPtrArray) entries = daxfile_static_list(error);
-    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE,
-                                        sizeof(DaxfileIdentity));
-    g_autoptr(GArray) own = g_array_new(FALSE, TRUE,
-                                        sizeof(DaxfileIdentity));
+    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(DaxfileIdentity));
+    g_autoptr(GArray) own = g_array_new(FALSE, TRUE, sizeof(DaxfileIdentity));
     guint i;
 
     if (!entries)
@@ -383,8 +390,8 @@ files_new(void)
 static GArray *
 dev_items(const Hook *h, GArray *devs, GPtrArray *files)
 {
-    GArray *items = g_array_sized_new(FALSE, TRUE, sizeof(DaxfileStaticItem),
-                                      files->len);
+    GArray *items =
+        g_array_sized_new(FALSE, TRUE, sizeof(DaxfileStaticItem), files->len);
     guint i;
 
     g_array_set_clear_func(items, (GDestroyNotify)daxfile_static_item_clear);
@@ -471,8 +478,8 @@ attest(const Hook *h, const DaxfileNvdimm *nv, pid_t pid, const char *smaps,
     gboolean nvdimm = nv->model == DAXFILE_DEVICE_NVDIMM;
     GError *local = NULL;
 
-    if (daxfile_attest(pid, smaps, f, nv->size,
-                       nvdimm ? nv->alignsize : 0, nvdimm, &a, &local))
+    if (daxfile_attest(pid, smaps, f, nv->size, nvdimm ? nv->alignsize : 0,
+                       nvdimm, &a, &local))
         return TRUE;
     return dev_fail(h, nv, local, error);
 }
@@ -504,11 +511,9 @@ hook_engage(const Hook *h, GError **error)
             f = devdax_validate(d->nv, &local);
         } else {
             if (!smaps) {
-                pid = daxfile_attest_qemu_pid(h->conf->qemu_pid_dir,
-                                              h->dom->name, h->conf->path,
-                                              error);
-                if (pid < 0 ||
-                    !(smaps = daxfile_attest_read_smaps(pid, error)))
+                pid = daxfile_attest_qemu_pid(
+                    h->conf->qemu_pid_dir, h->dom->name, h->conf->path, error);
+                if (pid < 0 || !(smaps = daxfile_attest_read_smaps(pid, error)))
                     return FALSE;
             }
             f = dev_open(h, d->nv, d->root, &local);
@@ -522,16 +527,15 @@ hook_engage(const Hook *h, GError **error)
     if (devs->len == 0)
         return TRUE;
     items = dev_items(h, devs, files);
-    if (!daxfile_static_enable_set((DaxfileStaticItem *)items->data,
-                                   items->len, &failed, &local))
+    if (!daxfile_static_enable_set((DaxfileStaticItem *)items->data, items->len,
+                                   &failed, &local))
         return set_fail(h, devs, failed, local, error);
     for (i = 0; i < items->len; i++) {
-        const DaxfileStaticItem *it = &g_array_index(items,
-                                                     DaxfileStaticItem, i);
+        const DaxfileStaticItem *it =
+            &g_array_index(items, DaxfileStaticItem, i);
 
         if (it->result.warning)
-            note(h, g_array_index(devs, ManagedDev, i).nv,
-                 it->result.warning);
+            note(h, g_array_index(devs, ManagedDev, i).nv, it->result.warning);
     }
     return TRUE;
 }
@@ -564,8 +568,8 @@ hook_release(const Hook *h, GError **error)
         if (d->root)
             f = daxfile_file_open_beneath(d->root->path, d->nv->path,
                                           DAXFILE_OPEN_READ, NULL);
-        else if ((fd = open(d->nv->path,
-                            O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
+        else if ((fd = open(d->nv->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >=
+                 0)
             f = daxfile_file_new_from_fd(fd, d->nv->path, NULL);
         if (!f)
             continue;
@@ -580,17 +584,17 @@ hook_release(const Hook *h, GError **error)
     if (!ok)
         set_fail(h, opened, failed, local, error);
     for (i = 0; i < items->len; i++) {
-        const DaxfileStaticItem *it = &g_array_index(items,
-                                                     DaxfileStaticItem, i);
+        const DaxfileStaticItem *it =
+            &g_array_index(items, DaxfileStaticItem, i);
 
         if (it->not_ours || !it->released.owner ||
             it->released.layout_unchanged || !ok)
             continue;
         ok = dev_fail(h, g_array_index(opened, ManagedDev, i).nv,
                       g_error_new(DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                                  "'%s' was released but %s",
-                                  it->file->display,
-                                  it->released.change), error);
+                                  "'%s' was released but %s", it->file->display,
+                                  it->released.change),
+                      error);
     }
     return ok;
 }
@@ -620,9 +624,8 @@ ensure_file(const Hook *h, const DaxfileNvdimm *nv, const char *path,
         DaxfileCreateParams params = {.size = nv->size,
                                       .align = daxfile_nvdimm_page(nv),
                                       .allow_non_dax = root->allow_non_dax};
-        g_autoptr(DaxfileReport) made = daxfile_create_at(dirfd, path,
-                                                          &params, NULL,
-                                                          &local);
+        g_autoptr(DaxfileReport) made =
+            daxfile_create_at(dirfd, path, &params, NULL, &local);
 
         if (made)
             f = dev_validate(h, &mapped, root, &local);
@@ -636,14 +639,14 @@ ensure_file(const Hook *h, const DaxfileNvdimm *nv, const char *path,
 static gboolean
 hook_incoming(const Hook *h, char **ret_stdout, GError **error)
 {
-    g_autoptr(GHashTable) rewrites = g_hash_table_new_full(NULL, NULL, NULL,
-                                                           g_free);
+    g_autoptr(GHashTable) rewrites =
+        g_hash_table_new_full(NULL, NULL, NULL, g_free);
     guint i;
 
     for (i = 0; i < h->dom->nvdimms->len; i++) {
         DaxfileNvdimm *nv = g_ptr_array_index(h->dom->nvdimms, i);
-        char *mapped = nv->path ? daxfile_conf_map_path(h->conf, nv->path)
-                                : NULL;
+        char *mapped =
+            nv->path ? daxfile_conf_map_path(h->conf, nv->path) : NULL;
         DaxfileNvdimm here = *nv;
         const DaxfileRoot *root = NULL;
         GError *local = NULL;

@@ -25,7 +25,7 @@ typedef struct {
     const char *object; /* domain name (argv[1]) */
     const char *op;
     const char *subop;
-    const char *xml;    /* stdin */
+    const char *xml; /* stdin */
     gsize xml_len;
     /* the process that ran the hook (libvirtd) and its start time, read
      * as the hook starts: a reservation lives as long as it does. (Read
@@ -40,8 +40,7 @@ typedef struct {
  * *ret_stdout is set (to XML) only when migrate/restore rewrote a path.
  * Notes for the log (a weaker mechanism than asked for, a file created on
  * this host) go to @notes (strings) when it is not NULL. */
-gboolean daxfile_hook_run(const DaxfileHookCall *call,
-                          const DaxfileConf *conf, char **ret_stdout,
-                          GPtrArray *notes, GError **error);
+gboolean daxfile_hook_run(const DaxfileHookCall *call, const DaxfileConf *conf,
+                          char **ret_stdout, GPtrArray *notes, GError **error);
 
 G_END_DECLS

@@ -26,11 +26,10 @@ loop_backing(const char *sysdir, guint depth, GArray *out)
     g_autofree char *part = g_build_filename(sysdir, "partition", NULL);
     g_autofree char *whole = g_build_filename(sysdir, "..", NULL);
     const char *dir = daxfile_sysfs_exists(part) ? whole : sysdir;
-    g_autofree char *rel = g_build_filename(dir, "loop", "backing_file",
-                                            NULL);
+    g_autofree char *rel = g_build_filename(dir, "loop", "backing_file", NULL);
     g_autofree char *backing = daxfile_sysfs_read(rel, NULL);
-    g_autofree char *slaves = g_build_filename(daxfile_sysfs_root(), dir,
-                                               "slaves", NULL);
+    g_autofree char *slaves =
+        g_build_filename(daxfile_sysfs_root(), dir, "slaves", NULL);
     g_autoptr(GDir) d = depth > 0 ? g_dir_open(slaves, 0, NULL) : NULL;
     const char *name;
     struct stat st;

@@ -40,9 +40,8 @@ daxfile_kernel_get(long nr, const DaxfileFile *f, gboolean *ret_static,
     long rc = daxctl(nr, f->fd, DAXCTL_F_GET, 0);
 
     if (rc < 0) {
-        daxfile_set_error_errno(error, errno,
-                                "daxctl(DAXCTL_F_GET) failed on '%s'",
-                                f->display);
+        daxfile_set_error_errno(
+            error, errno, "daxctl(DAXCTL_F_GET) failed on '%s'", f->display);
         return FALSE;
     }
     *ret_static = (rc & DAXCTL_F_STATIC) != 0;
@@ -50,8 +49,8 @@ daxfile_kernel_get(long nr, const DaxfileFile *f, gboolean *ret_static,
 }
 
 gboolean
-daxfile_kernel_set(long nr, const DaxfileFile *f, gboolean on,
-                   guint64 align, GError **error)
+daxfile_kernel_set(long nr, const DaxfileFile *f, gboolean on, guint64 align,
+                   GError **error)
 {
     const char *name = f->display;
     long rc = daxctl(nr, f->fd, on ? DAXCTL_F_STATIC : 0, on ? align : 0);
@@ -63,22 +62,24 @@ daxfile_kernel_set(long nr, const DaxfileFile *f, gboolean on,
     case EPERM:
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
                     "The kernel refused to change static mode of '%s': "
-                    "CAP_LINUX_IMMUTABLE is needed (run as root)", name);
+                    "CAP_LINUX_IMMUTABLE is needed (run as root)",
+                    name);
         break;
     case EBUSY:
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
                     "The kernel refused to make '%s' static: it is a "
-                    "swapfile or already static", name);
+                    "swapfile or already static",
+                    name);
         break;
     case EINVAL:
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
                     "The kernel refused to make '%s' static: not a DAX "
                     "regular file, or an extent is a hole, unwritten, shared "
-                    "or not aligned; see 'daxfile check'", name);
+                    "or not aligned; see 'daxfile check'",
+                    name);
         break;
     default:
-        daxfile_set_error_errno(error, errsv, "daxctl() failed on '%s'",
-                                name);
+        daxfile_set_error_errno(error, errsv, "daxctl() failed on '%s'", name);
     }
     return FALSE;
 }

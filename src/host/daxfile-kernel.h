@@ -27,8 +27,8 @@ G_BEGIN_DECLS
 gboolean daxfile_kernel_syscall_nr(long *ret_nr);
 
 /* DAXCTL_F_GET: TRUE in *ret_static when the inode is static */
-gboolean daxfile_kernel_get(long nr, const DaxfileFile *f,
-                            gboolean *ret_static, GError **error);
+gboolean daxfile_kernel_get(long nr, const DaxfileFile *f, gboolean *ret_static,
+                            GError **error);
 
 /* DAXCTL_F_STATIC (on) or 0 (off) with @align */
 gboolean daxfile_kernel_set(long nr, const DaxfileFile *f, gboolean on,

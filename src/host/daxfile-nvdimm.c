@@ -5,10 +5,8 @@
 #include "daxfile-size.h"
 #include "daxfile-util.h"
 
-DAXFILE_ENUM_IMPL(daxfile_device_model, DaxfileDeviceModel,
-                  DAXFILE_DEVICE_LAST,
-                  "nvdimm",
-                  "virtio-pmem");
+DAXFILE_ENUM_IMPL(daxfile_device_model, DaxfileDeviceModel, DAXFILE_DEVICE_LAST,
+                  "nvdimm", "virtio-pmem");
 
 void
 daxfile_nvdimm_init(DaxfileNvdimm *nv, DaxfileDeviceModel model,
@@ -96,18 +94,19 @@ check_label(const DaxfileNvdimm *nv, GError **error)
     if (nv->label_size && nv->label_size < DAXFILE_MIN_LABEL_SIZE) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "label size %s is below QEMU's minimum of 128 KiB; fix: "
-                    "<label><size unit='KiB'>128</size></label>", label);
+                    "<label><size unit='KiB'>128</size></label>",
+                    label);
         return FALSE;
     }
     visible = nv->label_size < nv->size
-                  ? DAXFILE_ALIGN_DOWN(nv->size - nv->label_size,
-                                       nv->alignsize)
+                  ? DAXFILE_ALIGN_DOWN(nv->size - nv->label_size, nv->alignsize)
                   : 0;
     if (visible == 0) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "the guest would see 0 bytes (size %s minus label %s, "
                     "aligned down to <alignsize>); fix: a larger file and "
-                    "<size>, or a smaller label", size, label);
+                    "<size>, or a smaller label",
+                    size, label);
         return FALSE;
     }
     return TRUE;

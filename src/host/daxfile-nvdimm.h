@@ -43,7 +43,7 @@ DAXFILE_ENUM_DECL(daxfile_device_model, DaxfileDeviceModel);
  * A virtio-pmem device has only access, <path> and <size> in its XML
  * (libvirt keeps nothing else of it). */
 typedef struct {
-    guint index;        /* position among the domain's pmem devices */
+    guint index; /* position among the domain's pmem devices */
     DaxfileDeviceModel model;
     char *alias;        /* <alias name=>, or NULL */
     char *access;       /* "shared", "private", or NULL */

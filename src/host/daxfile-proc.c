@@ -60,8 +60,9 @@ map_line_matches(pid_t pid, const char *line, const MapKey *key)
     char range[64];
     struct stat st;
 
-    if (sscanf(line, "%63s %*s %*s %x:%x %llu", range, &maj, &min,
-               &inode) != 4 || inode == 0)
+    if (sscanf(line, "%63s %*s %*s %x:%x %llu", range, &maj, &min, &inode) !=
+            4 ||
+        inode == 0)
         return FALSE;
     if (!key->rdev)
         return inode == key->ino && maj == major(key->dev) &&
@@ -235,8 +236,8 @@ GArray *
 daxfile_proc_tree(pid_t pid)
 {
     g_autoptr(GArray) pids = proc_pids();
-    g_autoptr(GArray) ppids = g_array_sized_new(FALSE, FALSE, sizeof(pid_t),
-                                                pids->len);
+    g_autoptr(GArray) ppids =
+        g_array_sized_new(FALSE, FALSE, sizeof(pid_t), pids->len);
     GArray *tree = g_array_new(FALSE, FALSE, sizeof(pid_t));
     gboolean grew = TRUE;
     guint i;
@@ -287,8 +288,8 @@ smaps_header(const char *line, guint64 *start, guint64 *end, char perms[5],
 {
     unsigned long long s, e, off, inode;
 
-    if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu", &s, &e, perms, &off,
-               maj, min, &inode) != 7)
+    if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu", &s, &e, perms, &off, maj,
+               min, &inode) != 7)
         return FALSE;
     *start = s;
     *end = e;
@@ -330,7 +331,7 @@ daxfile_smaps_find(const char *smaps, guint64 dev, guint64 ino,
 {
     g_auto(GStrv) lines = g_strsplit(smaps, "\n", -1);
     DaxfileProcMap cur = {0};
-    gboolean in_cur = FALSE;  /* the VMA being read belongs to @cur */
+    gboolean in_cur = FALSE; /* the VMA being read belongs to @cur */
     gboolean have_cur = FALSE;
     gboolean have = FALSE;
     guint i;
@@ -355,10 +356,12 @@ daxfile_smaps_find(const char *smaps, guint64 dev, guint64 ino,
             }
             if (have_cur)
                 mapping_keep(out, &have, &cur);
-            cur = (DaxfileProcMap){.start = start, .end = end,
+            cur = (DaxfileProcMap){.start = start,
+                                   .end = end,
                                    .offset = offset,
                                    .shared = perms[3] == 's',
-                                   .sync = TRUE, .vmas = 1};
+                                   .sync = TRUE,
+                                   .vmas = 1};
             have_cur = TRUE;
         } else if (in_cur && g_str_has_prefix(lines[i], "VmFlags:")) {
             cur.sync = cur.sync && vmflags_has(lines[i], "sf");

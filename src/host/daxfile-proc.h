@@ -45,15 +45,15 @@ gboolean daxfile_pid_in(const GArray *pids, pid_t pid);
  * other (in address and in file offset) merged into one range, as
  * /proc/PID/smaps shows them. */
 typedef struct {
-    guint64 start;     /* address of the first byte */
-    guint64 end;       /* address after the last byte */
-    guint64 offset;    /* file offset mapped at @start */
-    gboolean shared;   /* every VMA MAP_SHARED ("s" in the permissions) */
-    gboolean sync;     /* every VMA has VM_SYNC ("sf" in VmFlags): the
-                        * mapping was made with MAP_SYNC and the kernel
-                        * took it */
-    guint vmas;        /* VMAs merged */
-    guint others;      /* further mappings of the file not merged in */
+    guint64 start;   /* address of the first byte */
+    guint64 end;     /* address after the last byte */
+    guint64 offset;  /* file offset mapped at @start */
+    gboolean shared; /* every VMA MAP_SHARED ("s" in the permissions) */
+    gboolean sync;   /* every VMA has VM_SYNC ("sf" in VmFlags): the
+                      * mapping was made with MAP_SYNC and the kernel
+                      * took it */
+    guint vmas;      /* VMAs merged */
+    guint others;    /* further mappings of the file not merged in */
 } DaxfileProcMap;
 
 /* The largest mapping of inode @dev/@ino in @smaps (the text of

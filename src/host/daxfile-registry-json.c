@@ -49,17 +49,17 @@ entry_from_json(JsonObject *obj)
     e->owner_uuid = g_strdup(member_string(obj, "owner_uuid"));
     e->device = g_strdup(member_string(obj, "device"));
     e->pid = json_object_get_int_member_with_default(obj, "pid", 0);
-    e->align = (guint64)json_object_get_int_member_with_default(obj, "align",
-                                                                0);
+    e->align =
+        (guint64)json_object_get_int_member_with_default(obj, "align", 0);
     e->fingerprint = g_strdup(member_string(obj, "fingerprint"));
     e->since = g_strdup(member_string(obj, "since"));
     e->boot_id = g_strdup(member_string(obj, "boot_id"));
-    e->flag_set = json_object_get_boolean_member_with_default(obj, "flag_set",
-                                                              FALSE);
+    e->flag_set =
+        json_object_get_boolean_member_with_default(obj, "flag_set", FALSE);
     e->handle = g_strdup(member_string(obj, "handle"));
     e->fsid = g_strdup(member_string(obj, "fsid"));
-    e->holder_pid = json_object_get_int_member_with_default(obj, "holder_pid",
-                                                            0);
+    e->holder_pid =
+        json_object_get_int_member_with_default(obj, "holder_pid", 0);
     e->holder_start = (guint64)json_object_get_int_member_with_default(
         obj, "holder_start", 0);
     return g_steal_pointer(&e);
@@ -77,7 +77,8 @@ daxfile_registry_parse(const char *path, GPtrArray *entries, GError **error)
     if (!json_parser_load_from_file(parser, path, &local)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
                     "Cannot read the registry '%s': %s; move it aside and run "
-                    "'daxfile repair'", path, local->message);
+                    "'daxfile repair'",
+                    path, local->message);
         return FALSE;
     }
     root = json_parser_get_root(parser);
@@ -98,7 +99,8 @@ daxfile_registry_parse(const char *path, GPtrArray *entries, GError **error)
         if (!e) {
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
                         "Cannot read the registry '%s': entry %u is "
-                        "malformed", path, i);
+                        "malformed",
+                        path, i);
             return FALSE;
         }
         g_ptr_array_add(entries, e);
@@ -115,16 +117,18 @@ entry_to_json(JsonBuilder *b, const DaxfileEntry *e)
     } else {
         /* JSON holds UTF-8 only: readable form plus the exact bytes */
         g_autofree char *shown = daxfile_escape(e->path);
-        g_autofree char *b64 = g_base64_encode((const guchar *)e->path,
-                                               strlen(e->path));
+        g_autofree char *b64 =
+            g_base64_encode((const guchar *)e->path, strlen(e->path));
 
         daxfile_json_add_string(b, "path", shown);
         daxfile_json_add_string(b, "path_b64", b64);
     }
     daxfile_json_add_int(b, "dev", (gint64)e->dev);
     daxfile_json_add_int(b, "ino", (gint64)e->ino);
-    daxfile_json_add_string(b, "state", daxfile_entry_state_to_string(e->state));
-    daxfile_json_add_string(b, "mechanism", daxfile_mechanism_to_string(e->mechanism));
+    daxfile_json_add_string(b, "state",
+                            daxfile_entry_state_to_string(e->state));
+    daxfile_json_add_string(b, "mechanism",
+                            daxfile_mechanism_to_string(e->mechanism));
     daxfile_json_add_string(b, "owner", e->owner);
     daxfile_json_add_string(b, "owner_uuid", e->owner_uuid);
     if (e->device)

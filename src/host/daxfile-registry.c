@@ -24,17 +24,11 @@ struct _DaxfileRegistry {
 };
 
 DAXFILE_ENUM_IMPL(daxfile_mechanism, DaxfileMechanism, DAXFILE_MECH_LAST,
-                  "none",
-                  "kernel",
-                  "immutable-guard",
-                  "verified-only",
+                  "none", "kernel", "immutable-guard", "verified-only",
                   "device-dax");
 
 DAXFILE_ENUM_IMPL(daxfile_entry_state, DaxfileEntryState, DAXFILE_STATE_LAST,
-                  "reserved",
-                  "engaging",
-                  "engaged",
-                  "releasing");
+                  "reserved", "engaging", "engaged", "releasing");
 
 void
 daxfile_entry_free(DaxfileEntry *entry)
@@ -85,8 +79,8 @@ state_dir(const char *sub, const char *fallback)
 char *
 daxfile_state_run_dir(void)
 {
-    g_autofree char *user = g_build_filename(g_get_user_runtime_dir(),
-                                             "daxfile", NULL);
+    g_autofree char *user =
+        g_build_filename(g_get_user_runtime_dir(), "daxfile", NULL);
 
     return state_dir("run", geteuid() == 0 ? DAXFILE_RUNSTATEDIR : user);
 }
@@ -94,8 +88,8 @@ daxfile_state_run_dir(void)
 char *
 daxfile_state_lib_dir(void)
 {
-    g_autofree char *user = g_build_filename(g_get_user_state_dir(),
-                                             "daxfile", NULL);
+    g_autofree char *user =
+        g_build_filename(g_get_user_state_dir(), "daxfile", NULL);
 
     return state_dir("lib", geteuid() == 0 ? DAXFILE_LIBSTATEDIR : user);
 }
@@ -156,8 +150,8 @@ daxfile_registry_open(GError **error)
     g_autofree char *lock = g_build_filename(run, "registry.lock", NULL);
 
     reg->lock_fd = -1;
-    reg->entries = g_ptr_array_new_with_free_func(
-        (GDestroyNotify)daxfile_entry_free);
+    reg->entries =
+        g_ptr_array_new_with_free_func((GDestroyNotify)daxfile_entry_free);
     reg->path = g_build_filename(lib, DAXFILE_REGISTRY_FILE, NULL);
     if (!ensure_dir(run, error) || !ensure_dir(lib, error))
         return NULL;
@@ -266,8 +260,7 @@ daxfile_registry_save(DaxfileRegistry *reg, GError **error)
         return TRUE;
     text = daxfile_registry_serialise(reg->entries);
     len = strlen(text);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-              0600);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
         daxfile_set_error_errno(error, errno, "Cannot write '%s'", tmp);
         unlink(tmp);
@@ -275,15 +268,16 @@ daxfile_registry_save(DaxfileRegistry *reg, GError **error)
     }
     daxfile_test_crash_point("registry-written");
     if (rename(tmp, reg->path) < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot replace '%s'",
-                                reg->path);
+        daxfile_set_error_errno(error, errno, "Cannot replace '%s'", reg->path);
         unlink(tmp);
         return FALSE;
     }
     dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0 || fsync(dirfd) < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot make '%s' durable "
-                                "(fsync of its directory)", reg->path);
+        daxfile_set_error_errno(error, errno,
+                                "Cannot make '%s' durable "
+                                "(fsync of its directory)",
+                                reg->path);
         return FALSE;
     }
     reg->dirty = FALSE;
@@ -296,8 +290,8 @@ daxfile_registry_lock_inode(guint64 dev, guint64 ino, const char *name,
 {
     g_autofree char *run = daxfile_state_run_dir();
     g_autofree char *dir = g_build_filename(run, "locks", NULL);
-    g_autofree char *base = g_strdup_printf("%" G_GUINT64_FORMAT "-%"
-                                            G_GUINT64_FORMAT ".lock", dev, ino);
+    g_autofree char *base = g_strdup_printf(
+        "%" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT ".lock", dev, ino);
     g_autofree char *path = g_build_filename(dir, base, NULL);
     g_auto(DaxfileFd) fd = -1;
 
@@ -314,7 +308,8 @@ daxfile_registry_lock_inode(guint64 dev, guint64 ino, const char *name,
         if (errno == EWOULDBLOCK) {
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
                         "'%s' is busy: another daxfile operation on it is in "
-                        "progress; try again", name);
+                        "progress; try again",
+                        name);
             return -1;
         }
         daxfile_set_error_errno(error, errno, "Cannot lock '%s'", path);

@@ -27,14 +27,14 @@ typedef enum {
 } DaxfileEntryState;
 
 typedef enum {
-    DAXFILE_MECH_NONE,           /* reserved only */
-    DAXFILE_MECH_KERNEL,         /* daxctl(DAXCTL_F_STATIC) */
-    DAXFILE_MECH_IMMUTABLE,      /* FS_IMMUTABLE_FL after the consumer mapped */
-    DAXFILE_MECH_VERIFIED_ONLY,  /* checked, nothing enforced */
-    DAXFILE_MECH_DEVICE_DAX,     /* a device-dax device: it has no block
-                                  * map, nothing to enforce; held for its
-                                  * owner (entry key: its device number,
-                                  * inode 0) */
+    DAXFILE_MECH_NONE,          /* reserved only */
+    DAXFILE_MECH_KERNEL,        /* daxctl(DAXCTL_F_STATIC) */
+    DAXFILE_MECH_IMMUTABLE,     /* FS_IMMUTABLE_FL after the consumer mapped */
+    DAXFILE_MECH_VERIFIED_ONLY, /* checked, nothing enforced */
+    DAXFILE_MECH_DEVICE_DAX,    /* a device-dax device: it has no block
+                                 * map, nothing to enforce; held for its
+                                 * owner (entry key: its device number,
+                                 * inode 0) */
     DAXFILE_MECH_LAST
 } DaxfileMechanism;
 
@@ -44,21 +44,21 @@ typedef struct {
     guint64 ino;
     DaxfileEntryState state;
     DaxfileMechanism mechanism;
-    char *owner;        /* "domain:NAME", "pid:N" or a user-given name */
-    char *owner_uuid;   /* domain uuid, or NULL */
-    char *device;       /* the domain's device model ("nvdimm",
-                         * "virtio-pmem"), or NULL */
-    gint64 pid;         /* consumer process for `run`, 0 otherwise */
+    char *owner;      /* "domain:NAME", "pid:N" or a user-given name */
+    char *owner_uuid; /* domain uuid, or NULL */
+    char *device;     /* the domain's device model ("nvdimm",
+                       * "virtio-pmem"), or NULL */
+    gint64 pid;       /* consumer process for `run`, 0 otherwise */
     guint64 align;
-    char *fingerprint;  /* extent-map digest at enable */
-    char *since;        /* ISO 8601 UTC */
+    char *fingerprint; /* extent-map digest at enable */
+    char *since;       /* ISO 8601 UTC */
     char *boot_id;
-    gboolean flag_set;  /* daxfile set FS_IMMUTABLE_FL itself */
-    char *handle;       /* file handle ("TYPE:HEX"): finds the inode again
-                         * after a rename or a reboot; NULL when none */
-    char *fsid;         /* statfs f_fsid of its filesystem, hex */
-    gint64 holder_pid;  /* reserved: the process that ran the hook (the
-                         * libvirtd starting the domain), 0 when unknown */
+    gboolean flag_set;    /* daxfile set FS_IMMUTABLE_FL itself */
+    char *handle;         /* file handle ("TYPE:HEX"): finds the inode again
+                           * after a rename or a reboot; NULL when none */
+    char *fsid;           /* statfs f_fsid of its filesystem, hex */
+    gint64 holder_pid;    /* reserved: the process that ran the hook (the
+                           * libvirtd starting the domain), 0 when unknown */
     guint64 holder_start; /* its start time (/proc/PID/stat), against pid
                            * reuse */
 } DaxfileEntry;

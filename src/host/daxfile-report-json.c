@@ -20,7 +20,8 @@ json_add_problems(JsonBuilder *b, const DaxfileReport *report)
         json_builder_begin_object(b);
         daxfile_json_add_int(b, "offset", r->offset);
         daxfile_json_add_int(b, "length", r->length);
-        daxfile_json_add_string(b, "reason", daxfile_reason_to_string(r->reason));
+        daxfile_json_add_string(b, "reason",
+                                daxfile_reason_to_string(r->reason));
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
@@ -87,4 +88,3 @@ daxfile_report_to_json(const DaxfileReport *report)
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }
-

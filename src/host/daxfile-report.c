@@ -41,9 +41,8 @@ daxfile_report_new(const char *path, const char *display, guint64 align,
     report->fingerprint = daxfile_extent_map_fingerprint(map);
     report->problems = daxfile_extent_problems(map, align);
     report->layout_ok = report->problems->len == 0;
-    report->dax_effective =
-        fs->dax == DAXFILE_TRI_YES ||
-        (fs->dax == DAXFILE_TRI_UNKNOWN && fs->map_sync);
+    report->dax_effective = fs->dax == DAXFILE_TRI_YES ||
+                            (fs->dax == DAXFILE_TRI_UNKNOWN && fs->map_sync);
     if (!report->dax_effective && !allow_non_dax) {
         DaxfileRange r = {0, report->size, 0, DAXFILE_REASON_NOT_DAX};
 
@@ -128,13 +127,13 @@ daxfile_report_fix(const DaxfileReport *report, DaxfileReason reason)
         return g_strdup_printf("the filesystem does not allocate aligned "
                                "extents: recreate it with '%s' and the file "
                                "with 'daxfile create', or use a smaller "
-                               "--align", report->fs->geometry_fix);
+                               "--align",
+                               report->fs->geometry_fix);
     return g_strdup(report_fix_text(reason));
 }
 
 const DaxfileRange *
-daxfile_report_first_problem(const DaxfileReport *report,
-                             gboolean layout_only)
+daxfile_report_first_problem(const DaxfileReport *report, gboolean layout_only)
 {
     guint i;
 

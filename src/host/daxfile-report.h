@@ -14,18 +14,18 @@ G_BEGIN_DECLS
 typedef struct _DaxfileStaticState DaxfileStaticState;
 
 typedef struct {
-    char *path;              /* display form (escaped) */
-    char *raw_path;          /* as given when valid UTF-8 (JSON), else
-                              * the display form */
+    char *path;     /* display form (escaped) */
+    char *raw_path; /* as given when valid UTF-8 (JSON), else
+                     * the display form */
     guint64 size;
     guint64 align;
     DaxfileFsInfo *fs;
     DaxfileExtentMap *map;
-    GArray *problems;        /* DaxfileRange with reason != NONE */
-    gboolean dax_effective;  /* statx DAX, or MAP_SYNC on old kernels */
-    gboolean layout_ok;      /* no extent problem */
+    GArray *problems;       /* DaxfileRange with reason != NONE */
+    gboolean dax_effective; /* statx DAX, or MAP_SYNC on old kernels */
+    gboolean layout_ok;     /* no extent problem */
     gboolean allow_non_dax;
-    gboolean static_ready;   /* layout_ok and (DAX or allowed) */
+    gboolean static_ready; /* layout_ok and (DAX or allowed) */
     char *fingerprint;
     DaxfileStaticState *static_state; /* filled by static mode, or NULL */
 } DaxfileReport;
@@ -44,8 +44,7 @@ DaxfileReport *daxfile_report_build(const DaxfileFile *f, guint64 align,
                                     gboolean allow_non_dax, GError **error);
 
 /* The fix for a problem, for people ("run 'daxfile create' ..."). */
-char *daxfile_report_fix(const DaxfileReport *report,
-                               DaxfileReason reason);
+char *daxfile_report_fix(const DaxfileReport *report, DaxfileReason reason);
 
 /* The first problem, or the first extent-layout problem (skipping the
  * file-level not_dax) when @layout_only; NULL when there is none. */

@@ -97,8 +97,7 @@ run_prepare(RunCtx *ctx, GError **error)
         g_autoptr(RunFile) f = g_new0(RunFile, 1);
         g_autoptr(DaxfileReport) report = NULL;
 
-        f->file = daxfile_file_open(ctx->p->files[i], DAXFILE_OPEN_READ,
-                                    error);
+        f->file = daxfile_file_open(ctx->p->files[i], DAXFILE_OPEN_READ, error);
         if (!f->file || !run_check_twice(ctx, f, error))
             return FALSE;
         report = daxfile_report_build(f->file, ctx->p->align,
@@ -218,9 +217,9 @@ run_release(RunCtx *ctx)
         RunFile *f = g_ptr_array_index(ctx->files, i);
         g_auto(DaxfileDisableResult) result = {0};
         g_autoptr(GError) error = NULL;
-        DaxfileRunEvent ev = {
-            .kind = DAXFILE_RUN_RELEASED, .path = f->file->path,
-            .disabled = &result};
+        DaxfileRunEvent ev = {.kind = DAXFILE_RUN_RELEASED,
+                              .path = f->file->path,
+                              .disabled = &result};
 
         if (!f->engaged)
             continue;

@@ -9,27 +9,17 @@
 #include "daxfile-static-json.h"
 
 DAXFILE_ENUM_IMPL(daxfile_repair_finding, DaxfileRepairFinding,
-                  DAXFILE_REPAIR_FOUND_LAST,
-                  "stale",
-                  "interrupted",
-                  "start_unfinished",
-                  "consumer_gone",
-                  "unmapped",
+                  DAXFILE_REPAIR_FOUND_LAST, "stale", "interrupted",
+                  "start_unfinished", "consumer_gone", "unmapped",
                   "mechanism_lost");
 
 DAXFILE_ENUM_IMPL(daxfile_repair_done, DaxfileRepairDone,
-                  DAXFILE_REPAIR_DONE_LAST,
-                  "released",
-                  "dropped_file_gone",
-                  "dropped_superseded",
-                  "kept");
+                  DAXFILE_REPAIR_DONE_LAST, "released", "dropped_file_gone",
+                  "dropped_superseded", "kept");
 
 /* MTIME_NONE has no name: "mtime" is null */
 DAXFILE_ENUM_IMPL(daxfile_repair_mtime, DaxfileRepairMtime,
-                  DAXFILE_REPAIR_MTIME_LAST,
-                  NULL,
-                  "not_found",
-                  "stamped",
+                  DAXFILE_REPAIR_MTIME_LAST, NULL, "not_found", "stamped",
                   "failed");
 
 /* JSON holds UTF-8 only: a path that is not is given in its display
@@ -47,9 +37,10 @@ add_path(JsonBuilder *b, const char *path)
 static void
 entry_members(JsonBuilder *b, const DaxfileEntry *e)
 {
-    daxfile_json_add_string(b, "state", daxfile_entry_state_to_string(e->state));
+    daxfile_json_add_string(b, "state",
+                            daxfile_entry_state_to_string(e->state));
     daxfile_json_add_string(b, "mechanism",
-                       daxfile_mechanism_to_string(e->mechanism));
+                            daxfile_mechanism_to_string(e->mechanism));
     daxfile_json_add_string(b, "owner", e->owner);
     daxfile_json_add_string(b, "owner_uuid", e->owner_uuid);
     daxfile_json_add_string(b, "device", e->device);

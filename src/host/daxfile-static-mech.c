@@ -28,7 +28,8 @@ daxfile_static_check_cap(const char *name, GError **error)
         return TRUE;
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
                 "Cannot change static mode of '%s': CAP_LINUX_IMMUTABLE is "
-                "missing (run as root)", name);
+                "missing (run as root)",
+                name);
     return FALSE;
 }
 
@@ -59,14 +60,14 @@ daxfile_static_check_writers(const struct stat *st,
                         "'%s' was opened for writing by process %d (%s) "
                         "while static mode was being engaged, and the guard "
                         "cannot stop writes through that descriptor; static "
-                        "mode was rolled back, close it and try again", name,
-                        (int)pid, comm);
+                        "mode was rolled back, close it and try again",
+                        name, (int)pid, comm);
         else
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
                         "'%s' is open for writing by process %d (%s), which "
                         "is not its consumer; the guard cannot stop writes "
-                        "through that descriptor, so close it first", name,
-                        (int)pid, comm);
+                        "through that descriptor, so close it first",
+                        name, (int)pid, comm);
         return FALSE;
     }
     return TRUE;
@@ -91,13 +92,11 @@ selftest_cache_path(int dirfd)
         !(stx.stx_mask & STATX_MNT_ID) || fstatfs(dirfd, &sfs) < 0 ||
         uname(&u) < 0 || !daxfile_boot_id())
         return NULL;
-    key = g_strdup_printf("%u:%u %llu %lx %08x%08x %s %s", stx.stx_dev_major,
-                          stx.stx_dev_minor,
-                          (unsigned long long)stx.stx_mnt_id,
-                          (unsigned long)sfs.f_type,
-                          (unsigned int)sfs.f_fsid.__val[0],
-                          (unsigned int)sfs.f_fsid.__val[1], u.release,
-                          daxfile_boot_id());
+    key = g_strdup_printf(
+        "%u:%u %llu %lx %08x%08x %s %s", stx.stx_dev_major, stx.stx_dev_minor,
+        (unsigned long long)stx.stx_mnt_id, (unsigned long)sfs.f_type,
+        (unsigned int)sfs.f_fsid.__val[0], (unsigned int)sfs.f_fsid.__val[1],
+        u.release, daxfile_boot_id());
     sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, key, -1);
     name = g_strdup_printf("selftest-%.32s", sum);
     return g_build_filename(run, name, NULL);
@@ -133,15 +132,15 @@ selftest_cache_read(const char *file, DaxfileSelftest *result)
 static void
 selftest_cache_write(const char *file, const DaxfileSelftest *result)
 {
-    g_autofree char *data = result->safe
-        ? g_strdup("safe\n")
-        : g_strdup_printf("unsafe %s\n", result->detail ? result->detail : "");
+    g_autofree char *data =
+        result->safe ? g_strdup("safe\n")
+                     : g_strdup_printf("unsafe %s\n",
+                                       result->detail ? result->detail : "");
     g_autoptr(GError) error = NULL;
 
     /* volatile and only a shortcut: a failure costs a self-test later */
     if (!g_file_set_contents_full(file, data, -1,
-                                  G_FILE_SET_CONTENTS_CONSISTENT, 0600,
-                                  &error))
+                                  G_FILE_SET_CONTENTS_CONSISTENT, 0600, &error))
         g_debug("cannot remember the self-test: %s", error->message);
 }
 
@@ -191,13 +190,15 @@ choose_guard(const DaxfileFile *f, const struct stat *st,
     if (params->mechanism == DAXFILE_MECH_IMMUTABLE) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
                     "The immutable guard is unsafe for '%s' on this kernel and "
-                    "filesystem: %s", name, test.detail);
+                    "filesystem: %s",
+                    name, test.detail);
         return FALSE;
     }
     result->mechanism = DAXFILE_MECH_VERIFIED_ONLY;
     result->warning = g_strdup_printf(
         "the immutable guard is unsafe here (%s); '%s' is verified but "
-        "layout changes are NOT blocked", test.detail, name);
+        "layout changes are NOT blocked",
+        test.detail, name);
     return TRUE;
 }
 
@@ -219,7 +220,8 @@ daxfile_static_choose_mechanism(const DaxfileFile *f, const struct stat *st,
     if (want == DAXFILE_MECH_KERNEL) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
                     "Cannot use the kernel mechanism for '%s': the running "
-                    "kernel does not advertise daxctl() (%s)", name,
+                    "kernel does not advertise daxctl() (%s)",
+                    name,
                     report->dax_effective ? "no /sys/" DAXFILE_KERNEL_SYSFS_NR
                                           : "DAX is not in effect");
         return FALSE;
@@ -230,7 +232,8 @@ daxfile_static_choose_mechanism(const DaxfileFile *f, const struct stat *st,
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
                     "Cannot use the immutable guard for '%s': DAX is not in "
                     "effect, and without DAX a store after the flag can "
-                    "SIGBUS the consumer", name);
+                    "SIGBUS the consumer",
+                    name);
         return FALSE;
     }
     result->mechanism = DAXFILE_MECH_VERIFIED_ONLY;
@@ -244,8 +247,8 @@ daxfile_static_choose_mechanism(const DaxfileFile *f, const struct stat *st,
 }
 
 gboolean
-daxfile_static_engage(DaxfileMechanism mech, const DaxfileFile *f,
-                      gboolean on, guint64 align, GError **error)
+daxfile_static_engage(DaxfileMechanism mech, const DaxfileFile *f, gboolean on,
+                      guint64 align, GError **error)
 {
     long nr = 0;
 
@@ -254,7 +257,8 @@ daxfile_static_engage(DaxfileMechanism mech, const DaxfileFile *f,
         if (!daxfile_kernel_syscall_nr(&nr)) {
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
                         "Cannot release '%s': the running kernel no longer "
-                        "advertises daxctl()", f->display);
+                        "advertises daxctl()",
+                        f->display);
             return FALSE;
         }
         return daxfile_kernel_set(nr, f, on, align, error);

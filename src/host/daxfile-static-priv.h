@@ -33,12 +33,10 @@ gboolean daxfile_static_entry_is_device(const DaxfileEntry *e);
 /* A copy of the inode's entry (NULL when none), read under the registry
  * lock */
 gboolean daxfile_static_registry_peek(const struct stat *st,
-                                      DaxfileEntry **ret_entry,
-                                      GError **error);
+                                      DaxfileEntry **ret_entry, GError **error);
 /* TRUE, with @error set, when @e is held by another owner than @owner */
-gboolean daxfile_static_owner_conflict(const DaxfileEntry *e,
-                                       const char *owner, const char *name,
-                                       GError **error);
+gboolean daxfile_static_owner_conflict(const DaxfileEntry *e, const char *owner,
+                                       const char *name, GError **error);
 /* TRUE, with @error set, when @e was left engaging or releasing */
 gboolean daxfile_static_interrupted(const DaxfileEntry *e, const char *name,
                                     GError **error);
@@ -56,8 +54,7 @@ gboolean daxfile_static_verify_engaged(const DaxfileFile *f,
                                        const struct stat *st,
                                        const DaxfileEnableParams *params,
                                        const DaxfileReport *report,
-                                       DaxfileMechanism mech,
-                                       GError **error);
+                                       DaxfileMechanism mech, GError **error);
 /* Enable again for the owner of @cur: engage again what was lost */
 gboolean daxfile_static_still_engaged(const DaxfileFile *f,
                                       const struct stat *st,
@@ -72,8 +69,8 @@ DaxfileReport *daxfile_static_enable_checks(const DaxfileFile *f,
                                             DaxfileEnableResult *result,
                                             GError **error);
 /* Whether this process may undo @e's mechanism */
-gboolean daxfile_static_release_allowed(const DaxfileEntry *e,
-                                        const char *name, GError **error);
+gboolean daxfile_static_release_allowed(const DaxfileEntry *e, const char *name,
+                                        GError **error);
 /* Undo @e's mechanism on its inode and say what changed while static */
 gboolean daxfile_static_release_inode(const DaxfileFile *f,
                                       const DaxfileEntry *e,

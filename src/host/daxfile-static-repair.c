@@ -37,8 +37,7 @@ owned_by_consumer(const DaxfileEntry *e)
 
 static const char *const finding_texts[] = {
     [DAXFILE_REPAIR_FOUND_STALE] = "left over from an earlier boot",
-    [DAXFILE_REPAIR_FOUND_INTERRUPTED] =
-        "an enable or disable was interrupted",
+    [DAXFILE_REPAIR_FOUND_INTERRUPTED] = "an enable or disable was interrupted",
     [DAXFILE_REPAIR_FOUND_START_UNFINISHED] =
         "the start that reserved it never finished (the process that "
         "reserved it is gone and no process maps the file)",
@@ -145,8 +144,7 @@ repair_resolve(const DaxfileEntry *e, const DaxfileFile *hint,
     f = daxfile_file_open(e->path, DAXFILE_OPEN_READ, NULL);
     if (f && is_entry_inode(f->fd, &f->st, e))
         return g_steal_pointer(&f);
-    if (hint && fstat(hint->fd, &st) == 0 &&
-        is_entry_inode(hint->fd, &st, e)) {
+    if (hint && fstat(hint->fd, &st) == 0 && is_entry_inode(hint->fd, &st, e)) {
         fd = daxfile_fd_reopen(hint->fd, O_RDONLY, hint->display, error);
     } else if (!e->handle) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
@@ -154,8 +152,8 @@ repair_resolve(const DaxfileEntry *e, const DaxfileFile *hint,
                     "handle");
         return NULL;
     } else {
-        fd = daxfile_handle_reopen(e->handle, e->dev, e->fsid, e->ino,
-                                   O_RDONLY, ret_gone, error);
+        fd = daxfile_handle_reopen(e->handle, e->dev, e->fsid, e->ino, O_RDONLY,
+                                   ret_gone, error);
     }
     if (fd < 0)
         return NULL;
@@ -165,8 +163,7 @@ repair_resolve(const DaxfileEntry *e, const DaxfileFile *hint,
 /* Another entry, in force, holds the inode @f now (a stale entry from an
  * earlier boot whose file was made static again since). */
 static gboolean
-held_by_other(DaxfileRegistry *reg, const DaxfileEntry *e,
-              const DaxfileFile *f)
+held_by_other(DaxfileRegistry *reg, const DaxfileEntry *e, const DaxfileFile *f)
 {
     DaxfileEntry *other;
 
@@ -250,7 +247,8 @@ stamp_left_static(const DaxfileEntry *e, const DaxfileFile *hint,
     g_autoptr(DaxfileFile) f = NULL;
     gboolean gone = FALSE;
     const struct timespec now[2] = {
-        { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW },
+        {.tv_nsec = UTIME_OMIT},
+        {.tv_nsec = UTIME_NOW},
     };
 
     f = repair_resolve(e, hint, &gone, &local);
@@ -266,18 +264,17 @@ stamp_left_static(const DaxfileEntry *e, const DaxfileFile *hint,
 
 /* Repair one entry; TRUE when it is done with (and removed). */
 static gboolean
-repair_entry(DaxfileRegistry *reg, DaxfileEntry *e,
-             DaxfileRepairFinding found, const DaxfileFile *hint,
-             DaxfileRepairResult *result, GError **error)
+repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, DaxfileRepairFinding found,
+             const DaxfileFile *hint, DaxfileRepairResult *result,
+             GError **error)
 {
     g_autoptr(GError) local = NULL;
     g_autoptr(DaxfileFile) f = NULL;
     gboolean gone = FALSE;
 
     if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_entry_is_stale(e)) {
-        stamp_left_static(e, hint,
-                          add_action(result, e, found,
-                                     DAXFILE_REPAIR_RELEASED));
+        stamp_left_static(
+            e, hint, add_action(result, e, found, DAXFILE_REPAIR_RELEASED));
         return TRUE;
     }
     if (!needs_inode(e)) {
@@ -339,8 +336,8 @@ daxfile_static_repair(const char *hint_path, DaxfileRepairResult *ret_result,
     GPtrArray *entries;
     guint i = 0;
 
-    ret_result->actions = g_ptr_array_new_with_free_func(
-        (GDestroyNotify)repair_action_free);
+    ret_result->actions =
+        g_ptr_array_new_with_free_func((GDestroyNotify)repair_action_free);
     if (hint_path) {
         hint = daxfile_file_open(hint_path, DAXFILE_OPEN_READ, error);
         if (!hint)
@@ -357,8 +354,7 @@ daxfile_static_repair(const char *hint_path, DaxfileRepairResult *ret_result,
 
         if (!needs_repair(e, hint, &found)) {
             i++;
-        } else if (repair_entry(reg, e, found, hint, ret_result,
-                                &local)) {
+        } else if (repair_entry(reg, e, found, hint, ret_result, &local)) {
             daxfile_registry_remove(reg, e->dev, e->ino);
         } else if (local) {
             /* save what was done so far, then report the failure */

@@ -24,7 +24,7 @@ daxfile_static_item_clear(DaxfileStaticItem *item)
 
 /* One file of a set, while the set is being changed */
 typedef struct {
-    guint idx;               /* in the caller's items */
+    guint idx; /* in the caller's items */
     DaxfileStaticItem *item;
     struct stat st;
     const DaxfileFile *file; /* the item's */
@@ -70,23 +70,23 @@ member_fail(const Member *m, guint *ret_failed)
 /* The set in (device, inode) order, every inode locked: two sets that
  * share files lock them in the same order and cannot deadlock. */
 static GArray *
-set_lock(DaxfileStaticItem *items, guint n, guint *ret_failed,
-         GError **error)
+set_lock(DaxfileStaticItem *items, guint n, guint *ret_failed, GError **error)
 {
-    g_autoptr(GArray) set = g_array_sized_new(FALSE, TRUE, sizeof(Member),
-                                              n);
+    g_autoptr(GArray) set = g_array_sized_new(FALSE, TRUE, sizeof(Member), n);
     guint i;
 
     g_array_set_clear_func(set, (GDestroyNotify)member_clear);
     for (i = 0; i < n; i++) {
-        Member m = {.idx = i, .item = &items[i], .lock = -1,
-                    .file = items[i].file, .fd = items[i].file->fd,
+        Member m = {.idx = i,
+                    .item = &items[i],
+                    .lock = -1,
+                    .file = items[i].file,
+                    .fd = items[i].file->fd,
                     .name = items[i].file->display};
 
         g_array_append_val(set, m);
-        if (!daxfile_static_fd_identity(m.file,
-                                        &g_array_index(set, Member, i).st,
-                                        error)) {
+        if (!daxfile_static_fd_identity(
+                m.file, &g_array_index(set, Member, i).st, error)) {
             *ret_failed = i;
             return NULL;
         }
@@ -102,9 +102,8 @@ set_lock(DaxfileStaticItem *items, guint n, guint *ret_failed,
             member_fail(m, ret_failed);
             return NULL;
         }
-        m->lock = daxfile_registry_lock_inode(m->st.st_dev, m->st.st_ino,
-                                              m->name, m->item->params.wait,
-                                              error);
+        m->lock = daxfile_registry_lock_inode(
+            m->st.st_dev, m->st.st_ino, m->name, m->item->params.wait, error);
         if (m->lock < 0) {
             member_fail(m, ret_failed);
             return NULL;
@@ -118,8 +117,8 @@ reservation_new(const Member *m, pid_t holder, guint64 holder_start,
                 GError **error)
 {
     const DaxfileStaticItem *it = m->item;
-    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(m->fd, m->name,
-                                                          error);
+    g_autoptr(DaxfileExtentMap) map =
+        daxfile_fiemap_read(m->fd, m->name, error);
     g_autofree char *abspath = NULL;
     DaxfileReport fake = {0};
     DaxfileEntry *e;
@@ -147,16 +146,15 @@ set_member_device(DaxfileRegistry *reg, Member *m, DaxfileEntry *cur,
     DaxfileReport none = {0};
     DaxfileEntry *e;
 
-    it->result.mechanism = reserve ? DAXFILE_MECH_NONE
-                                   : DAXFILE_MECH_DEVICE_DAX;
+    it->result.mechanism =
+        reserve ? DAXFILE_MECH_NONE : DAXFILE_MECH_DEVICE_DAX;
     if (cur && (reserve || cur->state == DAXFILE_STATE_ENGAGED)) {
         m->skip = TRUE;
         return TRUE;
     }
     m->old = cur ? daxfile_entry_copy(cur) : NULL;
     e = daxfile_static_entry_new(
-        it->file->path, m->fd, &m->st, &it->params, &none,
-        it->result.mechanism,
+        it->file->path, m->fd, &m->st, &it->params, &none, it->result.mechanism,
         reserve ? DAXFILE_STATE_RESERVED : DAXFILE_STATE_ENGAGED);
     g_clear_pointer(&e->handle, g_free); /* its /dev node: nothing to find */
     g_clear_pointer(&e->fsid, g_free);
@@ -180,8 +178,8 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
            guint64 holder_start, GError **error)
 {
     DaxfileStaticItem *it = m->item;
-    DaxfileEntry *cur = daxfile_registry_lookup(reg, m->st.st_dev,
-                                                m->st.st_ino);
+    DaxfileEntry *cur =
+        daxfile_registry_lookup(reg, m->st.st_dev, m->st.st_ino);
     g_autofree char *abspath = NULL;
     DaxfileEntry *e;
     long nr = 0;
@@ -200,14 +198,13 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
             cur->holder_start = 0;
             daxfile_registry_touch(reg);
         }
-        return daxfile_static_still_engaged(m->file, &m->st, &it->params,
-                                            cur, &it->result, error);
+        return daxfile_static_still_engaged(m->file, &m->st, &it->params, cur,
+                                            &it->result, error);
     }
     m->old = cur ? daxfile_entry_copy(cur) : NULL;
     if (!reserve || daxfile_kernel_syscall_nr(&nr)) {
-        m->report = daxfile_static_enable_checks(it->file, &m->st,
-                                                 &it->params, &it->result,
-                                                 error);
+        m->report = daxfile_static_enable_checks(it->file, &m->st, &it->params,
+                                                 &it->result, error);
         if (!m->report)
             return FALSE;
     }
@@ -221,9 +218,8 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
         return TRUE;
     }
     abspath = daxfile_static_fd_abspath(m->file);
-    e = daxfile_static_entry_new(abspath, m->fd, &m->st, &it->params,
-                                 m->report, it->result.mechanism,
-                                 DAXFILE_STATE_ENGAGED);
+    e = daxfile_static_entry_new(abspath, m->fd, &m->st, &it->params, m->report,
+                                 it->result.mechanism, DAXFILE_STATE_ENGAGED);
     if (reserve) {
         e->holder_pid = holder_start ? holder : 0;
         e->holder_start = holder_start;
@@ -243,8 +239,8 @@ set_rollback(DaxfileRegistry *reg, GArray *set)
         Member *m = &g_array_index(set, Member, i);
 
         if (m->engaged)
-            daxfile_static_engage(m->item->result.mechanism, m->file,
-                                  FALSE, 0, NULL);
+            daxfile_static_engage(m->item->result.mechanism, m->file, FALSE, 0,
+                                  NULL);
         if (m->skip)
             continue;
         if (m->old)
@@ -258,8 +254,8 @@ set_rollback(DaxfileRegistry *reg, GArray *set)
 /* Engage (when @verify is FALSE) or verify every member to be made static
  * here; on failure roll the whole set back. */
 static gboolean
-set_step(DaxfileRegistry *reg, GArray *set, gboolean verify,
-         guint *ret_failed, GError **error)
+set_step(DaxfileRegistry *reg, GArray *set, gboolean verify, guint *ret_failed,
+         GError **error)
 {
     guint i;
 
@@ -286,9 +282,8 @@ set_step(DaxfileRegistry *reg, GArray *set, gboolean verify,
 }
 
 static gboolean
-set_commit(DaxfileStaticItem *items, guint n, gboolean reserve,
-           pid_t holder, guint64 holder_start, guint *ret_failed,
-           GError **error)
+set_commit(DaxfileStaticItem *items, guint n, gboolean reserve, pid_t holder,
+           guint64 holder_start, guint *ret_failed, GError **error)
 {
     g_autoptr(GArray) set = NULL;
     g_autoptr(DaxfileRegistry) reg = NULL;
@@ -322,20 +317,19 @@ daxfile_static_reserve_set(DaxfileStaticItem *items, guint n, pid_t holder,
                            guint64 holder_start, guint *ret_failed,
                            GError **error)
 {
-    return set_commit(items, n, TRUE, holder, holder_start, ret_failed,
-                      error);
+    return set_commit(items, n, TRUE, holder, holder_start, ret_failed, error);
 }
 
 gboolean
-daxfile_static_enable_set(DaxfileStaticItem *items, guint n,
-                          guint *ret_failed, GError **error)
+daxfile_static_enable_set(DaxfileStaticItem *items, guint n, guint *ret_failed,
+                          GError **error)
 {
     return set_commit(items, n, FALSE, 0, 0, ret_failed, error);
 }
 
 gboolean
-daxfile_static_release_set(DaxfileStaticItem *items, guint n,
-                           guint *ret_failed, GError **error)
+daxfile_static_release_set(DaxfileStaticItem *items, guint n, guint *ret_failed,
+                           GError **error)
 {
     g_autoptr(GArray) set = NULL;
     g_autoptr(DaxfileRegistry) reg = NULL;
@@ -349,8 +343,8 @@ daxfile_static_release_set(DaxfileStaticItem *items, guint n,
     for (i = 0; i < set->len; i++) {
         Member *m = &g_array_index(set, Member, i);
         DaxfileStaticItem *it = m->item;
-        DaxfileEntry *e = daxfile_registry_lookup(reg, m->st.st_dev,
-                                                  m->st.st_ino);
+        DaxfileEntry *e =
+            daxfile_registry_lookup(reg, m->st.st_dev, m->st.st_ino);
         GError **err = ok ? error : NULL;
 
         it->not_ours = !e || daxfile_static_owner_conflict(e, it->params.owner,
@@ -358,8 +352,7 @@ daxfile_static_release_set(DaxfileStaticItem *items, guint n,
         if (it->not_ours)
             continue;
         if (!daxfile_static_release_allowed(e, m->name, err) ||
-            !daxfile_static_release_inode(m->file, e, &it->released,
-                                          err)) {
+            !daxfile_static_release_inode(m->file, e, &it->released, err)) {
             ok = ok ? member_fail(m, ret_failed) : FALSE;
             continue;
         }

@@ -49,8 +49,7 @@ daxfile_static_fd_identity(const DaxfileFile *f, struct stat *st,
                            GError **error)
 {
     if (fstat(f->fd, st) < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot stat '%s'",
-                                f->display);
+        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", f->display);
         return FALSE;
     }
     if (S_ISCHR(st->st_mode)) {
@@ -88,16 +87,15 @@ daxfile_static_owner_conflict(const DaxfileEntry *e, const char *owner,
 {
     if (!e || !owner || STREQ(e->owner, owner))
         return FALSE;
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                "'%s' is %s for '%s'%s%s%s since %s; it cannot be used by "
-                "'%s' until that owner releases it (if it is no longer "
-                "%s, 'daxfile repair' releases it)",
-                name,
-                e->state == DAXFILE_STATE_RESERVED ? "reserved" : "static",
-                e->owner, e->owner_uuid ? " (uuid " : "",
-                e->owner_uuid ? e->owner_uuid : "", e->owner_uuid ? ")" : "",
-                e->since, owner,
-                e->state == DAXFILE_STATE_RESERVED ? "starting" : "running");
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+        "'%s' is %s for '%s'%s%s%s since %s; it cannot be used by "
+        "'%s' until that owner releases it (if it is no longer "
+        "%s, 'daxfile repair' releases it)",
+        name, e->state == DAXFILE_STATE_RESERVED ? "reserved" : "static",
+        e->owner, e->owner_uuid ? " (uuid " : "",
+        e->owner_uuid ? e->owner_uuid : "", e->owner_uuid ? ")" : "", e->since,
+        owner, e->state == DAXFILE_STATE_RESERVED ? "starting" : "running");
     return TRUE;
 }
 
@@ -110,7 +108,8 @@ daxfile_static_interrupted(const DaxfileEntry *e, const char *name,
         return FALSE;
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
                 "'%s' was left %s by an interrupted daxfile; run 'daxfile "
-                "repair' first", name, daxfile_entry_state_to_string(e->state));
+                "repair' first",
+                name, daxfile_entry_state_to_string(e->state));
     return TRUE;
 }
 
@@ -126,7 +125,8 @@ check_not_immutable(const DaxfileFile *f, GError **error)
         return TRUE;
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
                 "'%s' is already immutable and daxfile did not set the flag; "
-                "clear it with 'chattr -i' if nothing else relies on it", name);
+                "clear it with 'chattr -i' if nothing else relies on it",
+                name);
     return FALSE;
 }
 
@@ -201,13 +201,13 @@ daxfile_static_verify_engaged(const DaxfileFile *f, const struct stat *st,
     if (!map)
         return FALSE;
     now = daxfile_extent_map_fingerprint(map);
-    if ((guint64)cur.st_size == report->size &&
-        STREQ(now, report->fingerprint))
+    if ((guint64)cur.st_size == report->size && STREQ(now, report->fingerprint))
         return TRUE;
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
                 "'%s' changed while static mode was being engaged (its size "
                 "or block map is no longer the one verified); static mode "
-                "was rolled back, find what writes to it and try again", name);
+                "was rolled back, find what writes to it and try again",
+                name);
     return FALSE;
 }
 
@@ -249,7 +249,7 @@ commit_enable(const DaxfileFile *f, const struct stat *st,
         return TRUE;
     }
     daxfile_static_engage(mech, f, FALSE, 0, NULL);
- fail:
+fail:
     if (old)
         daxfile_registry_put(reg, old);
     else
@@ -280,11 +280,10 @@ daxfile_static_still_engaged(const DaxfileFile *f, const struct stat *st,
         daxfile_static_engage(cur->mechanism, f, FALSE, 0, NULL);
         return FALSE;
     }
-    result->warning = g_strdup_printf("the %s of '%s' had been removed; it "
-                                      "is engaged again",
-                                      daxfile_mechanism_to_string(
-                                          cur->mechanism),
-                                      name);
+    result->warning =
+        g_strdup_printf("the %s of '%s' had been removed; it "
+                        "is engaged again",
+                        daxfile_mechanism_to_string(cur->mechanism), name);
     return TRUE;
 }
 
@@ -298,8 +297,8 @@ daxfile_static_enable_checks(const DaxfileFile *f, const struct stat *st,
     const char *name = f->display;
     g_autoptr(DaxfileReport) report = NULL;
 
-    report = daxfile_report_build(f, params->align, params->allow_non_dax,
-                                  error);
+    report =
+        daxfile_report_build(f, params->align, params->allow_non_dax, error);
     if (!report || !daxfile_report_require_ready(report, error))
         return NULL;
     if (daxfile_is_swapfile(st->st_dev, st->st_ino)) {
@@ -308,16 +307,14 @@ daxfile_static_enable_checks(const DaxfileFile *f, const struct stat *st,
         return NULL;
     }
     if (!check_not_immutable(f, error) ||
-        !daxfile_static_choose_mechanism(f, st, params, report, result,
-                                         error))
+        !daxfile_static_choose_mechanism(f, st, params, report, result, error))
         return NULL;
     daxfile_test_pause_point("enable-checked");
     return g_steal_pointer(&report);
 }
 
 gboolean
-daxfile_static_enable(const DaxfileFile *f,
-                      const DaxfileEnableParams *params,
+daxfile_static_enable(const DaxfileFile *f, const DaxfileEnableParams *params,
                       DaxfileEnableResult *ret_result, GError **error)
 {
     const char *name = f->display;
@@ -330,8 +327,8 @@ daxfile_static_enable(const DaxfileFile *f,
     if (!daxfile_static_fd_identity(f, &st, error))
         return FALSE;
     daxfile_test_pause_point("enable-opened");
-    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name,
-                                       params->wait, error);
+    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, params->wait,
+                                       error);
     if (lock < 0 || !daxfile_static_registry_peek(&st, &cur, error) ||
         daxfile_static_owner_conflict(cur, params->owner, name, error) ||
         daxfile_static_interrupted(cur, name, error))
@@ -339,12 +336,10 @@ daxfile_static_enable(const DaxfileFile *f,
     if (cur && cur->state == DAXFILE_STATE_ENGAGED)
         return daxfile_static_still_engaged(f, &st, params, cur, ret_result,
                                             error);
-    report = daxfile_static_enable_checks(f, &st, params, ret_result,
-                                          error);
+    report = daxfile_static_enable_checks(f, &st, params, ret_result, error);
     if (!report)
         return FALSE;
-    return commit_enable(f, &st, params, report, ret_result->mechanism,
-                         error);
+    return commit_enable(f, &st, params, report, ret_result->mechanism, error);
 }
 
 static void
@@ -352,21 +347,22 @@ compare_layout(const DaxfileFile *f, const DaxfileEntry *e,
                DaxfileDisableResult *result)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(f->fd, f->display,
-                                                          &error);
+    g_autoptr(DaxfileExtentMap) map =
+        daxfile_fiemap_read(f->fd, f->display, &error);
     g_autofree char *now = map ? daxfile_extent_map_fingerprint(map) : NULL;
 
     if (!map) {
-        result->change = g_strdup_printf("cannot re-read the block map: %s",
-                                         error->message);
+        result->change =
+            g_strdup_printf("cannot re-read the block map: %s", error->message);
         return;
     }
     result->layout_unchanged = e->fingerprint && STREQ(now, e->fingerprint);
     if (!result->layout_unchanged)
         result->change = g_strdup_printf(
             "the block map changed while static: %u extents now, "
-            "fingerprint %.12s, was %.12s", daxfile_extent_map_count(map),
-            now, e->fingerprint ? e->fingerprint : "none");
+            "fingerprint %.12s, was %.12s",
+            daxfile_extent_map_count(map), now,
+            e->fingerprint ? e->fingerprint : "none");
 }
 
 static gboolean
@@ -414,9 +410,8 @@ daxfile_static_release_inode(const DaxfileFile *f, const DaxfileEntry *e,
 }
 
 gboolean
-daxfile_static_disable(const DaxfileFile *f, const char *owner,
-                       gboolean wait, DaxfileDisableResult *ret_result,
-                       GError **error)
+daxfile_static_disable(const DaxfileFile *f, const char *owner, gboolean wait,
+                       DaxfileDisableResult *ret_result, GError **error)
 {
     const char *name = f->display;
     g_autoptr(DaxfileRegistry) reg = NULL;
@@ -426,8 +421,7 @@ daxfile_static_disable(const DaxfileFile *f, const char *owner,
 
     if (!daxfile_static_fd_identity(f, &st, error))
         return FALSE;
-    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, wait,
-                                       error);
+    lock = daxfile_registry_lock_inode(st.st_dev, st.st_ino, name, wait, error);
     if (lock < 0 || !(reg = daxfile_registry_open(error)))
         return FALSE;
     e = daxfile_registry_lookup(reg, st.st_dev, st.st_ino);
@@ -461,8 +455,7 @@ daxfile_static_list(GError **error)
     entries = daxfile_registry_entries(reg);
     out = g_ptr_array_new_with_free_func((GDestroyNotify)daxfile_entry_free);
     for (i = 0; i < entries->len; i++)
-        g_ptr_array_add(out, daxfile_entry_copy(g_ptr_array_index(entries,
-                                                                  i)));
+        g_ptr_array_add(out, daxfile_entry_copy(g_ptr_array_index(entries, i)));
     return out;
 }
 
@@ -503,8 +496,8 @@ attest_qemu(const DaxfileFile *f, const struct stat *st,
     if (a->pid < 0)
         a->problem = g_strdup(local->message);
     else
-        daxfile_attest(a->pid, NULL, f, st->st_size,
-                       nvdimm ? report->align : 0, nvdimm, a, NULL);
+        daxfile_attest(a->pid, NULL, f, st->st_size, nvdimm ? report->align : 0,
+                       nvdimm, a, NULL);
     return a;
 }
 
@@ -531,6 +524,7 @@ daxfile_static_state_read(const DaxfileFile *f, const DaxfileReport *report)
         state->mechanism_intact = daxfile_static_mechanism_intact(f, e);
     }
     state->immutable = daxfile_guard_get(f, &immutable, NULL)
-                           ? immutable : DAXFILE_TRI_UNKNOWN;
+                           ? immutable
+                           : DAXFILE_TRI_UNKNOWN;
     return state;
 }

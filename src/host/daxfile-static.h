@@ -39,8 +39,8 @@ typedef struct {
 
 typedef struct {
     DaxfileMechanism mechanism;
-    gboolean already;  /* it was already static for this owner */
-    char *warning;     /* a weaker guarantee than asked for, and why */
+    gboolean already; /* it was already static for this owner */
+    char *warning;    /* a weaker guarantee than asked for, and why */
 } DaxfileEnableResult;
 
 void daxfile_enable_result_clear(DaxfileEnableResult *result);
@@ -51,8 +51,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileEnableResult,
  * messages). The caller opened it with daxfile_file_open(). */
 gboolean daxfile_static_enable(const DaxfileFile *f,
                                const DaxfileEnableParams *params,
-                               DaxfileEnableResult *ret_result,
-                               GError **error);
+                               DaxfileEnableResult *ret_result, GError **error);
 
 typedef struct {
     DaxfileMechanism mechanism;
@@ -69,8 +68,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileDisableResult,
  * different owner is refused (BUSY). A file that is not static is a
  * NOT_FOUND error. */
 gboolean daxfile_static_disable(const DaxfileFile *f, const char *owner,
-                                gboolean wait,
-                                DaxfileDisableResult *ret_result,
+                                gboolean wait, DaxfileDisableResult *ret_result,
                                 GError **error);
 
 /* Sets: several files changed together in one registry transaction (the
@@ -78,19 +76,19 @@ gboolean daxfile_static_disable(const DaxfileFile *f, const char *owner,
  * (device, inode) order, the registry is opened once and written once.
  * On failure *ret_failed is the index of the item the error is about
  * (G_MAXUINT when it is about the registry); a reserve or enable that
- * fails leaves the registry and the files as before. Unlike enable/disable of one file, a set
- * writes its target state first and then changes the inodes (enable) or
- * changes the inodes first and then writes (release), so that after a
- * crash at any point the registry names every file daxfile may have made
+ * fails leaves the registry and the files as before. Unlike enable/disable of
+ * one file, a set writes its target state first and then changes the inodes
+ * (enable) or changes the inodes first and then writes (release), so that after
+ * a crash at any point the registry names every file daxfile may have made
  * static; no intent state is logged: a start whose hook died is stopped
  * by libvirt, which runs the release. */
 typedef struct {
-    const DaxfileFile *file;     /* opened with daxfile_file_open*() */
-    DaxfileEnableParams params;  /* owner, align, ...; the same owner for
-                                  * every item of a set */
-    DaxfileEnableResult result;  /* enable */
+    const DaxfileFile *file;       /* opened with daxfile_file_open*() */
+    DaxfileEnableParams params;    /* owner, align, ...; the same owner for
+                                    * every item of a set */
+    DaxfileEnableResult result;    /* enable */
     DaxfileDisableResult released; /* release: filled when it was static */
-    gboolean not_ours;           /* release: no entry of this owner */
+    gboolean not_ours;             /* release: no entry of this owner */
 } DaxfileStaticItem;
 
 void daxfile_static_item_clear(DaxfileStaticItem *item);
@@ -117,16 +115,16 @@ gboolean daxfile_static_release_set(DaxfileStaticItem *items, guint n,
 
 /* What static mode says about one file, for `daxfile status` */
 struct _DaxfileStaticState {
-    DaxfileEntry *entry;             /* a copy of its registry entry, or
-                                      * NULL when it is not static */
+    DaxfileEntry *entry;              /* a copy of its registry entry, or
+                                       * NULL when it is not static */
     DaxfileTristate layout_unchanged; /* the block map is the one recorded
                                        * at enable (UNKNOWN: no entry) */
     DaxfileTristate mechanism_intact; /* UNKNOWN: no entry, or nothing to
                                        * check */
-    DaxfileTristate immutable;       /* FS_IMMUTABLE_FL (UNKNOWN: cannot
-                                      * be read) */
-    DaxfileAttestation *qemu;        /* engaged for a domain: what its
-                                      * QEMU mapped; NULL otherwise */
+    DaxfileTristate immutable;        /* FS_IMMUTABLE_FL (UNKNOWN: cannot
+                                       * be read) */
+    DaxfileAttestation *qemu;         /* engaged for a domain: what its
+                                       * QEMU mapped; NULL otherwise */
 };
 
 void daxfile_static_state_free(DaxfileStaticState *state);
@@ -172,19 +170,19 @@ typedef enum {
     DAXFILE_REPAIR_MTIME_NONE,      /* not such a file */
     DAXFILE_REPAIR_MTIME_NOT_FOUND, /* its file could not be found */
     DAXFILE_REPAIR_MTIME_STAMPED,
-    DAXFILE_REPAIR_MTIME_FAILED,    /* error says why */
+    DAXFILE_REPAIR_MTIME_FAILED, /* error says why */
     DAXFILE_REPAIR_MTIME_LAST
 } DaxfileRepairMtime;
 
 typedef struct {
-    char *path;                 /* the entry's, as recorded (raw bytes) */
+    char *path; /* the entry's, as recorded (raw bytes) */
     DaxfileMechanism mechanism;
     char *owner;
     DaxfileRepairFinding found;
     DaxfileRepairDone done;
     DaxfileRepairMtime mtime;
-    char *error;                /* KEPT: why the file cannot be found;
-                                 * MTIME_FAILED: why; else NULL */
+    char *error; /* KEPT: why the file cannot be found;
+                  * MTIME_FAILED: why; else NULL */
 } DaxfileRepairAction;
 
 typedef struct {
@@ -209,8 +207,7 @@ const char *daxfile_repair_finding_describe(DaxfileRepairFinding found);
  * same file, or by its file handle) and released, or is known to be gone;
  * otherwise it stays, as a KEPT action. FALSE only on an error. */
 gboolean daxfile_static_repair(const char *hint_path,
-                               DaxfileRepairResult *ret_result,
-                               GError **error);
+                               DaxfileRepairResult *ret_result, GError **error);
 
 /* Copies of every registry entry (DaxfileEntry *), for `daxfile list` */
 GPtrArray *daxfile_static_list(GError **error);

@@ -35,7 +35,8 @@ walk_push(Walk *w, const char *comp)
         char *slash = strrchr(w->at->str, '/');
 
         g_string_truncate(w->at, slash && slash != w->at->str
-                                     ? (gsize)(slash - w->at->str) : 1);
+                                     ? (gsize)(slash - w->at->str)
+                                     : 1);
         return;
     }
     if (w->at->len > 1)
@@ -53,13 +54,15 @@ untrusted(const Walk *w, const char *what, const char *fix, GError **error)
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
                     "'%s' %s, so someone other than root could have written "
                     "it, and daxfile obeys only configuration that only root "
-                    "can change; fix: %s '%s'", want, what, fix, at);
+                    "can change; fix: %s '%s'",
+                    want, what, fix, at);
     else
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
                     "'%s' is reached through '%s', which %s, so someone "
                     "other than root could replace it, and daxfile obeys "
                     "only configuration that only root can change; fix: %s "
-                    "'%s'", want, at, what, fix, at);
+                    "'%s'",
+                    want, at, what, fix, at);
     return FALSE;
 }
 
@@ -198,9 +201,9 @@ daxfile_trusted_open(const char *path, gboolean want_dir, GError **error)
         return NULL;
     }
     if (!check_node(&w, &f->st, error) ||
-        !daxfile_file_reopen(f, want_dir ? O_RDONLY | O_DIRECTORY
-                                         : O_RDONLY | O_NONBLOCK,
-                             error))
+        !daxfile_file_reopen(
+            f, want_dir ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK,
+            error))
         return NULL;
     return g_steal_pointer(&f);
 }

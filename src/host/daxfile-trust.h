@@ -30,7 +30,7 @@ DaxfileFile *daxfile_trusted_open(const char *path, gboolean want_dir,
 
 /* Read the trusted regular file @path (at most 1 MiB). FALSE with an
  * error as above; TRUE with *ret_data NULL when it does not exist. */
-gboolean daxfile_trusted_read(const char *path, char **ret_data,
-                              gsize *ret_len, GError **error);
+gboolean daxfile_trusted_read(const char *path, char **ret_data, gsize *ret_len,
+                              GError **error);
 
 G_END_DECLS

@@ -98,8 +98,8 @@ can_hotplug(virDomainPtr dom, const DaxfileNvdimm *nv, char **ret_note)
 
 gboolean
 daxfile_virt_attach(const char *uri, const char *domain,
-                    const DaxfileNvdimm *nv,
-                    DaxfileAttachResult *ret_result, GError **error)
+                    const DaxfileNvdimm *nv, DaxfileAttachResult *ret_result,
+                    GError **error)
 {
     g_autoptr(virConnect) conn = NULL;
     g_autoptr(virDomain) dom = lookup(uri, domain, &conn, error);
@@ -149,7 +149,8 @@ daxfile_virt_detach(const char *uri, const char *domain, const char *path,
     if (index < 0) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
                     "Domain '%s' has no nvdimm or virtio-pmem device backed "
-                    "by '%s'", dname, name);
+                    "by '%s'",
+                    dname, name);
         return FALSE;
     }
     model = daxfile_device_model_to_string(
@@ -162,7 +163,8 @@ daxfile_virt_detach(const char *uri, const char *domain, const char *path,
     if (virDomainIsActive(dom) == 1)
         ret_result->note = g_strdup_printf("QEMU cannot unplug a %s device: "
                                            "the running domain keeps it until "
-                                           "it shuts down", model);
+                                           "it shuts down",
+                                           model);
     return TRUE;
 }
 
@@ -170,8 +172,8 @@ daxfile_virt_detach(const char *uri, const char *domain, const char *path,
 
 typedef struct {
     char *name;
-    GPtrArray *paths;   /* the backends to wipe when it is undefined */
-    gboolean pending;   /* undefined while it ran: wipe when it stops */
+    GPtrArray *paths; /* the backends to wipe when it is undefined */
+    gboolean pending; /* undefined while it ran: wipe when it stops */
 } WatchDomain;
 
 static void
@@ -186,15 +188,15 @@ watch_domain_free(gpointer p)
 
 typedef struct {
     const DaxfileConf *conf;
-    volatile gint *stop;   /* also stops a wipe after its current chunk */
+    volatile gint *stop; /* also stops a wipe after its current chunk */
     DaxfileWatchFunc report;
     gpointer data;
-    GHashTable *domains;   /* UUID string -> WatchDomain */
+    GHashTable *domains; /* UUID string -> WatchDomain */
     virConnectPtr conn;
     int callback;
     gboolean lost;
     char *lost_why;
-    guint reported_domains, reported_files;  /* at the last READY */
+    guint reported_domains, reported_files; /* at the last READY */
 } Watch;
 
 /* The backends of every known domain */
@@ -213,12 +215,15 @@ watch_files(const Watch *w)
 
 static void
 watch_report(Watch *w, DaxfileWatchKind kind, const char *domain,
-             const char *path, const char *why,
-             const DaxfileWipeResult *wipe)
+             const char *path, const char *why, const DaxfileWipeResult *wipe)
 {
     DaxfileWatchEvent ev = {
-        .kind = kind, .domain = domain, .path = path, .why = why,
-        .wipe = wipe, .domains = g_hash_table_size(w->domains),
+        .kind = kind,
+        .domain = domain,
+        .path = path,
+        .why = why,
+        .wipe = wipe,
+        .domains = g_hash_table_size(w->domains),
         .files = watch_files(w),
     };
 
@@ -353,17 +358,16 @@ watch_wipe(Watch *w, const char *domain, const char *path)
     const char *other = used_elsewhere(w, path);
 
     if (other) {
-        g_autofree char *why = g_strdup_printf("domain '%s' uses it too",
-                                               other);
+        g_autofree char *why =
+            g_strdup_printf("domain '%s' uses it too", other);
 
         watch_report(w, DAXFILE_WATCH_KEPT, domain, path, why, NULL);
         return;
     }
     f = daxfile_wipe_open(path, FALSE, &error);
-    if (!f &&
-        g_error_matches(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND)) {
-        watch_report(w, DAXFILE_WATCH_KEPT, domain, path,
-                     "it no longer exists", NULL);
+    if (!f && g_error_matches(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND)) {
+        watch_report(w, DAXFILE_WATCH_KEPT, domain, path, "it no longer exists",
+                     NULL);
         return;
     }
     if (!f || !daxfile_wipe(f, &params, &result, &error)) {
@@ -412,8 +416,7 @@ on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
         if (virDomainIsActive(dom) == 1) {
             /* its QEMU still has the files: they are wiped at its stop */
             wd->pending = TRUE;
-            watch_report(w, DAXFILE_WATCH_WAITING, wd->name, NULL, NULL,
-                         NULL);
+            watch_report(w, DAXFILE_WATCH_WAITING, wd->name, NULL, NULL, NULL);
             break;
         }
         watch_undefined(w, uuid);
@@ -441,8 +444,10 @@ on_close(virConnectPtr conn, int reason, void *opaque)
 
     w->lost = TRUE;
     g_free(w->lost_why);
-    w->lost_why = g_strdup(reason >= 0 && reason < (int)G_N_ELEMENTS(why) &&
-                           why[reason] ? why[reason] : "closed");
+    w->lost_why =
+        g_strdup(reason >= 0 && reason < (int)G_N_ELEMENTS(why) && why[reason]
+                     ? why[reason]
+                     : "closed");
 }
 
 static void
@@ -497,9 +502,8 @@ watch_reconcile(Watch *w, GHashTable *now)
 static gboolean
 watch_connect(Watch *w, const char *uri, GError **error)
 {
-    g_autoptr(GHashTable) now = g_hash_table_new_full(g_str_hash,
-                                                      g_str_equal, g_free,
-                                                      watch_domain_free);
+    g_autoptr(GHashTable) now = g_hash_table_new_full(
+        g_str_hash, g_str_equal, g_free, watch_domain_free);
 
     w->conn = virConnectOpen(uri);
     if (!w->conn) {
@@ -543,11 +547,14 @@ watch_tick(int timer, void *opaque)
 
 gboolean
 daxfile_virt_watch(const char *uri, const DaxfileConf *conf,
-                   volatile gint *stop, DaxfileWatchFunc report,
-                   gpointer data, GError **error)
+                   volatile gint *stop, DaxfileWatchFunc report, gpointer data,
+                   GError **error)
 {
     Watch w = {
-        .conf = conf, .stop = stop, .report = report, .data = data,
+        .conf = conf,
+        .stop = stop,
+        .report = report,
+        .data = data,
         .callback = -1,
         .domains = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                          watch_domain_free),
@@ -556,8 +563,8 @@ daxfile_virt_watch(const char *uri, const DaxfileConf *conf,
 
     virSetErrorFunc(NULL, silence);
     if (virEventRegisterDefaultImpl() < 0 ||
-        (timer = virEventAddTimeout(WATCH_RESCAN_MS, watch_tick, &w,
-                                    NULL)) < 0) {
+        (timer = virEventAddTimeout(WATCH_RESCAN_MS, watch_tick, &w, NULL)) <
+            0) {
         set_virt_error(error, "Cannot set up libvirt's event loop");
         g_hash_table_unref(w.domains);
         return FALSE;
@@ -569,8 +576,7 @@ daxfile_virt_watch(const char *uri, const DaxfileConf *conf,
     }
     while (!g_atomic_int_get(stop)) {
         if (w.lost) {
-            watch_report(&w, DAXFILE_WATCH_LOST, NULL, NULL, w.lost_why,
-                         NULL);
+            watch_report(&w, DAXFILE_WATCH_LOST, NULL, NULL, w.lost_why, NULL);
             watch_disconnect(&w);
             while (!g_atomic_int_get(stop) && !watch_connect(&w, uri, NULL))
                 g_usleep(G_USEC_PER_SEC);

@@ -12,8 +12,8 @@
 G_BEGIN_DECLS
 
 typedef struct {
-    gboolean live;   /* also hot-plugged into the running domain */
-    char *note;      /* e.g. why it waits for the next boot */
+    gboolean live; /* also hot-plugged into the running domain */
+    char *note;    /* e.g. why it waits for the next boot */
 } DaxfileAttachResult;
 
 void daxfile_attach_result_clear(DaxfileAttachResult *result);
@@ -36,13 +36,13 @@ gboolean daxfile_virt_detach(const char *uri, const char *domain,
 
 /* What daxfile_virt_watch() saw or did */
 typedef enum {
-    DAXFILE_WATCH_READY,    /* connected; @domains known, @files */
-    DAXFILE_WATCH_WIPED,    /* @path of undefined @domain wiped: @wipe */
-    DAXFILE_WATCH_KEPT,     /* @path not wiped: @why */
-    DAXFILE_WATCH_WAITING,  /* @domain undefined while it runs: its files
-                             * are wiped when it stops */
-    DAXFILE_WATCH_FAILED,   /* @path: the wipe failed or was refused, @why */
-    DAXFILE_WATCH_LOST,     /* the connection closed (@why); reconnecting */
+    DAXFILE_WATCH_READY,   /* connected; @domains known, @files */
+    DAXFILE_WATCH_WIPED,   /* @path of undefined @domain wiped: @wipe */
+    DAXFILE_WATCH_KEPT,    /* @path not wiped: @why */
+    DAXFILE_WATCH_WAITING, /* @domain undefined while it runs: its files
+                            * are wiped when it stops */
+    DAXFILE_WATCH_FAILED,  /* @path: the wipe failed or was refused, @why */
+    DAXFILE_WATCH_LOST,    /* the connection closed (@why); reconnecting */
 } DaxfileWatchKind;
 
 typedef struct {
@@ -51,12 +51,11 @@ typedef struct {
     const char *path;
     const char *why;
     const DaxfileWipeResult *wipe;
-    guint domains;   /* defined domains known */
-    guint files;     /* their backends that would be wiped */
+    guint domains; /* defined domains known */
+    guint files;   /* their backends that would be wiped */
 } DaxfileWatchEvent;
 
-typedef void (*DaxfileWatchFunc)(const DaxfileWatchEvent *event,
-                                 gpointer data);
+typedef void (*DaxfileWatchFunc)(const DaxfileWatchEvent *event, gpointer data);
 
 /* Follow libvirt's domain life cycle at @uri (NULL = default) until
  * *@stop is set: remember every defined domain's nvdimm and virtio-pmem

@@ -43,21 +43,21 @@ daxfile_wipe_pending(int fd, guint64 *ret_done)
         return FALSE;
     buf[n] = '\0';
     if (!g_ascii_string_to_unsigned(buf, 10, 0, G_MAXUINT64, &done, NULL))
-        done = 0;  /* unreadable: nothing is known to be zeroed */
+        done = 0; /* unreadable: nothing is known to be zeroed */
     if (ret_done)
         *ret_done = done;
     return TRUE;
 }
 
 static gboolean
-mark(int fd, const char *name, guint64 done, gboolean durable,
-     GError **error)
+mark(int fd, const char *name, guint64 done, gboolean durable, GError **error)
 {
     g_autofree char *value = g_strdup_printf("%" G_GUINT64_FORMAT, done);
 
     if (fsetxattr(fd, DAXFILE_WIPE_XATTR, value, strlen(value), 0) < 0 ||
         (durable && fsync(fd) < 0)) {
-        daxfile_set_error_errno(error, errno, "Cannot record the wipe's "
+        daxfile_set_error_errno(error, errno,
+                                "Cannot record the wipe's "
                                 "progress on '%s' (extended attribute %s)",
                                 name, DAXFILE_WIPE_XATTR);
         return FALSE;
@@ -83,8 +83,8 @@ unheld(DaxfileRegistry *reg, const DaxfileFile *f, const struct stat *st,
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
                     "'%s' is %s for '%s'; fix: stop or release it first "
                     "(a domain: shut it down; 'daxfile disable' for a manual "
-                    "owner; 'daxfile repair' if its owner is gone)", name,
-                    daxfile_entry_state_to_string(e->state), owner);
+                    "owner; 'daxfile repair' if its owner is gone)",
+                    name, daxfile_entry_state_to_string(e->state), owner);
         return FALSE;
     }
     if (!daxfile_guard_get(f, &on, error))
@@ -95,7 +95,8 @@ unheld(DaxfileRegistry *reg, const DaxfileFile *f, const struct stat *st,
     if (on) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
                     "'%s' is static but the registry does not know it; fix: "
-                    "'daxfile repair', then wipe it", name);
+                    "'daxfile repair', then wipe it",
+                    name);
         return FALSE;
     }
     return TRUE;
@@ -104,13 +105,12 @@ unheld(DaxfileRegistry *reg, const DaxfileFile *f, const struct stat *st,
 /* A device-dax device no domain holds (registry key: its device number,
  * inode 0), in devdax mode; its description in *@ret_dev */
 static gboolean
-device_unheld(DaxfileRegistry *reg, const struct stat *st,
-              const DaxfileFile *f, DaxfileDevdax **ret_dev, GError **error)
+device_unheld(DaxfileRegistry *reg, const struct stat *st, const DaxfileFile *f,
+              DaxfileDevdax **ret_dev, GError **error)
 {
     const char *name = f->display;
     const DaxfileEntry *e = daxfile_registry_lookup(reg, st->st_rdev, 0);
-    g_autoptr(DaxfileDevdax) d = daxfile_devdax_read(st->st_rdev, name,
-                                                     error);
+    g_autoptr(DaxfileDevdax) d = daxfile_devdax_read(st->st_rdev, name, error);
 
     if (!d)
         return FALSE;
@@ -119,8 +119,9 @@ device_unheld(DaxfileRegistry *reg, const struct stat *st,
 
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
                     "'%s' (%s) is %s for '%s'; fix: shut that domain down "
-                    "first ('daxfile repair' if it is gone)", name, d->name,
-                    daxfile_entry_state_to_string(e->state), owner);
+                    "first ('daxfile repair' if it is gone)",
+                    name, d->name, daxfile_entry_state_to_string(e->state),
+                    owner);
         return FALSE;
     }
     if (!daxfile_devdax_check_mode(d, name, error))
@@ -134,10 +135,9 @@ DaxfileFile *
 daxfile_wipe_open(const char *path, gboolean follow, GError **error)
 {
     if (!daxfile_devdax_is(path))
-        return daxfile_file_open(path,
-                                 DAXFILE_OPEN_WRITE |
-                                     (follow ? DAXFILE_OPEN_FOLLOW : 0),
-                                 error);
+        return daxfile_file_open(
+            path, DAXFILE_OPEN_WRITE | (follow ? DAXFILE_OPEN_FOLLOW : 0),
+            error);
     /* a device-dax device, by its own node (daxfile-devdax.h) */
     return daxfile_file_open_node(path, O_RDWR | (follow ? 0 : O_NOFOLLOW),
                                   NULL, error);
@@ -242,8 +242,7 @@ read_back(const unsigned char *map, guint64 size, DaxfileWipeResult *ret)
  * extended attributes): run it again. */
 static gboolean
 wipe_device(const DaxfileFile *f, const struct stat *st,
-            const DaxfileWipeParams *p, DaxfileWipeResult *ret,
-            GError **error)
+            const DaxfileWipeParams *p, DaxfileWipeResult *ret, GError **error)
 {
     int fd = f->fd;
     const char *name = f->display;
@@ -263,8 +262,8 @@ wipe_device(const DaxfileFile *f, const struct stat *st,
     g_clear_pointer(&reg, daxfile_registry_free);
     ret->size = d->size;
     align = MAX(d->align, (guint64)DAXFILE_SZ_2M);
-    if (!daxfile_map_aligned(fd, d->size, 0, PROT_READ | PROT_WRITE,
-                             MAP_SHARED, align, &addr, NULL)) {
+    if (!daxfile_map_aligned(fd, d->size, 0, PROT_READ | PROT_WRITE, MAP_SHARED,
+                             align, &addr, NULL)) {
         daxfile_set_error_errno(error, errno, "Cannot map '%s' (%s)", name,
                                 d->name);
         return FALSE;
@@ -303,17 +302,19 @@ wipe_device(const DaxfileFile *f, const struct stat *st,
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
                     "the wipe of '%s' (%s) was interrupted after %s of %s; "
                     "fix: run 'daxfile wipe' on it again (a device keeps "
-                    "no mark: it holds old data past that point)", name,
-                    d->name, have, all);
+                    "no mark: it holds old data past that point)",
+                    name, d->name, have, all);
         return FALSE;
     }
     read_back(map, d->size, ret);
     munmap(map, d->size);
     if (!ret->verified) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                    "'%s' (%s) does not read back as zeros at offset %"
-                    G_GUINT64_FORMAT " after it was wiped: the medium may "
-                    "be failing", name, d->name, ret->first_nonzero);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+            "'%s' (%s) does not read back as zeros at offset %" G_GUINT64_FORMAT
+            " after it was wiped: the medium may "
+            "be failing",
+            name, d->name, ret->first_nonzero);
         return FALSE;
     }
     return TRUE;
@@ -381,9 +382,10 @@ daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
         if (!nt && msync(map + done, n, MS_SYNC) < 0) {
             errsv = errno;
             munmap(map, size);
-            daxfile_set_error_errno(error, errsv, "Cannot write '%s' back "
-                                    "at offset %" G_GUINT64_FORMAT, name,
-                                    done);
+            daxfile_set_error_errno(error, errsv,
+                                    "Cannot write '%s' back "
+                                    "at offset %" G_GUINT64_FORMAT,
+                                    name, done);
             return FALSE;
         }
         done += n;
@@ -407,23 +409,26 @@ daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
                     "the wipe of '%s' was interrupted after %s of %s; fix: "
                     "run 'daxfile wipe' on it again to finish (until then "
-                    "it cannot be attached or made static)", name, have,
-                    all);
+                    "it cannot be attached or made static)",
+                    name, have, all);
         return FALSE;
     }
     read_back(map, size, ret);
     munmap(map, size);
     if (!ret->verified) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                    "'%s' does not read back as zeros at offset %"
-                    G_GUINT64_FORMAT " after it was wiped: the medium may "
-                    "be failing; the file stays marked unfinished", name,
-                    ret->first_nonzero);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+            "'%s' does not read back as zeros at offset %" G_GUINT64_FORMAT
+            " after it was wiped: the medium may "
+            "be failing; the file stays marked unfinished",
+            name, ret->first_nonzero);
         return FALSE;
     }
     if (fremovexattr(fd, DAXFILE_WIPE_XATTR) < 0 || fsync(fd) < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot clear the wipe mark "
-                                "of '%s'", name);
+        daxfile_set_error_errno(error, errno,
+                                "Cannot clear the wipe mark "
+                                "of '%s'",
+                                name);
         return FALSE;
     }
     return TRUE;

@@ -27,13 +27,12 @@ G_BEGIN_DECLS
  * the start it had zeroed for sure */
 gboolean daxfile_wipe_pending(int fd, guint64 *ret_done);
 
-typedef void (*DaxfileWipeProgress)(guint64 done, guint64 total,
-                                    gpointer data);
+typedef void (*DaxfileWipeProgress)(guint64 done, guint64 total, gpointer data);
 
 typedef struct {
-    DaxfileWipeProgress progress;  /* after every chunk, or NULL */
+    DaxfileWipeProgress progress; /* after every chunk, or NULL */
     gpointer progress_data;
-    volatile gint *cancel;         /* non-zero: stop after this chunk */
+    volatile gint *cancel; /* non-zero: stop after this chunk */
 } DaxfileWipeParams;
 
 typedef struct {

@@ -13,8 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    g_autoptr(DaxfileDomain) dom = daxfile_domain_parse((const char *)data,
-                                                        size, NULL);
+    g_autoptr(DaxfileDomain) dom =
+        daxfile_domain_parse((const char *)data, size, NULL);
     g_autoptr(GHashTable) paths = NULL;
     g_autofree char *out = NULL;
     guint i;

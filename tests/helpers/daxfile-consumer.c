@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile-consumer FILE [--sync|--pmem] [--private] [--misalign] [--also FILE]...
- *   a stand-in for QEMU in tests
+ * daxfile-consumer FILE [--sync|--pmem] [--private] [--misalign] [--also
+ * FILE]... a stand-in for QEMU in tests
  *
  * Opens FILE O_RDWR, maps all of it MAP_SHARED (MAP_SHARED_VALIDATE |
  * MAP_SYNC with --sync; with --pmem as QEMU does with pmem=on: MAP_SYNC,
@@ -49,8 +49,8 @@ aligned_map(size_t len, int prot, int flags, int fd)
 {
     size_t skip = misalign_flag ? 4096 : 0;
     size_t total = len + HUGE_ALIGN + skip;
-    unsigned char *area = mmap(NULL, total, PROT_NONE,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *area =
+        mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     uintptr_t at;
 
     if (area == MAP_FAILED)
@@ -58,9 +58,9 @@ aligned_map(size_t len, int prot, int flags, int fd)
     at = ((uintptr_t)area + HUGE_ALIGN - 1) & ~(HUGE_ALIGN - 1);
     area = mmap((void *)(at + skip), len, prot, flags | MAP_FIXED, fd, 0);
     if (area == MAP_FAILED && pmem_flag && (flags & MAP_SYNC) &&
-        errno == EOPNOTSUPP)  /* QEMU: a warning, then without MAP_SYNC */
-        area = mmap((void *)(at + skip), len, prot, MAP_SHARED | MAP_FIXED,
-                    fd, 0);
+        errno == EOPNOTSUPP) /* QEMU: a warning, then without MAP_SYNC */
+        area =
+            mmap((void *)(at + skip), len, prot, MAP_SHARED | MAP_FIXED, fd, 0);
     return area;
 }
 
@@ -74,8 +74,8 @@ static int
 do_map(int fd, int sync_flag)
 {
     int flags = sync_flag ? (MAP_SHARED_VALIDATE | MAP_SYNC) : MAP_SHARED;
-    void *addr = aligned_map(map_len, map_prot,
-                             private_flag ? MAP_PRIVATE : flags, fd);
+    void *addr =
+        aligned_map(map_len, map_prot, private_flag ? MAP_PRIVATE : flags, fd);
 
     if (addr == MAP_FAILED)
         return -errno;
@@ -179,7 +179,8 @@ main(int argc, char **argv)
     int fd, rc, i;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: daxfile-consumer FILE [--sync|--pmem] [--private] "
+        fprintf(stderr,
+                "usage: daxfile-consumer FILE [--sync|--pmem] [--private] "
                 "[--misalign] [--also FILE]...\n");
         return 2;
     }
@@ -195,7 +196,7 @@ main(int argc, char **argv)
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     fd = open(argv[1], O_RDWR | O_CLOEXEC);
-    if (fd < 0 && errno == EPERM) {  /* immutable: map it read-only */
+    if (fd < 0 && errno == EPERM) { /* immutable: map it read-only */
         fd = open(argv[1], O_RDONLY | O_CLOEXEC);
         map_prot = PROT_READ;
     }

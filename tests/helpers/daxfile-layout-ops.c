@@ -145,7 +145,7 @@ op_fd(const char *op, off_t size)
         if (sfd < 0)
             return result(-1);
         return result(copy_file_range(sfd, &in, fd, &out, 4096, 0) < 0 ? -1
-                                                                        : 0);
+                                                                       : 0);
     }
 }
 

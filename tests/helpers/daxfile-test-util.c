@@ -28,8 +28,8 @@ print_diff(const char *expected_path, const char *actual)
 void
 daxfile_test_golden(const char *relpath, const char *actual)
 {
-    g_autofree char *path = g_test_build_filename(G_TEST_DIST, "data",
-                                                  relpath, NULL);
+    g_autofree char *path =
+        g_test_build_filename(G_TEST_DIST, "data", relpath, NULL);
     g_autofree char *expected = NULL;
     g_autoptr(GError) error = NULL;
     const char *regen = g_getenv("DAXFILE_TEST_REGENERATE");
@@ -43,7 +43,8 @@ daxfile_test_golden(const char *relpath, const char *actual)
     }
     if (!g_file_get_contents(path, &expected, NULL, &error)) {
         g_test_message("missing golden file %s (DAXFILE_TEST_REGENERATE=1 "
-                       "writes it): %s", path, error->message);
+                       "writes it): %s",
+                       path, error->message);
         g_test_fail();
         return;
     }

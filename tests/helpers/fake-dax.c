@@ -112,8 +112,8 @@ sync_note(char *buf, size_t size, long pid, unsigned long long start)
 {
     const char *dir = getenv("DAXFILE_FAKE_DAX_SYNC");
 
-    return dir && snprintf(buf, size, "%s/%ld-%llx", dir, pid, start) <
-                      (int)size;
+    return dir &&
+           snprintf(buf, size, "%s/%ld-%llx", dir, pid, start) < (int)size;
 }
 
 static void *
@@ -125,8 +125,8 @@ fake_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 
     if (!real)
         real = (mmap_fn)dlsym(RTLD_NEXT, "mmap");
-    if ((flags & MAP_SYNC) && (flags & MAP_SHARED_VALIDATE) ==
-        MAP_SHARED_VALIDATE && fd_faked(fd)) {
+    if ((flags & MAP_SYNC) &&
+        (flags & MAP_SHARED_VALIDATE) == MAP_SHARED_VALIDATE && fd_faked(fd)) {
         flags &= ~MAP_SYNC;
         dropped = 1;
     }
@@ -175,8 +175,8 @@ fake_smaps(const char *path, long pid, int flags)
         unsigned int maj, min;
         char perms[5] = "";
 
-        if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu", &start, &end,
-                   perms, &off, &maj, &min, &ino) == 7) {
+        if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu", &start, &end, perms,
+                   &off, &maj, &min, &ino) == 7) {
             char note[4096];
 
             mark = perms[3] == 's' && faked(maj, min) &&
@@ -220,13 +220,13 @@ fake_open(const char *path, int flags, mode_t mode)
 }
 
 /* open(2)'s optional third argument, present with O_CREAT or O_TMPFILE */
-#define OPEN_MODE(flags)                                                      \
-    mode_t mode = 0;                                                          \
-    if (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE) {          \
-        va_list ap;                                                           \
-        va_start(ap, flags);                                                  \
-        mode = va_arg(ap, mode_t);                                            \
-        va_end(ap);                                                           \
+#define OPEN_MODE(flags)                                                       \
+    mode_t mode = 0;                                                           \
+    if (((flags)&O_CREAT) || ((flags)&O_TMPFILE) == O_TMPFILE) {               \
+        va_list ap;                                                            \
+        va_start(ap, flags);                                                   \
+        mode = va_arg(ap, mode_t);                                             \
+        va_end(ap);                                                            \
     }
 
 int

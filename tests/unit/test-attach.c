@@ -43,8 +43,7 @@ fake_report(gboolean ready)
     if (ready) {
         daxfile_extent_map_add(map, 0, 2 * M, 64 * M, FIEMAP_EXTENT_LAST);
     } else {
-        daxfile_extent_map_add(map, 0, 2 * M, 2 * M,
-                               FIEMAP_EXTENT_UNWRITTEN);
+        daxfile_extent_map_add(map, 0, 2 * M, 2 * M, FIEMAP_EXTENT_UNWRITTEN);
         daxfile_extent_map_add(map, 2 * M, 130 * M, 62 * M,
                                FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_LAST);
     }
@@ -272,8 +271,7 @@ main(int argc, char **argv)
     g_autofree char *root = NULL;
 
     g_test_init(&argc, &argv, NULL);
-    root = g_test_build_filename(G_TEST_DIST, "data", "sysfs", "attach",
-                                 NULL);
+    root = g_test_build_filename(G_TEST_DIST, "data", "sysfs", "attach", NULL);
     g_setenv("DAXFILE_SYSFS_ROOT", root, TRUE);
     tmp = daxfile_test_scratch("attach");
     g_test_add_func("/attach/report/size", test_report_size);

@@ -28,7 +28,8 @@ test_good(void)
         "# comment\n[hook]\nmanaged_roots=/mnt/pmem/;/var/lib/libvirt/pmem\n"
         "allow_non_dax=true\ntrusted_owners=root;1234\n"
         "create_missing=true\npath_map=/mnt/a=/mnt/b;/x=/y\n"
-        "device_dax=true\nwipe_on_undefine=true\n", &error);
+        "device_dax=true\nwipe_on_undefine=true\n",
+        &error);
     g_autofree char *m1 = NULL;
     g_autofree char *m2 = NULL;
 
@@ -62,8 +63,8 @@ static void
 test_defaults(void)
 {
     g_autoptr(DaxfileConf) c = parse("", NULL);
-    g_autoptr(DaxfileConf) missing = daxfile_conf_load("/nonexistent.conf",
-                                                       NULL);
+    g_autoptr(DaxfileConf) missing =
+        daxfile_conf_load("/nonexistent.conf", NULL);
 
     g_assert_nonnull(c);
     g_assert_cmpuint(c->roots->len, ==, 0);
@@ -118,12 +119,13 @@ test_dropins(void)
     g_autoptr(DaxfileConf) c = NULL;
 
     g_assert_cmpint(g_mkdir(ddir, 0700), ==, 0);
-    g_assert_true(g_file_set_contents(main_conf,
-                                      "[hook]\nmanaged_roots=/mnt/pmem\n",
-                                      -1, NULL));
-    g_assert_true(g_file_set_contents(d1, "[hook]\nmanaged_roots=/tmp/q\n"
+    g_assert_true(g_file_set_contents(
+        main_conf, "[hook]\nmanaged_roots=/mnt/pmem\n", -1, NULL));
+    g_assert_true(g_file_set_contents(d1,
+                                      "[hook]\nmanaged_roots=/tmp/q\n"
                                       "allow_non_dax=true\n"
-                                      "wipe_on_undefine=true\n", -1, NULL));
+                                      "wipe_on_undefine=true\n",
+                                      -1, NULL));
     g_assert_true(g_file_set_contents(d2, "garbage", -1, NULL));
     c = daxfile_conf_load(main_conf, &error);
     g_assert_no_error(error);
@@ -131,8 +133,8 @@ test_dropins(void)
     g_assert_false(daxfile_conf_managed_root(c, "/mnt/pmem/a")->allow_non_dax);
     g_assert_true(daxfile_conf_managed_root(c, "/tmp/q/a")->allow_non_dax);
     /* wipe_on_undefine is per file too; device_dax was not set with it */
-    g_assert_false(daxfile_conf_managed_root(c, "/mnt/pmem/a")
-                       ->wipe_on_undefine);
+    g_assert_false(
+        daxfile_conf_managed_root(c, "/mnt/pmem/a")->wipe_on_undefine);
     g_assert_true(daxfile_conf_managed_root(c, "/tmp/q/a")->wipe_on_undefine);
     g_assert_false(c->wipe_devdax);
     g_assert_cmpstr(daxfile_conf_managed_root(c, "/tmp/q/a")->conf, ==, d1);

@@ -64,12 +64,15 @@ test_check(void)
 
     g_assert_true(daxfile_devdax_check(ok, "/dev/x", 256 * M, 2 * M, NULL));
     g_assert_true(daxfile_devdax_check(ok, "/dev/x", 256 * M, 0, NULL));
-    expect_refused(ok, 256 * M, 4096, "has 2 MiB pages but <alignsize> is "
+    expect_refused(ok, 256 * M, 4096,
+                   "has 2 MiB pages but <alignsize> is "
                    "4 KiB");
-    expect_refused(ok, 128 * M, 2 * M, "is 256 MiB but <target><size> is "
+    expect_refused(ok, 128 * M, 2 * M,
+                   "is 256 MiB but <target><size> is "
                    "128 MiB; fix: <size unit='KiB'>262144</size>");
     expect_refused(kmem, 64 * M, 2 * M, "system-ram mode, not devdax");
-    expect_refused(kmem, 64 * M, 2 * M, "daxctl reconfigure-device "
+    expect_refused(kmem, 64 * M, 2 * M,
+                   "daxctl reconfigure-device "
                    "--mode=devdax dax1.0");
     expect_refused(off, 64 * M, 2 * M, "disabled mode");
 }
@@ -84,7 +87,8 @@ test_json(void)
 
     json_generator_set_root(gen, node);
     text = json_generator_to_data(gen, NULL);
-    g_assert_cmpstr(text, ==, "{\"name\":\"dax0.0\",\"path\":\"/dev/dax0.0\","
+    g_assert_cmpstr(text, ==,
+                    "{\"name\":\"dax0.0\",\"path\":\"/dev/dax0.0\","
                     "\"size\":268435456,\"align\":2097152,"
                     "\"mode\":\"devdax\"}");
 }
@@ -95,8 +99,7 @@ main(int argc, char **argv)
     g_autofree char *root = NULL;
 
     g_test_init(&argc, &argv, NULL);
-    root = g_test_build_filename(G_TEST_DIST, "data", "sysfs", "devdax",
-                                 NULL);
+    root = g_test_build_filename(G_TEST_DIST, "data", "sysfs", "devdax", NULL);
     g_setenv("DAXFILE_SYSFS_ROOT", root, TRUE);
     g_test_add_func("/devdax/read", test_read);
     g_test_add_func("/devdax/check", test_check);

@@ -14,18 +14,20 @@
 #define G (G_GUINT64_CONSTANT(1) << 30)
 
 /* A device as attach makes it (daxfile_nvdimm_init() and the options) */
-#define DEVICE(p, sz, label, nd, ro, mdl)                                    \
-    {.model = (mdl), .access = (char *)"shared", .path = (char *)(p),        \
-     .alignsize = 2 * M, .pmem = (mdl) == DAXFILE_DEVICE_NVDIMM,              \
-     .size = (sz), .node = (nd), .label_size = (label), .readonly = (ro)}
+#define DEVICE(p, sz, label, nd, ro, mdl)                                      \
+    {                                                                          \
+        .model = (mdl), .access = (char *)"shared", .path = (char *)(p),       \
+        .alignsize = 2 * M, .pmem = (mdl) == DAXFILE_DEVICE_NVDIMM,            \
+        .size = (sz), .node = (nd), .label_size = (label), .readonly = (ro)    \
+    }
 #define NVDIMM DAXFILE_DEVICE_NVDIMM
 #define VIRTIO DAXFILE_DEVICE_VIRTIO_PMEM
 
 static DaxfileDomain *
 load(const char *name)
 {
-    g_autofree char *path = g_test_build_filename(G_TEST_DIST, "data",
-                                                  "domxml", name, NULL);
+    g_autofree char *path =
+        g_test_build_filename(G_TEST_DIST, "data", "domxml", name, NULL);
     g_autofree char *xml = NULL;
     gsize len = 0;
     g_autoptr(GError) error = NULL;
@@ -93,9 +95,8 @@ test_parse_errors(void)
 
     for (i = 0; i < G_N_ELEMENTS(bad); i++) {
         g_autoptr(GError) error = NULL;
-        g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(bad[i],
-                                                            strlen(bad[i]),
-                                                            &error);
+        g_autoptr(DaxfileDomain) dom =
+            daxfile_domain_parse(bad[i], strlen(bad[i]), &error);
 
         g_test_message("case %u", i);
         g_assert_null(dom);
@@ -111,17 +112,24 @@ test_scale(void)
         const char *value, *unit;
         guint64 want;
     } good[] = {
-        {"1", NULL, 1024}, {"1", "b", 1}, {"1", "bytes", 1},
-        {"1", "KB", 1000}, {"1", "k", 1024}, {"1", "KiB", 1024},
-        {"2", "M", 2 * M}, {"2", "mib", 2 * M}, {"3", "MB", 3000000},
-        {"1", "G", G}, {" 7 ", "T", G_GUINT64_CONSTANT(7) << 40},
+        {"1", NULL, 1024},
+        {"1", "b", 1},
+        {"1", "bytes", 1},
+        {"1", "KB", 1000},
+        {"1", "k", 1024},
+        {"1", "KiB", 1024},
+        {"2", "M", 2 * M},
+        {"2", "mib", 2 * M},
+        {"3", "MB", 3000000},
+        {"1", "G", G},
+        {" 7 ", "T", G_GUINT64_CONSTANT(7) << 40},
     };
     guint64 v = 0;
     guint i;
 
     for (i = 0; i < G_N_ELEMENTS(good); i++) {
-        g_assert_true(daxfile_scale_parse(good[i].value, good[i].unit, 1024,
-                                          &v, NULL));
+        g_assert_true(
+            daxfile_scale_parse(good[i].value, good[i].unit, 1024, &v, NULL));
         g_assert_cmpuint(v, ==, good[i].want);
     }
     g_assert_false(daxfile_scale_parse("1", "KiBi", 1024, &v, NULL));
@@ -133,8 +141,8 @@ test_scale(void)
 static void
 test_device_xml(void)
 {
-    DaxfileNvdimm spec = DEVICE("/mnt/pmem/a <&> b.img", G, 128 * K, 1,
-                                FALSE, NVDIMM);
+    DaxfileNvdimm spec =
+        DEVICE("/mnt/pmem/a <&> b.img", G, 128 * K, 1, FALSE, NVDIMM);
     DaxfileNvdimm plain = DEVICE("/srv/vm.img", 512 * M, 0, 0, TRUE, NVDIMM);
     DaxfileNvdimm bad = DEVICE("/srv/\xff.img", 512 * M, 0, 0, FALSE, NVDIMM);
     g_autofree char *a = daxfile_nvdimm_format(&spec, NULL);
@@ -151,7 +159,8 @@ test_device_xml(void)
     g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID);
     /* what we generate reads back the same */
     wrapped = g_strdup_printf("<domain><name>x</name><devices>%s</devices>"
-                              "</domain>", a);
+                              "</domain>",
+                              a);
     dom = daxfile_domain_parse(wrapped, strlen(wrapped), NULL);
     g_assert_nonnull(dom);
     nv = g_ptr_array_index(dom->nvdimms, 0);
@@ -168,8 +177,7 @@ static void
 expect_attach_error(const char *xml, const DaxfileNvdimm *spec,
                     const char *want)
 {
-    g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(xml, strlen(xml),
-                                                        NULL);
+    g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(xml, strlen(xml), NULL);
     g_autoptr(GError) error = NULL;
 
     g_assert_nonnull(dom);
@@ -178,32 +186,33 @@ expect_attach_error(const char *xml, const DaxfileNvdimm *spec,
     g_assert_nonnull(strstr(error->message, want));
 }
 
-#define DOM(max, cells, acpi, devs)                                          \
-    "<domain><name>vm</name><memory unit='MiB'>512</memory>" max             \
-    "<features>" acpi "</features><cpu><numa>" cells "</numa></cpu>"         \
+#define DOM(max, cells, acpi, devs)                                            \
+    "<domain><name>vm</name><memory unit='MiB'>512</memory>" max               \
+    "<features>" acpi "</features><cpu><numa>" cells "</numa></cpu>"           \
     "<devices>" devs "</devices></domain>"
 #define MAXMEM "<maxMemory slots='2' unit='GiB'>2</maxMemory>"
 #define CELL "<cell id='0' cpus='0' memory='512' unit='MiB'/>"
-#define DIMM "<memory model='dimm'><target><size unit='MiB'>256</size>" \
-             "</target></memory>"
+#define DIMM                                                                   \
+    "<memory model='dimm'><target><size unit='MiB'>256</size>"                 \
+    "</target></memory>"
 
 static void
 test_check_attach(void)
 {
-    DaxfileNvdimm spec = DEVICE("/mnt/pmem/a.img", 512 * M, 0, 0, FALSE,
-                                NVDIMM);
-    DaxfileNvdimm node1 = DEVICE("/mnt/pmem/a.img", 512 * M, 0, 1, FALSE,
-                                 NVDIMM);
+    DaxfileNvdimm spec =
+        DEVICE("/mnt/pmem/a.img", 512 * M, 0, 0, FALSE, NVDIMM);
+    DaxfileNvdimm node1 =
+        DEVICE("/mnt/pmem/a.img", 512 * M, 0, 1, FALSE, NVDIMM);
     DaxfileNvdimm big = DEVICE("/mnt/pmem/a.img", 2 * G, 0, 0, FALSE, NVDIMM);
-    DaxfileNvdimm again = DEVICE("/mnt/pmem/a.img", 1 * G, 0, 1, FALSE,
-                                 NVDIMM);
+    DaxfileNvdimm again = DEVICE("/mnt/pmem/a.img", 1 * G, 0, 1, FALSE, NVDIMM);
     g_autoptr(DaxfileDomain) ok = NULL;
     const char *good = DOM(MAXMEM, CELL, "<acpi/>", "");
 
     expect_attach_error(DOM("", CELL, "<acpi/>", ""), &spec,
                         "no <maxMemory slots=...>");
     expect_attach_error(DOM(MAXMEM, "", "<acpi/>", ""), &spec, "no NUMA cell");
-    expect_attach_error(DOM(MAXMEM, CELL, "", ""), &spec, "no <features><acpi/>");
+    expect_attach_error(DOM(MAXMEM, CELL, "", ""), &spec,
+                        "no <features><acpi/>");
     expect_attach_error(good, &node1, "there is no node 1");
     expect_attach_error(DOM(MAXMEM, CELL, "<acpi/>", DIMM DIMM), &spec,
                         "uses all 2 memory slots");
@@ -221,10 +230,10 @@ test_check_attach(void)
 static void
 test_virtio_pmem(void)
 {
-    DaxfileNvdimm spec = DEVICE("/mnt/pmem/v.img", 512 * M, 0, 0, FALSE,
-                                VIRTIO);
-    DaxfileNvdimm nvdimm = DEVICE("/mnt/pmem/n.img", 512 * M, 0, 0, FALSE,
-                                  NVDIMM);
+    DaxfileNvdimm spec =
+        DEVICE("/mnt/pmem/v.img", 512 * M, 0, 0, FALSE, VIRTIO);
+    DaxfileNvdimm nvdimm =
+        DEVICE("/mnt/pmem/n.img", 512 * M, 0, 0, FALSE, NVDIMM);
     g_autofree char *xml = daxfile_nvdimm_format(&spec, NULL);
     g_autofree char *both = NULL;
     g_autoptr(DaxfileDomain) dom = NULL;
@@ -247,8 +256,9 @@ test_virtio_pmem(void)
     g_assert_cmpuint(nv->size, ==, 512 * M);
     g_assert_cmpuint(nv->alignsize, ==, 0);
     g_assert_cmpuint(daxfile_nvdimm_page(nv), ==, 2 * M);
-    g_assert_cmpint(((DaxfileNvdimm *)g_ptr_array_index(dom->nvdimms, 1))
-                        ->model, ==, DAXFILE_DEVICE_NVDIMM);
+    g_assert_cmpint(
+        ((DaxfileNvdimm *)g_ptr_array_index(dom->nvdimms, 1))->model, ==,
+        DAXFILE_DEVICE_NVDIMM);
     g_assert_cmpint(daxfile_domain_find_nvdimm(dom, "/n.img"), ==, 1);
     noacpi = daxfile_domain_parse(bare, strlen(bare), NULL);
     g_assert_true(daxfile_domain_check_attach(noacpi, &spec, NULL));
@@ -267,13 +277,12 @@ test_parse_no_node(void)
                           "<memory model='nvdimm'><source><path>/a.img"
                           "</path></source><target><size unit='MiB'>512"
                           "</size></target></memory>");
-    g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(xml, strlen(xml),
-                                                        NULL);
+    g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(xml, strlen(xml), NULL);
 
     g_assert_nonnull(dom);
     g_assert_cmpuint(dom->nvdimms->len, ==, 1);
-    g_assert_cmpint(((DaxfileNvdimm *)g_ptr_array_index(dom->nvdimms, 0))
-                        ->node, ==, -1);
+    g_assert_cmpint(((DaxfileNvdimm *)g_ptr_array_index(dom->nvdimms, 0))->node,
+                    ==, -1);
 }
 
 static void
@@ -288,10 +297,12 @@ test_rewrite(void)
     out = daxfile_domain_rewrite_paths(dom, paths, NULL);
     g_assert_nonnull(out);
     again = daxfile_domain_parse(out, strlen(out), NULL);
-    g_assert_cmpstr(((DaxfileNvdimm *)g_ptr_array_index(again->nvdimms, 0))
-                        ->path, ==, "/mnt/pmem/a.img");
-    g_assert_cmpstr(((DaxfileNvdimm *)g_ptr_array_index(again->nvdimms, 1))
-                        ->path, ==, "/dest/<b>.img");
+    g_assert_cmpstr(
+        ((DaxfileNvdimm *)g_ptr_array_index(again->nvdimms, 0))->path, ==,
+        "/mnt/pmem/a.img");
+    g_assert_cmpstr(
+        ((DaxfileNvdimm *)g_ptr_array_index(again->nvdimms, 1))->path, ==,
+        "/dest/<b>.img");
 }
 
 /* Every element kind that names a file, an nvdimm's own path marked */
@@ -317,9 +328,13 @@ test_file_refs(void)
         "qemu/1.0'><qemu:arg value='-drive'/><qemu:arg value='file=/q,"
         "if=none'/></qemu:commandline></domain>";
     static const char *const want[] = {
-        "/domain/os/kernel=/k", "/domain/os/initrd=/i", "/domain/os/dtb=/d",
-        "/domain/os/loader=/l", "/domain/os/nvram/@template=/t",
-        "/domain/os/nvram=/n", "/domain/devices/emulator=/usr/bin/qemu",
+        "/domain/os/kernel=/k",
+        "/domain/os/initrd=/i",
+        "/domain/os/dtb=/d",
+        "/domain/os/loader=/l",
+        "/domain/os/nvram/@template=/t",
+        "/domain/os/nvram=/n",
+        "/domain/devices/emulator=/usr/bin/qemu",
         "/domain/devices/disk[1]/source/@file=/a",
         "/domain/devices/disk[1]/backingStore/source/@file=/b",
         "/domain/devices/disk[2]/source/@dev=/dev/x",
@@ -331,8 +346,7 @@ test_file_refs(void)
         "/domain/devices/tpm/backend/device/@path=/tpm",
         "/domain/qemu:commandline/qemu:arg[2]/@value=/q",
     };
-    g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(xml, strlen(xml),
-                                                        NULL);
+    g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(xml, strlen(xml), NULL);
     g_autoptr(GPtrArray) refs = NULL;
     guint i;
 
@@ -341,9 +355,10 @@ test_file_refs(void)
     g_assert_cmpuint(refs->len, ==, G_N_ELEMENTS(want));
     for (i = 0; i < refs->len; i++) {
         const DaxfileFileRef *r = g_ptr_array_index(refs, i);
-        g_autofree char *got = r->nvdimm >= 0
-            ? g_strdup_printf("%s=%s#%d", r->where, r->path, r->nvdimm)
-            : g_strdup_printf("%s=%s", r->where, r->path);
+        g_autofree char *got =
+            r->nvdimm >= 0
+                ? g_strdup_printf("%s=%s#%d", r->where, r->path, r->nvdimm)
+                : g_strdup_printf("%s=%s", r->where, r->path);
 
         g_assert_cmpstr(got, ==, want[i]);
     }

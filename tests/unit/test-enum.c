@@ -5,14 +5,14 @@
 typedef enum {
     TEST_COLOUR_RED,
     TEST_COLOUR_GREEN,
-    TEST_COLOUR_NONE,   /* a member with no name */
+    TEST_COLOUR_NONE, /* a member with no name */
     TEST_COLOUR_BLUE,
     TEST_COLOUR_LAST
 } TestColour;
 
 DAXFILE_ENUM_DECL(test_colour, TestColour);
-DAXFILE_ENUM_IMPL(test_colour, TestColour, TEST_COLOUR_LAST,
-                  "red", "green", NULL, "blue");
+DAXFILE_ENUM_IMPL(test_colour, TestColour, TEST_COLOUR_LAST, "red", "green",
+                  NULL, "blue");
 
 static void
 test_to_string(void)
@@ -41,8 +41,8 @@ test_from_string(void)
     for (i = 0; i < G_N_ELEMENTS(all); i++) {
         TestColour c = TEST_COLOUR_NONE;
 
-        g_assert_true(test_colour_from_string(test_colour_to_string(all[i]),
-                                              &c));
+        g_assert_true(
+            test_colour_from_string(test_colour_to_string(all[i]), &c));
         g_assert_cmpint(c, ==, all[i]);
     }
 }
@@ -50,8 +50,8 @@ test_from_string(void)
 static void
 test_from_string_unknown(void)
 {
-    static const char *const bad[] = {"", "Red", "red ", "gree", "yellow",
-                                      "(null)"};
+    static const char *const bad[] = {"",     "Red",    "red ",
+                                      "gree", "yellow", "(null)"};
     guint i;
 
     for (i = 0; i < G_N_ELEMENTS(bad); i++) {

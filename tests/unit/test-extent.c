@@ -20,9 +20,8 @@ typedef struct {
 } Expect;
 
 /* Walk @map and compare every emitted range (OK ranges included). */
-static void
-assert_walk(const DaxfileExtentMap *map, guint64 align, const Expect *want,
-            guint n_want);
+static void assert_walk(const DaxfileExtentMap *map, guint64 align,
+                        const Expect *want, guint n_want);
 
 static gboolean
 record_range(const DaxfileRange *range, gpointer user_data, GError **error)
@@ -42,10 +41,9 @@ assert_walk(const DaxfileExtentMap *map, guint64 align, const Expect *want,
     for (i = 0; i < got->len; i++) {
         const DaxfileRange *r = &g_array_index(got, DaxfileRange, i);
 
-        g_test_message("got %s 0x%" G_GINT64_MODIFIER "x+0x%"
-                       G_GINT64_MODIFIER "x",
-                       daxfile_reason_to_string(r->reason), r->offset,
-                       r->length);
+        g_test_message(
+            "got %s 0x%" G_GINT64_MODIFIER "x+0x%" G_GINT64_MODIFIER "x",
+            daxfile_reason_to_string(r->reason), r->offset, r->length);
     }
     g_assert_cmpuint(got->len, ==, n_want);
     for (i = 0; i < n_want; i++) {
@@ -140,8 +138,8 @@ test_flags(void)
         daxfile_extent_map_add(map, 0, 2 * M, 2 * M + 4 * K, 0);
         daxfile_extent_map_add(map, 2 * M + 4 * K, 40 * M, 1 * M,
                                cases[i].flags);
-        daxfile_extent_map_add(map, 3 * M + 4 * K, 80 * M,
-                               5 * M - 4 * K, FIEMAP_EXTENT_LAST);
+        daxfile_extent_map_add(map, 3 * M + 4 * K, 80 * M, 5 * M - 4 * K,
+                               FIEMAP_EXTENT_LAST);
         g_test_message("case %zu: %s", i,
                        daxfile_reason_to_string(cases[i].reason));
         assert_walk(map, 2 * M, want, G_N_ELEMENTS(want));
@@ -308,8 +306,7 @@ test_scale(void)
 }
 
 static gboolean
-stop_at_problem(const DaxfileRange *range, gpointer user_data,
-                GError **error)
+stop_at_problem(const DaxfileRange *range, gpointer user_data, GError **error)
 {
     guint *calls = user_data;
 
@@ -330,8 +327,8 @@ test_callback_stops(void)
 
     daxfile_extent_map_add(map, 0, 2 * M, 2 * M, 0);
     daxfile_extent_map_add(map, 4 * M, 8 * M, 4 * M, FIEMAP_EXTENT_LAST);
-    g_assert_false(daxfile_extent_walk(map, 2 * M, stop_at_problem, &calls,
-                                       &error));
+    g_assert_false(
+        daxfile_extent_walk(map, 2 * M, stop_at_problem, &calls, &error));
     g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY);
     g_assert_cmpstr(error->message, ==, "hole");
     g_assert_cmpuint(calls, ==, 2);
@@ -343,8 +340,8 @@ test_fingerprint(void)
     g_autoptr(DaxfileExtentMap) a = map_one(4 * M, 2 * M, 0);
     g_autoptr(DaxfileExtentMap) b = map_one(4 * M, 2 * M, 0);
     g_autoptr(DaxfileExtentMap) moved = map_one(4 * M, 6 * M, 0);
-    g_autoptr(DaxfileExtentMap) unwritten = map_one(4 * M, 2 * M,
-                                                    FIEMAP_EXTENT_UNWRITTEN);
+    g_autoptr(DaxfileExtentMap) unwritten =
+        map_one(4 * M, 2 * M, FIEMAP_EXTENT_UNWRITTEN);
     g_autofree char *fa = daxfile_extent_map_fingerprint(a);
     g_autofree char *fb = daxfile_extent_map_fingerprint(b);
     g_autofree char *fm = daxfile_extent_map_fingerprint(moved);
@@ -377,14 +374,13 @@ test_reason_tokens(void)
 static DaxfileExtentMap *
 collapse(const DaxfileExtentMap *map, guint64 off, guint64 len)
 {
-    DaxfileExtentMap *out = daxfile_extent_map_new(map->size - len,
-                                                   map->block_size);
+    DaxfileExtentMap *out =
+        daxfile_extent_map_new(map->size - len, map->block_size);
     guint i;
 
     out->phys_offset = map->phys_offset;
     for (i = 0; i < map->extents->len; i++) {
-        const DaxfileExtent *e = &g_array_index(map->extents, DaxfileExtent,
-                                                i);
+        const DaxfileExtent *e = &g_array_index(map->extents, DaxfileExtent, i);
         guint64 end = e->logical + e->length;
         guint64 from = MAX(e->logical, off + len);
 
@@ -439,8 +435,7 @@ test_collapse_fit(void)
     g_autoptr(DaxfileExtentMap) map = map_one(10 * M, 4 * M, 0);
     guint64 off = 1, len = 1;
 
-    g_assert_false(daxfile_extent_next_collapse(map, 2 * M, 8 * M, &off,
-                                                &len));
+    g_assert_false(daxfile_extent_next_collapse(map, 2 * M, 8 * M, &off, &len));
     g_assert_cmpuint(off, ==, 1);
 }
 
@@ -448,12 +443,11 @@ static void
 test_collapse_misaligned(void)
 {
     /* 96 KiB past a boundary: drop the head up to the next one */
-    DaxfileExtentMap *map = map_one(10 * M, 2 * M + 96 * K,
-                                    FIEMAP_EXTENT_UNWRITTEN);
+    DaxfileExtentMap *map =
+        map_one(10 * M, 2 * M + 96 * K, FIEMAP_EXTENT_UNWRITTEN);
     guint64 off, len;
 
-    g_assert_true(daxfile_extent_next_collapse(map, 2 * M, 8 * M, &off,
-                                               &len));
+    g_assert_true(daxfile_extent_next_collapse(map, 2 * M, 8 * M, &off, &len));
     g_assert_cmpuint(off, ==, 0);
     g_assert_cmpuint(len, ==, 2 * M - 96 * K);
     g_assert_cmpuint(collapse_all(&map, 2 * M, 8 * M), ==, 2 * M - 96 * K);
@@ -469,8 +463,7 @@ test_collapse_split(void)
 
     daxfile_extent_map_add(map, 0, 2 * M, 3 * M, 0);
     daxfile_extent_map_add(map, 3 * M, 20 * M, 9 * M, FIEMAP_EXTENT_LAST);
-    g_assert_true(daxfile_extent_next_collapse(map, 2 * M, 8 * M, &off,
-                                               &len));
+    g_assert_true(daxfile_extent_next_collapse(map, 2 * M, 8 * M, &off, &len));
     g_assert_cmpuint(off, ==, 2 * M);
     g_assert_cmpuint(len, ==, 1 * M);
     g_assert_cmpuint(collapse_all(&map, 2 * M, 8 * M), ==, 1 * M);
@@ -507,25 +500,24 @@ static void
 test_collapse_unfixable(void)
 {
     g_autoptr(DaxfileExtentMap) hole = daxfile_extent_map_new(8 * M, 4096);
-    g_autoptr(DaxfileExtentMap) inl = map_one(8 * M, 3 * M,
-                                              FIEMAP_EXTENT_DATA_INLINE);
+    g_autoptr(DaxfileExtentMap) inl =
+        map_one(8 * M, 3 * M, FIEMAP_EXTENT_DATA_INLINE);
     g_autoptr(DaxfileExtentMap) part = map_one(8 * M, 3 * M, 0);
     g_autoptr(DaxfileExtentMap) tail = daxfile_extent_map_new(8 * M, 4096);
     guint64 off, len;
 
     daxfile_extent_map_add(hole, 2 * M, 4 * M, 6 * M, FIEMAP_EXTENT_LAST);
-    g_assert_false(daxfile_extent_next_collapse(hole, 2 * M, 8 * M, &off,
-                                                &len));
-    g_assert_false(daxfile_extent_next_collapse(inl, 2 * M, 8 * M, &off,
-                                                &len));
+    g_assert_false(
+        daxfile_extent_next_collapse(hole, 2 * M, 8 * M, &off, &len));
+    g_assert_false(daxfile_extent_next_collapse(inl, 2 * M, 8 * M, &off, &len));
     /* a partition 512 bytes in: no whole-block shift aligns it */
     part->phys_offset = 512;
-    g_assert_false(daxfile_extent_next_collapse(part, 2 * M, 8 * M, &off,
-                                                &len));
+    g_assert_false(
+        daxfile_extent_next_collapse(part, 2 * M, 8 * M, &off, &len));
     /* the last page runs past the last extent */
     daxfile_extent_map_add(tail, 0, 4 * M, 7 * M, FIEMAP_EXTENT_LAST);
-    g_assert_false(daxfile_extent_next_collapse(tail, 2 * M, 8 * M, &off,
-                                                &len));
+    g_assert_false(
+        daxfile_extent_next_collapse(tail, 2 * M, 8 * M, &off, &len));
 }
 
 int

@@ -58,8 +58,7 @@ test_options(void)
 
 static void
 check_geometry(const char *fs_type, const char *opts, guint64 align,
-               guint64 want_stripe, DaxfileTristate want,
-               const char *want_fix)
+               guint64 want_stripe, DaxfileTristate want, const char *want_fix)
 {
     DaxfileFsInfo info = {0};
 
@@ -77,8 +76,8 @@ test_geometry(void)
 {
     const guint64 m2 = 2 << 20;
 
-    check_geometry("xfs", "rw,sunit=4096,swidth=4096", m2, m2,
-                   DAXFILE_TRI_YES, NULL);
+    check_geometry("xfs", "rw,sunit=4096,swidth=4096", m2, m2, DAXFILE_TRI_YES,
+                   NULL);
     check_geometry("xfs", "rw,inode64", m2, 0, DAXFILE_TRI_NO,
                    "mkfs.xfs -d su=2m,sw=1");
     check_geometry("xfs", "rw,sunit=1024", m2, 512 << 10, DAXFILE_TRI_NO,

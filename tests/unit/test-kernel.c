@@ -21,8 +21,8 @@ static char *tmpdir;
 static void
 set_sysfs(const char *tree)
 {
-    g_autofree char *root = g_test_build_filename(G_TEST_DIST, "data", "sysfs",
-                                                  tree, NULL);
+    g_autofree char *root =
+        g_test_build_filename(G_TEST_DIST, "data", "sysfs", tree, NULL);
 
     g_setenv("DAXFILE_SYSFS_ROOT", root, TRUE);
 }
@@ -52,8 +52,8 @@ test_advertised(void)
 static void
 test_implausible(void)
 {
-    g_autofree char *dir = g_build_filename(tmpdir, "sysfs", "kernel", "mm",
-                                            "daxfile", NULL);
+    g_autofree char *dir =
+        g_build_filename(tmpdir, "sysfs", "kernel", "mm", "daxfile", NULL);
     g_autofree char *attr = g_build_filename(dir, "syscall_nr", NULL);
     g_autofree char *root = g_build_filename(tmpdir, "sysfs", NULL);
     const char *bad[] = {"0", "4096", "-1", "abc", ""};
@@ -131,8 +131,8 @@ main(int argc, char **argv)
     g_mkdir(state, 0700);
     g_setenv("DAXFILE_FAKE_DAXCTL_NR", "451", TRUE);
     g_setenv("DAXFILE_FAKE_DAXCTL_STATE", state, TRUE);
-    if (!g_getenv("LD_PRELOAD") || !strstr(g_getenv("LD_PRELOAD"),
-                                           "fake-daxctl")) {
+    if (!g_getenv("LD_PRELOAD") ||
+        !strstr(g_getenv("LD_PRELOAD"), "fake-daxctl")) {
         g_printerr("run with LD_PRELOAD=.../fake-daxctl.so\n");
         return 1;
     }

@@ -16,10 +16,12 @@
 #define G (G_GUINT64_CONSTANT(1) << 30)
 
 /* A device with the settings the check looks at */
-#define DEV(mdl, acc, pm, align, sz, label)                                  \
-    {.model = DAXFILE_DEVICE_##mdl, .access = (char *)(acc),                 \
-     .path = (char *)"/mnt/pmem/a.img", .pmem = (pm), .alignsize = (align), \
-     .size = (sz), .node = 0, .label_size = (label)}
+#define DEV(mdl, acc, pm, align, sz, label)                                    \
+    {                                                                          \
+        .model = DAXFILE_DEVICE_##mdl, .access = (char *)(acc),                \
+        .path = (char *)"/mnt/pmem/a.img", .pmem = (pm), .alignsize = (align), \
+        .size = (sz), .node = 0, .label_size = (label)                         \
+    }
 /* one that passes: shared, <pmem/>, 2 MiB aligned, 1 GiB, no label */
 #define GOOD DEV(NVDIMM, "shared", TRUE, 2 * M, G, 0)
 
@@ -61,14 +63,11 @@ static const CheckCase check_cases[] = {
      "down to <alignsize>); fix: a larger file and <size>, or a smaller "
      "label"},
     /* virtio-pmem: access and size only */
-    {"virtio-pmem-ok",
-     DEV(VIRTIO_PMEM, "shared", FALSE, 0, G, 4 * K), NULL},
-    {"virtio-pmem-access-private",
-     DEV(VIRTIO_PMEM, "private", FALSE, 0, G, 0),
+    {"virtio-pmem-ok", DEV(VIRTIO_PMEM, "shared", FALSE, 0, G, 4 * K), NULL},
+    {"virtio-pmem-access-private", DEV(VIRTIO_PMEM, "private", FALSE, 0, G, 0),
      "access is 'private', so guest writes never reach the file; fix: "
      "<memory model='virtio-pmem' access='shared'>"},
-    {"virtio-pmem-no-size",
-     DEV(VIRTIO_PMEM, "shared", FALSE, 0, 0, 0),
+    {"virtio-pmem-no-size", DEV(VIRTIO_PMEM, "shared", FALSE, 0, 0, 0),
      "<target> has no <size>; fix: set it to the file's size"},
 };
 
@@ -98,8 +97,7 @@ test_check(gconstpointer data)
  * back: the device read (owned by *@ret_dom) has the same model, access,
  * path and size, passes the check too and formats the same again */
 static const DaxfileNvdimm *
-round_trip(const DaxfileNvdimm *made, DaxfileDomain **ret_dom,
-           char **ret_xml)
+round_trip(const DaxfileNvdimm *made, DaxfileDomain **ret_dom, char **ret_xml)
 {
     g_autoptr(GError) error = NULL;
     g_autofree char *xml = daxfile_nvdimm_format(made, &error);
@@ -110,7 +108,8 @@ round_trip(const DaxfileNvdimm *made, DaxfileDomain **ret_dom,
     g_assert_true(daxfile_nvdimm_check(made, NULL));
     g_assert_no_error(error);
     domain = g_strdup_printf("<domain><name>x</name><devices>%s</devices>"
-                             "</domain>", xml);
+                             "</domain>",
+                             xml);
     *ret_dom = daxfile_domain_parse(domain, strlen(domain), &error);
     g_assert_no_error(error);
     g_assert_cmpuint((*ret_dom)->nvdimms->len, ==, 1);
@@ -190,10 +189,11 @@ test_format_absent(void)
     DaxfileNvdimm bare = {.model = DAXFILE_DEVICE_NVDIMM, .node = -1};
     g_autofree char *xml = daxfile_nvdimm_format(&bare, NULL);
 
-    g_assert_cmpstr(xml, ==, "<memory model=\"nvdimm\">\n"
-                             "  <source/>\n"
-                             "  <target/>\n"
-                             "</memory>\n");
+    g_assert_cmpstr(xml, ==,
+                    "<memory model=\"nvdimm\">\n"
+                    "  <source/>\n"
+                    "  <target/>\n"
+                    "</memory>\n");
 }
 
 static void
@@ -201,8 +201,8 @@ test_model_names(void)
 {
     DaxfileDeviceModel m = DAXFILE_DEVICE_NVDIMM;
 
-    g_assert_cmpstr(daxfile_device_model_to_string(DAXFILE_DEVICE_NVDIMM),
-                    ==, "nvdimm");
+    g_assert_cmpstr(daxfile_device_model_to_string(DAXFILE_DEVICE_NVDIMM), ==,
+                    "nvdimm");
     g_assert_true(daxfile_device_model_from_string("virtio-pmem", &m));
     g_assert_cmpint(m, ==, DAXFILE_DEVICE_VIRTIO_PMEM);
     g_assert_false(daxfile_device_model_from_string("dimm", &m));

@@ -22,12 +22,12 @@
 #define INO 1234
 
 /* one VMA: header, a few of smaps's keys, VmFlags */
-#define VMA(range, perms, off, devino, flags)                                 \
-    range " " perms " " off " " devino "   /mnt/pmem/vm1.img\n"              \
-    "Size:               2048 kB\n"                                           \
-    "Rss:                   0 kB\n"                                          \
-    "THPeligible:    0\n"                                                     \
-    "VmFlags: " flags "\n"
+#define VMA(range, perms, off, devino, flags)                                  \
+    range " " perms " " off " " devino "   /mnt/pmem/vm1.img\n"                \
+          "Size:               2048 kB\n"                                      \
+          "Rss:                   0 kB\n"                                      \
+          "THPeligible:    0\n"                                                \
+          "VmFlags: " flags "\n"
 
 static const char *const ANON =
     "7f0000000000-7f0000200000 ---p 00000000 00:00 0 \n"
@@ -37,11 +37,11 @@ static const char *const ANON =
 static void
 test_one_vma(void)
 {
-    g_autofree char *smaps = g_strconcat(
-        ANON,
-        VMA("7f0000200000-7f0000600000", "rw-s", "00000000", "fd:01 1234",
-            "rd wr sh mr mw me ms sf"),
-        NULL);
+    g_autofree char *smaps =
+        g_strconcat(ANON,
+                    VMA("7f0000200000-7f0000600000", "rw-s", "00000000",
+                        "fd:01 1234", "rd wr sh mr mw me ms sf"),
+                    NULL);
     DaxfileProcMap m;
 
     g_assert_true(daxfile_smaps_find(smaps, DEV, INO, &m));
@@ -59,12 +59,12 @@ test_one_vma(void)
 static void
 test_split_vmas(void)
 {
-    g_autofree char *smaps = g_strconcat(
-        VMA("7f0000200000-7f0000400000", "rw-s", "00000000", "fd:01 1234",
-            "rd wr sh mr mw me ms sf hg"),
-        VMA("7f0000400000-7f0000600000", "rw-s", "00200000", "fd:01 1234",
-            "rd wr sh mr mw me ms"),
-        NULL);
+    g_autofree char *smaps =
+        g_strconcat(VMA("7f0000200000-7f0000400000", "rw-s", "00000000",
+                        "fd:01 1234", "rd wr sh mr mw me ms sf hg"),
+                    VMA("7f0000400000-7f0000600000", "rw-s", "00200000",
+                        "fd:01 1234", "rd wr sh mr mw me ms"),
+                    NULL);
     DaxfileProcMap m;
 
     g_assert_true(daxfile_smaps_find(smaps, DEV, INO, &m));
@@ -79,14 +79,14 @@ test_split_vmas(void)
 static void
 test_private_and_others(void)
 {
-    g_autofree char *smaps = g_strconcat(
-        VMA("7f0000000000-7f0000200000", "rw-s", "00000000", "fd:01 999",
-            "rd wr sh sf"),
-        VMA("7f0000200000-7f0000400000", "rw-s", "00000000", "fd:02 1234",
-            "rd wr sh sf"),
-        VMA("7f0000400000-7f0000600000", "rw-p", "00000000", "fd:01 1234",
-            "rd wr mr mw me sfx"),
-        NULL);
+    g_autofree char *smaps =
+        g_strconcat(VMA("7f0000000000-7f0000200000", "rw-s", "00000000",
+                        "fd:01 999", "rd wr sh sf"),
+                    VMA("7f0000200000-7f0000400000", "rw-s", "00000000",
+                        "fd:02 1234", "rd wr sh sf"),
+                    VMA("7f0000400000-7f0000600000", "rw-p", "00000000",
+                        "fd:01 1234", "rd wr mr mw me sfx"),
+                    NULL);
     DaxfileProcMap m;
 
     g_assert_true(daxfile_smaps_find(smaps, DEV, INO, &m));
@@ -100,14 +100,14 @@ test_private_and_others(void)
 static void
 test_two_mappings(void)
 {
-    g_autofree char *smaps = g_strconcat(
-        VMA("7f0000000000-7f0000001000", "r--s", "00000000", "fd:01 1234",
-            "rd sh mr me ms"),
-        VMA("7f0000200000-7f0000400000", "rw-s", "00000000", "fd:01 1234",
-            "rd wr sh mr mw me ms sf"),
-        VMA("7f0000400000-7f0000600000", "rw-s", "00400000", "fd:01 1234",
-            "rd wr sh mr mw me ms sf"),
-        NULL);
+    g_autofree char *smaps =
+        g_strconcat(VMA("7f0000000000-7f0000001000", "r--s", "00000000",
+                        "fd:01 1234", "rd sh mr me ms"),
+                    VMA("7f0000200000-7f0000400000", "rw-s", "00000000",
+                        "fd:01 1234", "rd wr sh mr mw me ms sf"),
+                    VMA("7f0000400000-7f0000600000", "rw-s", "00400000",
+                        "fd:01 1234", "rd wr sh mr mw me ms sf"),
+                    NULL);
     DaxfileProcMap m;
 
     g_assert_true(daxfile_smaps_find(smaps, DEV, INO, &m));
@@ -151,7 +151,7 @@ test_self(void)
     g_assert_cmphex(m.start, ==, (guintptr)addr);
     g_assert_cmphex(m.end - m.start, ==, 1 << 20);
     g_assert_true(m.shared);
-    g_assert_false(m.sync);  /* no MAP_SYNC asked for */
+    g_assert_false(m.sync); /* no MAP_SYNC asked for */
     munmap(addr, 1 << 20);
     smaps = daxfile_attest_read_smaps(getpid(), &error);
     g_assert_no_error(error);
@@ -164,11 +164,11 @@ test_self(void)
 /* A child of the test that did @what to the file @path (or, for
  * CHILD_FORK, made a child of its own) and waits, until child_stop() */
 typedef enum {
-    CHILD_MAP,     /* maps @path shared */
-    CHILD_READ,    /* holds @path open read-only */
-    CHILD_WRITE,   /* holds @path open write-only */
-    CHILD_FORK,    /* has a child of its own, waiting too */
-    CHILD_RENAME,  /* calls itself "x) 1 2 (y" */
+    CHILD_MAP,    /* maps @path shared */
+    CHILD_READ,   /* holds @path open read-only */
+    CHILD_WRITE,  /* holds @path open write-only */
+    CHILD_FORK,   /* has a child of its own, waiting too */
+    CHILD_RENAME, /* calls itself "x) 1 2 (y" */
 } ChildWhat;
 
 typedef struct {
@@ -193,9 +193,8 @@ child_main(ChildWhat what, const char *path, int ready, int go)
         fd = open(path, O_RDONLY | O_CLOEXEC);
     else if (what == CHILD_WRITE)
         fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (what == CHILD_MAP &&
-        (fd < 0 || mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) ==
-                       MAP_FAILED))
+    if (what == CHILD_MAP && (fd < 0 || mmap(NULL, 4096, PROT_READ, MAP_SHARED,
+                                             fd, 0) == MAP_FAILED))
         _exit(1);
     if (what == CHILD_FORK && (grandchild = fork()) == 0) {
         close(ready);
@@ -279,13 +278,11 @@ test_mappers(void)
 
     g_assert_cmpuint(pids->len, ==, 1);
     g_assert_cmpint(g_array_index(pids, pid_t, 0), ==, mapper.pid);
-    g_assert_true(daxfile_proc_maps_inode(mapper.pid, st.st_dev,
-                                          st.st_ino));
-    g_assert_false(daxfile_proc_maps_inode(reader.pid, st.st_dev,
-                                           st.st_ino));
+    g_assert_true(daxfile_proc_maps_inode(mapper.pid, st.st_dev, st.st_ino));
+    g_assert_false(daxfile_proc_maps_inode(reader.pid, st.st_dev, st.st_ino));
     g_assert_false(daxfile_proc_maps_inode(getpid(), st.st_dev, st.st_ino));
-    g_assert_false(daxfile_proc_maps_inode(mapper.pid, st.st_dev,
-                                           st.st_ino + 1));
+    g_assert_false(
+        daxfile_proc_maps_inode(mapper.pid, st.st_dev, st.st_ino + 1));
     child_stop(&mapper);
     child_stop(&reader);
     after = daxfile_proc_mappers(st.st_dev, st.st_ino);
@@ -392,9 +389,13 @@ test_pid_in(void)
 static void
 test_mapping_json(void)
 {
-    DaxfileProcMap m = {.start = 0x200000, .end = 0x600000,
-                        .offset = 4096, .shared = TRUE, .sync = FALSE,
-                        .vmas = 2, .others = 1};
+    DaxfileProcMap m = {.start = 0x200000,
+                        .end = 0x600000,
+                        .offset = 4096,
+                        .shared = TRUE,
+                        .sync = FALSE,
+                        .vmas = 2,
+                        .others = 1};
     g_autoptr(JsonNode) node = daxfile_mapping_to_json(&m);
     g_autofree char *text = daxfile_json_to_string(node);
 

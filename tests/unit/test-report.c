@@ -62,13 +62,11 @@ test_fallocated_not_dax(void)
     daxfile_extent_map_add(map, 0, 2 * M, 2 * M, FIEMAP_EXTENT_UNWRITTEN);
     daxfile_extent_map_add(map, 2 * M, 130 * M, 62 * M,
                            FIEMAP_EXTENT_UNWRITTEN | FIEMAP_EXTENT_LAST);
-    check_report("golden/status-fallocated.json",
-                 daxfile_report_new("/srv/vm.img", "/srv/vm.img",
-                                    2 * M, FALSE,
-                                    fake_fs("ext4", DAXFILE_TRI_NO, FALSE,
-                                            "rw"),
-                                    map),
-                 TRUE);
+    check_report(
+        "golden/status-fallocated.json",
+        daxfile_report_new("/srv/vm.img", "/srv/vm.img", 2 * M, FALSE,
+                           fake_fs("ext4", DAXFILE_TRI_NO, FALSE, "rw"), map),
+        TRUE);
 }
 
 static void
@@ -80,11 +78,10 @@ test_check_subset(void)
     daxfile_extent_map_add(map, 6 * M, 20 * M, 2 * M,
                            FIEMAP_EXTENT_SHARED | FIEMAP_EXTENT_LAST);
     check_report("golden/check-problems.json",
-                 daxfile_report_new("/mnt/pmem/odd\nname.img",
-                                    "/mnt/pmem/odd\\x0aname.img", 2 * M, TRUE,
-                                    fake_fs("xfs", DAXFILE_TRI_UNKNOWN, TRUE,
-                                            "rw"),
-                                    map),
+                 daxfile_report_new(
+                     "/mnt/pmem/odd\nname.img", "/mnt/pmem/odd\\x0aname.img",
+                     2 * M, TRUE,
+                     fake_fs("xfs", DAXFILE_TRI_UNKNOWN, TRUE, "rw"), map),
                  FALSE);
 }
 
@@ -93,8 +90,7 @@ main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/report/json/ready", test_ready);
-    g_test_add_func("/report/json/fallocated-not-dax",
-                    test_fallocated_not_dax);
+    g_test_add_func("/report/json/fallocated-not-dax", test_fallocated_not_dax);
     g_test_add_func("/report/json/check-subset", test_check_subset);
     return g_test_run();
 }

@@ -376,8 +376,7 @@ test_engage_fails(Fixture *fx, gconstpointer data)
     g_assert_true(r.failed);
     g_assert_cmpint(r.exit_status, ==, 1);
     g_assert_cmpuint(registry_count(), ==, 1);
-    g_assert_true(
-        daxfile_static_disable(f, "other", FALSE, &disabled, &error));
+    g_assert_true(daxfile_static_disable(f, "other", FALSE, &disabled, &error));
 }
 
 /* refused before the command starts: one file twice, a missing file, a

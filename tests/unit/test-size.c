@@ -63,8 +63,10 @@ test_parse_bad(void)
         {"1.5G", "Invalid size '1.5G': unknown unit '.5G'"},
         {" 4096", "Invalid size ' 4096': expected a positive number"},
         {"0x1000", "Invalid size '0x1000': unknown unit 'x1000'"},
-        {"9223372036854775808", "Invalid size '9223372036854775808': too large"},
-        {"99999999999999999999999", "Invalid size '99999999999999999999999': too large"},
+        {"9223372036854775808",
+         "Invalid size '9223372036854775808': too large"},
+        {"99999999999999999999999",
+         "Invalid size '99999999999999999999999': too large"},
         {"8192P", "Invalid size '8192P': too large"},
         {"16777216T", "Invalid size '16777216T': too large"},
         {"4\n", "Invalid size '4\\x0a': unknown unit '\\x0a'"},
@@ -105,7 +107,14 @@ test_parse_zero(void)
     /* the old parser's strtoull() also took these: signs, spaces, octal,
      * hex, 2^63 and above; they are refused now, as daxfile refuses them */
     static const char *const bad[] = {
-        "", "-1", "+1", " 1", "0x10", "1.5k", "2 M", "9223372036854775808",
+        "",
+        "-1",
+        "+1",
+        " 1",
+        "0x10",
+        "1.5k",
+        "2 M",
+        "9223372036854775808",
         "18446744073709551615",
     };
     size_t i;
@@ -123,8 +132,8 @@ test_parse_zero(void)
         g_autoptr(GError) error = NULL;
         guint64 v = 77;
 
-        g_assert_false(daxfile_size_parse_flags(bad[i], DAXFILE_SIZE_ZERO,
-                                                &v, &error));
+        g_assert_false(
+            daxfile_size_parse_flags(bad[i], DAXFILE_SIZE_ZERO, &v, &error));
         g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID);
         g_assert_true(g_str_has_prefix(error->message, "Invalid size '"));
         g_assert_cmpuint(v, ==, 77);
@@ -174,9 +183,8 @@ test_parse_number(void)
         g_autoptr(GError) error = NULL;
         guint64 v = 77;
 
-        g_assert_true(daxfile_size_parse_flags(good[i].in,
-                                               DAXFILE_SIZE_NUMBER, &v,
-                                               &error));
+        g_assert_true(daxfile_size_parse_flags(good[i].in, DAXFILE_SIZE_NUMBER,
+                                               &v, &error));
         g_assert_no_error(error);
         g_assert_cmpuint(v, ==, good[i].out);
     }
@@ -184,15 +192,14 @@ test_parse_number(void)
         g_autoptr(GError) error = NULL;
         guint64 v = 77;
 
-        g_assert_false(daxfile_size_parse_flags(bad[i].in,
-                                                DAXFILE_SIZE_NUMBER, &v,
-                                                &error));
+        g_assert_false(daxfile_size_parse_flags(bad[i].in, DAXFILE_SIZE_NUMBER,
+                                                &v, &error));
         g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID);
         g_assert_true(g_str_has_prefix(error->message, bad[i].msg));
         g_assert_cmpuint(v, ==, 77);
     }
-    g_assert_false(daxfile_size_parse_flags(NULL, DAXFILE_SIZE_NUMBER, NULL,
-                                            NULL));
+    g_assert_false(
+        daxfile_size_parse_flags(NULL, DAXFILE_SIZE_NUMBER, NULL, NULL));
 }
 
 static void

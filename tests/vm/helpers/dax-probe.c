@@ -13,8 +13,8 @@
  *       address, write-touch its first byte, then one byte in each of the
  *       other 511 4 KiB pages; print the page faults (getrusage minflt +
  *       majflt) taken by the first touch and by the rest. A touch is an
- *       atomic add of 0: a write access that leaves the data unchanged. With --expect-pmd
- *       exit 0 iff the first store faulted and the rest did not (one PMD
+ *       atomic add of 0: a write access that leaves the data unchanged. With
+ * --expect-pmd exit 0 iff the first store faulted and the rest did not (one PMD
  *       mapping). --sync adds MAP_SHARED_VALIDATE | MAP_SYNC.
  *       Note: once any 4 KiB mapping of a 2 MiB file range has faulted
  *       (e.g. `mapsync`), the kernel keeps a 4 KiB DAX entry there and later
@@ -44,8 +44,8 @@ static int
 probe_usage(void)
 {
     fprintf(stderr, "usage: dax-probe statx|mapsync PATH\n"
-            "       dax-probe faults PATH [--sync] [--offset BYTES] "
-            "[--expect-pmd]\n");
+                    "       dax-probe faults PATH [--sync] [--offset BYTES] "
+                    "[--expect-pmd]\n");
     return 2;
 }
 
@@ -54,8 +54,8 @@ probe_statx(const char *path)
 {
     struct statx stx;
 
-    if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS,
-              &stx) < 0) {
+    if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx) <
+        0) {
         printf("statx '%s': %s\n", path, strerror(errno));
         return 2;
     }
@@ -80,8 +80,8 @@ probe_mapsync(const char *path)
     p = mmap(NULL, PROBE_PAGE, PROT_READ | PROT_WRITE,
              MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
     if (p == MAP_FAILED) {
-        printf("mmap(MAP_SHARED_VALIDATE|MAP_SYNC) of '%s' refused: %s\n",
-               path, strerror(errno));
+        printf("mmap(MAP_SHARED_VALIDATE|MAP_SYNC) of '%s' refused: %s\n", path,
+               strerror(errno));
         close(fd);
         return (errno == EOPNOTSUPP || errno == EINVAL) ? 1 : 2;
     }
@@ -116,11 +116,13 @@ probe_faults(int argc, char **argv)
         } else if (strcmp(argv[a], "--expect-pmd") == 0) {
             expect_pmd = 1;
         } else if (strcmp(argv[a], "--offset") == 0 && a + 1 < argc) {
-            if (!daxfile_size_parse_flags(argv[++a], DAXFILE_SIZE_ZERO,
-                                          &offset, NULL) ||
+            if (!daxfile_size_parse_flags(argv[++a], DAXFILE_SIZE_ZERO, &offset,
+                                          NULL) ||
                 offset % DAX_PMD_SIZE) {
-                fprintf(stderr, "dax-probe: invalid --offset '%s'; a "
-                        "multiple of 2 MiB\n", argv[a]);
+                fprintf(stderr,
+                        "dax-probe: invalid --offset '%s'; a "
+                        "multiple of 2 MiB\n",
+                        argv[a]);
                 return 2;
             }
         } else {
@@ -134,8 +136,8 @@ probe_faults(int argc, char **argv)
     }
     p = dax_map_aligned(fd, DAX_PMD_SIZE, offset, sync);
     if (!p) {
-        printf("mmap 2 MiB of '%s' at offset %" PRIu64 ": %s\n", path,
-               offset, strerror(errno));
+        printf("mmap 2 MiB of '%s' at offset %" PRIu64 ": %s\n", path, offset,
+               strerror(errno));
         close(fd);
         return 2;
     }
@@ -146,8 +148,8 @@ probe_faults(int argc, char **argv)
         PROBE_TOUCH(&p[i]);
     f2 = dax_faults_now();
     printf("'%s' offset %" PRIu64 "%s: first touch %ld fault(s), other "
-           "511 pages %ld fault(s)\n", path, offset,
-           sync ? " MAP_SYNC" : "", f1 - f0, f2 - f1);
+           "511 pages %ld fault(s)\n",
+           path, offset, sync ? " MAP_SYNC" : "", f1 - f0, f2 - f1);
     munmap((void *)p, DAX_PMD_SIZE);
     close(fd);
     if (!expect_pmd)
