@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 
 from vm_base import (CACHE_DIR, DEFAULT_APPEND, HOSTROOT_QEMU, Terminated,
-                     VM_DIR, VmError, _hash, _sigterm)
-from vm_base import _prune
+                     VmError, _hash, _prune, _sigterm)
 from vm_pmem import parse_pmems
 from vm_boot import build_image, qemu_argv, resolve_script
 
@@ -25,12 +24,9 @@ from vm_boot import build_image, qemu_argv, resolve_script
 
 
 def _tap():
-    """daxtest.Tap, the one TAP emitter of the Python tests"""
-    helpers = str(VM_DIR.parent / 'helpers')
-    if helpers not in sys.path:
-        sys.path.insert(0, helpers)
-    import daxtest
-    return daxtest.Tap()
+    """daxtap.Tap (daxtest.Tap in the tests), the one Python TAP emitter"""
+    import daxtap
+    return daxtap.Tap()
 
 
 def _relay_run(args):
@@ -193,7 +189,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         prog='daxfile-vm',
         description='Boot Debian kernels under QEMU TCG with emulated NVDIMMs '
-                    'and run daxfile guest tests (see tests/vm/README.md).')
+                    'and run daxfile guest tests (see tools/harness/README.md).')
     sub = ap.add_subparsers(dest='cmd', required=True)
 
     def common(p):
@@ -234,7 +230,9 @@ def main(argv=None):
     common(p)
     boot_opts(p)
     p.add_argument('--script', required=True,
-                   help='tests/vm/guest/NAME.sh (a path or NAME)')
+                   help='a path, or NAME: NAME.sh in the guest script '
+                        'directories (GUEST_DIRS: the harness\'s guest/ and '
+                        'those its caller adds)')
     p.add_argument('--env', action='append', default=[], metavar='K=V',
                    help='exported in the guest before the script runs')
     p.add_argument('--timeout', type=float, default=600,

@@ -1,18 +1,19 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Real-DAX VM harness: Debian kernels under QEMU TCG with emulated NVDIMMs.
 
-The command-line front end is tests/vm/daxfile-vm; this module is what it
-runs, and what host-side multi-boot scenarios import:
+The command-line front end is the vm suite's daxfile-vm; this module is
+what it runs, and what host-side multi-boot scenarios, the libvirt harness
+(libvirt_env), bench/ and tools/quickstart.py import:
 
     import daxfile_vm as vm
     image = vm.build_image('6.1', bins=['build/src/daxfilectl/daxfile'])
     pmem = vm.Pmem.create('/var/tmp/x.img', '1G')      # kept between boots
-    r = image.boot('tests/vm/guest/smoke.sh', pmems=[pmem])
+    r = image.boot('smoke', pmems=[pmem])    # NAME.sh in GUEST_DIRS
     assert r.passed, r.report()
     r = image.boot('mine.sh', pmems=[pmem], kill_on=r'^CRASH-NOW$')
     assert r.killed_on_marker
 
-Stdlib only. See tests/vm/README.md for the design and the measurements.
+Stdlib only. See README.md here for the design and the measurements.
 
 The harness is split along its seams; this module re-exports every name of
 them (vm_base: paths, cache, errors, logging; vm_kernel: kernels; vm_image:

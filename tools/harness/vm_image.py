@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from vm_base import (CACHE_DIR, GUEST_DIR, GUEST_ETC_FILES, GUEST_MODULES,
-                     GUEST_TOOLS, GUEST_TOOL_LINKS, HOSTROOT_MODULES,
-                     HOSTROOT_OPTIONAL, MIB, OPTIONAL_MODULES, VM_DIR, VmError,
-                     _Lock, _file_key, _hash, _log, _run)
-from vm_base import _Memo, _prune
+from vm_base import (CACHE_DIR, GUEST_DIRS, GUEST_ETC_FILES, GUEST_MODULES,
+                     GUEST_TOOLS, GUEST_TOOL_LINKS, HARNESS_DIR,
+                     HOSTROOT_MODULES, HOSTROOT_OPTIONAL, MIB,
+                     OPTIONAL_MODULES, VmError, _Lock, _Memo, _file_key,
+                     _hash, _log, _prune, _run)
 
 # --------------------------------------------------------------------------
 # Modules
@@ -362,11 +362,15 @@ def build_bins(bins, compress=True, base=None):
 def _boot_cpio(script, env):
     """Per-boot archive: /init, guest-lib, guest scripts, env file."""
     cpio = Cpio()
-    cpio.add_file('init', src=VM_DIR / 'guest-init.sh', mode=0o755)
-    cpio.add_file('daxfile/lib/guest-lib.sh', src=VM_DIR / 'guest-lib.sh',
+    cpio.add_file('init', src=HARNESS_DIR / 'guest-init.sh', mode=0o755)
+    cpio.add_file('daxfile/lib/guest-lib.sh', src=HARNESS_DIR / 'guest-lib.sh',
                   mode=0o644)
-    for s in sorted(GUEST_DIR.glob('*.sh')):
-        cpio.add_file(f'daxfile/tests/{s.name}', src=s, mode=0o755)
+    scripts = {}
+    for d in GUEST_DIRS:
+        for s in d.glob('*.sh'):
+            scripts.setdefault(s.name, s)
+    for name in sorted(scripts):
+        cpio.add_file(f'daxfile/tests/{name}', src=scripts[name], mode=0o755)
     if script is not None:
         cpio.add_file(f'daxfile/tests/{script.name}', src=script, mode=0o755)
     lines = [f'export {k}={shlex.quote(v)}\n' for k, v in env.items()]

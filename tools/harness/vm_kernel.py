@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from vm_base import (BUILD_KERNEL, CACHE_DIR, DAXCTL_SERIES, FLAVOURS,
-                     SRC_ROOT, VmError, _Lock, _file_key, _hash, _log, _run)
-from vm_base import _Memo, _prune
+                     SRC_ROOT, VmError, _Lock, _Memo, _file_key, _hash, _log,
+                     _prune, _run)
 
 # --------------------------------------------------------------------------
 # Kernels

@@ -13,9 +13,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-VM_DIR = Path(__file__).resolve().parent
-SRC_ROOT = VM_DIR.parent.parent
-GUEST_DIR = VM_DIR / 'guest'
+# tools/harness: guest-init.sh, guest-lib.sh and guest/ (the guest scripts
+# of the harness's own users: idle, quickstart, quickstart-l1)
+HARNESS_DIR = Path(__file__).resolve().parent
+VM_DIR = HARNESS_DIR
+SRC_ROOT = HARNESS_DIR.parent.parent
+GUEST_DIR = HARNESS_DIR / 'guest'
+# Where guest scripts are found by NAME, and whose *.sh every boot carries
+# in /daxfile/tests/ (the first directory wins a name); the test suites add
+# their own directory of guest scripts with add_guest_dir().
+GUEST_DIRS = [GUEST_DIR]
 CACHE_DIR = Path(os.environ.get('DAXFILE_VM_CACHE', '/var/cache/daxfile-test'))
 
 GIB = 1 << 30
@@ -154,6 +161,14 @@ def _hash(obj):
 def _file_key(path):
     st = os.stat(path)
     return [str(path), st.st_size, st.st_mtime_ns]
+
+
+def add_guest_dir(path):
+    """Search @path for guest scripts too, after the directories already
+    there, and carry its *.sh in every boot archive."""
+    p = Path(path).resolve()
+    if p not in GUEST_DIRS:
+        GUEST_DIRS.append(p)
 
 
 def parse_size(text):

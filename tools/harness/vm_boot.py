@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from vm_base import (CONSOLE_MARK, DEFAULT_APPEND, GIB, GUEST_DIR,
+from vm_base import (CONSOLE_MARK, DEFAULT_APPEND, GIB, GUEST_DIRS,
                      HOSTROOT_QEMU, KERNEL_ERROR_RE, MIB, PANIC_RE, VmError,
                      parse_size)
 from vm_kernel import Kernel, get_kernel, pvh_vmlinux
@@ -164,7 +164,7 @@ class Image:
              serial_log=None, allow_kernel_errors=False, modules=True,
              extra_qemu=(), hostroot=False, cancel=None):
         """Boot once and run the guest script (a path, or a NAME of
-        tests/vm/guest/NAME.sh). pmems: list of Pmem; None = one temporary
+        NAME.sh in GUEST_DIRS). pmems: list of Pmem; None = one temporary
         prefilled 1 GiB file; [] = no NVDIMM. kill_on: regex; SIGKILL QEMU
         as soon as a guest line (console or TAP) matches it. modules=False
         skips the insmods (no ext4/xfs/nvdimm on modular kernels; saves
@@ -208,10 +208,19 @@ class Image:
             shutil.rmtree(rundir, ignore_errors=True)
 
 
+def guest_script(name):
+    """NAME.sh in the first of GUEST_DIRS that has it (else in the first)"""
+    for d in GUEST_DIRS:
+        p = d / f'{name}.sh'
+        if p.exists():
+            return p
+    return GUEST_DIRS[0] / f'{name}.sh'
+
+
 def resolve_script(script):
     p = Path(script)
     if not p.suffix and not p.exists():
-        p = GUEST_DIR / f'{script}.sh'
+        p = guest_script(script)
     if not p.is_file():
         raise VmError(f"guest script '{script}' does not exist")
     return p.resolve()
