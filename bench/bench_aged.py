@@ -13,14 +13,11 @@ every extent is 2 MiB aligned (what a user without daxfile would get)."""
 import fcntl
 import os
 import struct
-import sys
 import time
 
-from benchlib import (GIB, MIB, SRC, LoopFs, goal, log, run as run_cmd,
-                      table, tmpfs_or_disk)
-
-sys.path.insert(0, os.path.join(SRC, "tests", "helpers"))
-from daxtest import age_filesystem, fiemap_flags  # noqa: E402
+from benchlib import (GIB, MIB, LoopFs, goal, log, run as run_cmd, table,
+                      tmpfs_or_disk)
+from fsops import age_filesystem, fiemap_flags  # tools/harness (benchlib's path)
 
 NAME = "aged"
 FILE = 128 * MIB

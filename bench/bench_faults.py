@@ -43,7 +43,7 @@ def guest_records(res, bench, log_path, problems):
 
 def guest_script(script):
     """bench/guest/SCRIPT.sh: the VM harness runs a script given as a path
-    (benchmarks are not tests, so theirs are not in tests/vm/guest/)."""
+    (benchmarks are not tests: their guest scripts are bench's own)."""
     return os.path.join(BENCH_DIR, "guest", f"{script}.sh")
 
 
@@ -101,7 +101,7 @@ def run(ctx):
            "BF_PAGES_4K": "1024" if ctx.quick else "4096",
            "BF_PAGES_2M": "64" if ctx.quick else "128"}
     data = {"method": {
-        "harness": "tests/vm daxfile_vm, QEMU TCG, emulated NVDIMMs backed "
+        "harness": "tools/harness daxfile_vm, QEMU TCG, emulated NVDIMMs backed "
                    "by prefilled files in /dev/shm",
         "nvdimms": "0: 2 GiB fsdax (xfs su=2m / ext4 stride=512, -o dax); "
                    "1: 1 GiB devdax align 2M; 2: 512 MiB devdax align 4K",

@@ -7,7 +7,7 @@ inside libvirt, which a difference of two noisy `virsh start` times cannot
 resolve. Also the hook alone, run by hand at prepare begin / release end, and the
 process start of daxfile's binaries (wall time, shared libraries, page
 faults), which is most of the hook's time per phase.
-Uses tests/libvirt/libvirt_env.py (the running libvirtd, or one started by
+Uses tools/harness/libvirt_env.py (the running libvirtd, or one started by
 hand and stopped after)."""
 
 import json
@@ -199,7 +199,7 @@ def run(ctx):
                      "phase, inside libvirt; start = prepare + start + "
                      "started, stop = stopped + release",
         "domain": "TCG, 512 MiB RAM, 2 vCPUs, the VM harness's 6.1 kernel "
-                  "and initramfs (tests/vm/guest/idle.sh); 1 or 4 nvdimms of "
+                  "and initramfs (tools/harness/guest/idle.sh); 1 or 4 nvdimms of "
                   f"{FILE_SIZE >> 20} MiB, daxfile-created on a loop xfs "
                   "(su=2m)",
         "timing": "wall time of `virsh start` and of `virsh destroy` (each a "

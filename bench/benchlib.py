@@ -15,8 +15,8 @@ import time
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(BENCH_DIR)
-sys.path.insert(0, os.path.join(SRC, "tests", "vm"))
-sys.path.insert(0, os.path.join(SRC, "tests", "libvirt"))
+# the VM and libvirt harness (daxfile_vm, libvirt_env) and fsops
+sys.path.insert(0, os.path.join(SRC, "tools", "harness"))
 sys.dont_write_bytecode = True
 
 KIB = 1 << 10

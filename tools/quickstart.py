@@ -33,17 +33,16 @@ import time
 import traceback
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "tests", "libvirt"))
-sys.path.insert(0, os.path.join(TOP, "tests", "helpers"))
+sys.path.insert(0, os.path.join(TOP, "tools", "harness"))
 import libvirt_env as lv  # noqa: E402
-import daxfile_vm as vm  # noqa: E402  (libvirt_env put it on the path)
-from daxtest import layout_changes  # noqa: E402
+import daxfile_vm as vm  # noqa: E402
+from fsops import layout_changes  # noqa: E402
 
 lv.QUIET = vm.QUIET = True
 # the emulated host's NVDIMM, and the file on it the guest gets
 EMULATED_PMEM = "1G"
 INSIDE_DIR = "/mnt/pmem"
-# what the guest's script needs (tests/vm/guest/quickstart.sh)
+# what the guest's script needs (tools/harness/guest/quickstart.sh)
 GUEST_TOOLS = ("/usr/sbin/mke2fs", "/usr/bin/ndctl")
 STEP = "# quickstart-step "   # inside the emulated host: a step begins
 FACT = "# quickstart-fact "   # ... a fact for the summary (JSON)
@@ -140,7 +139,7 @@ class Steps:
 # ------------------------------------------------ what must be refused
 
 # the layout changes the quickstart shows refused, by the names a user
-# knows them by (daxtest.layout_changes has them all)
+# knows them by (fsops.layout_changes has them all)
 SHOWN_CHANGES = {"truncate": "truncate", "fallocate": "fallocate",
                  "punch hole": "punch hole", "unlink": "rm", "rename": "mv"}
 
@@ -433,7 +432,7 @@ def dax_mounts():
 
 class EmulatedHost(Steps):
     """The default on a machine without pmem: boot an emulated pmem host
-    (the chain suite's L1: tests/vm/guest/quickstart-l1.sh) and run the
+    (like the chain suite's L1: tools/harness/guest/quickstart-l1.sh) and run the
     quickstart in it (OnThisHost with --inside), relaying its steps."""
 
     def __init__(self, args):
@@ -670,7 +669,7 @@ def main():
                   file=sys.stderr)
         q = EmulatedHost(args)
     elif args.inside:
-        from daxtest import Tap  # noqa: E402
+        from daxtap import Tap  # noqa: E402
         tap = Tap()
         tap.n = 1  # quickstart-l1.sh reported its set-up
         q = OnThisHost(args, tap)

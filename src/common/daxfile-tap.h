@@ -5,7 +5,8 @@
  * initramfs without GLib, includes it, and so does `daxfile-guest check
  * --tap` (daxguest-checks-output.c), which writes into a GString. (The
  * GLib unit tests print TAP through g_test_init(), the Python tests through
- * tests/helpers/daxtest.py, the shell tests through tests/vm/guest-lib.sh.)
+ * tests/helpers/daxtest.py, the shell tests through
+ * tools/harness/guest-lib.sh.)
  *
  * Every line goes through the caller's writer:
  *

@@ -48,7 +48,7 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
 from daxtest import (DAXFILE, Tap, build_path, daxfile,  # noqa: E402
                      enforced, layout_changes)
 import libvirt_env as lv  # noqa: E402

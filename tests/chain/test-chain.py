@@ -36,11 +36,12 @@ import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "vm"))
-sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
 from daxtest import SRCDIR, Tap, build_path, need_root  # noqa: E402
 import daxfile_vm as vm  # noqa: E402
 import libvirt_env as lv  # noqa: E402
+
+vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 
 MECH = {"daxctl": "kernel"}
 CRASH_RE = re.compile(r"^# CHAIN-CRASH-NOW chunks=(\d+)")

@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import pwd
-import random
 import re
 import shutil
 import signal
@@ -19,12 +18,25 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 SRCDIR = os.environ.get(
     "DAXFILE_SRCDIR",
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BUILDDIR = os.environ.get("DAXFILE_BUILDDIR", os.path.join(SRCDIR, "build"))
+
+# The TAP emitter and the filesystem helpers that bench/ and tools/ use too
+# live in tools/harness (tests depend on tools, never the reverse).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tools", "harness"))
+from daxtap import Tap  # noqa: E402
+from fsops import (FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE,  # noqa: E402
+                   FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE,
+                   FALLOC_FL_ZERO_RANGE, FICLONE, age_filesystem, fallocate,
+                   fiemap_flags, layout_changes)
+
+REEXPORTED = (Tap, FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE,
+              FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE,
+              FICLONE, age_filesystem, fallocate, fiemap_flags, layout_changes)
 
 
 def build_path(*parts):
@@ -34,78 +46,6 @@ def build_path(*parts):
 # DAXFILE_WRAPPER="valgrind ..." runs every daxfile binary under it
 WRAPPER = os.environ.get("DAXFILE_WRAPPER", "").split()
 DAXFILE = os.environ.get("DAXFILE_BIN", build_path("src", "daxfilectl", "daxfile"))
-
-
-class Tap:
-    """Collects results and prints TAP as it goes: the one TAP emitter of
-    the Python tests (plan, ok/not ok, skip, diag, skip_all, bail_out)."""
-
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-        self.planned = None
-
-    def plan(self, n):
-        self.planned = n
-        print(f"1..{n}", flush=True)
-
-    def diag(self, text):
-        for line in str(text).splitlines() or [""]:
-            print(f"# {line}", flush=True)
-
-    @staticmethod
-    def skip_all(why):
-        """The whole test does not apply here: an empty plan; exits 0."""
-        print(f"1..0 # SKIP {why}", flush=True)
-        sys.exit(0)
-
-    @staticmethod
-    def bail_out(why):
-        """Stop the whole test at once; exits 1."""
-        print(f"Bail out! {why}", flush=True)
-        sys.exit(1)
-
-    @staticmethod
-    def _name(name):
-        # one line, and no '#' that TAP would read as a directive
-        return (name.replace("\\", "\\\\").replace("\n", "\\n")
-                .replace("#", "\\#"))
-
-    def ok(self, cond, name, diag=None):
-        name = self._name(name)
-        self.n += 1
-        if cond:
-            print(f"ok {self.n} - {name}", flush=True)
-        else:
-            self.failed += 1
-            print(f"not ok {self.n} - {name}", flush=True)
-            if diag is not None:
-                self.diag(diag)
-        return bool(cond)
-
-    def is_(self, got, want, name):
-        return self.ok(got == want, name, f"got:  {got!r}\nwant: {want!r}")
-
-    def skip(self, name, why):
-        name = self._name(name)
-        self.n += 1
-        print(f"ok {self.n} - {name} # SKIP {why}", flush=True)
-
-    def subtest(self, name, func, *args):
-        """Run func; an exception is a failed result, not a crash."""
-        try:
-            return func(*args)
-        except Exception:  # noqa: BLE001 - reported as a TAP failure
-            self.ok(False, f"{name}: raised", traceback.format_exc())
-            return None
-
-    def done(self):
-        if self.planned is None:
-            print(f"1..{self.n}", flush=True)
-        elif self.planned != self.n:
-            self.failed += 1
-            print(f"# planned {self.planned} results, ran {self.n}", flush=True)
-        return 1 if self.failed else 0
 
 
 VALGRIND_NOTE = re.compile(r"^--\d+-- .*\n?", re.M)
@@ -190,48 +130,6 @@ def tree_snapshot(root):
                     entry += ("unreadable",)
             snap[os.path.relpath(path, root)] = entry
     return snap
-
-
-def fiemap_flags(path):
-    """(logical, physical, length, flags) per extent, via filefrag -v."""
-    out = subprocess.run(["filefrag", "-v", "-b4096", path], capture_output=True,
-                         text=True, check=True).stdout
-    extents = []
-    for line in out.splitlines():
-        parts = line.split(":")
-        if len(parts) < 4 or not parts[0].strip().isdigit():
-            continue
-        logical = int(parts[1].split("..")[0])
-        physical = int(parts[2].split("..")[0])
-        length = int(parts[3].strip())
-        last = parts[-1].strip()
-        flags = last if len(parts) > 4 and not last.isdigit() else ""
-        extents.append((logical * 4096, physical * 4096, length * 4096, flags))
-    return extents
-
-
-def age_filesystem(root, seed, keep_free):
-    """Age the filesystem mounted on @root as long use does: fill it (in
-    @root/junk) with files of 4 KiB to 3.5 MiB until @keep_free bytes are
-    left, then delete a random half of them. Its free space is then in runs
-    of every length at every offset. Also bench/bench_aged.py's."""
-    rng = random.Random(seed)
-    junk = os.path.join(root, "junk")
-    os.mkdir(junk)
-    files = []
-    while True:
-        st = os.statvfs(root)
-        if st.f_bavail * st.f_frsize < keep_free:
-            break
-        size = rng.choice([rng.randint(1, 64), rng.randint(256, 900)]) * 4096
-        path = os.path.join(junk, str(len(files)))
-        with open(path, "wb") as f:
-            f.write(b"\xa5" * size)
-        files.append(path)
-    rng.shuffle(files)
-    for path in files[:len(files) // 2]:
-        os.unlink(path)
-    os.sync()
 
 
 class LoopFs:
@@ -376,80 +274,6 @@ FS_IMMUTABLE_FL = 0x10
 def dev_of(path):
     st = os.stat(path)
     return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-
-
-FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 0x01, 0x02
-FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_ZERO_RANGE = 0x08, 0x10
-FALLOC_FL_INSERT_RANGE = 0x20
-FICLONE = 0x40049409
-
-
-def fallocate(path, mode, off, length):
-    """fallocate(2) on @path; OSError with the errno when it fails"""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
-    try:
-        if libc.fallocate(fd, mode, ctypes.c_long(off),
-                          ctypes.c_long(length)) != 0:
-            e = ctypes.get_errno()
-            raise OSError(e, os.strerror(e), path)
-    finally:
-        os.close(fd)
-
-
-def _append(path):
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-    try:
-        os.write(fd, b"\0" * 4096)
-    finally:
-        os.close(fd)
-
-
-def _ficlone(path):
-    """clone another file's blocks over @path"""
-    import fcntl
-    src = path + ".src"
-    with open(src, "wb") as f:
-        f.write(b"x" * 4096)
-    try:
-        fd = os.open(path, os.O_RDWR)
-        try:
-            with open(src, "rb") as f:
-                fcntl.ioctl(fd, FICLONE, f.fileno())
-        finally:
-            os.close(fd)
-    finally:
-        os.unlink(src)
-
-
-def layout_changes(path):
-    """Every way to change @path's size or block map, or its name, that a
-    static file must refuse: {what: callable}. A rename goes to
-    PATH.moved, a link to PATH.link (for the caller to undo)."""
-    size = os.path.getsize(path)
-    M2 = 2 << 20
-    return {
-        "truncate": lambda: os.truncate(path, size - M2),
-        "extend": lambda: os.truncate(path, size + M2),
-        "open O_TRUNC": lambda: os.close(os.open(path,
-                                                 os.O_WRONLY | os.O_TRUNC)),
-        "append": lambda: _append(path),
-        "fallocate": lambda: fallocate(path, 0, size, M2),
-        "fallocate keep-size": lambda: fallocate(path, FALLOC_FL_KEEP_SIZE,
-                                                 size, M2),
-        "punch hole": lambda: fallocate(path, FALLOC_FL_PUNCH_HOLE |
-                                        FALLOC_FL_KEEP_SIZE, 0, M2),
-        "zero range": lambda: fallocate(path, FALLOC_FL_ZERO_RANGE, 0, M2),
-        "collapse range": lambda: fallocate(path, FALLOC_FL_COLLAPSE_RANGE,
-                                            0, M2),
-        "insert range": lambda: fallocate(path, FALLOC_FL_INSERT_RANGE, 0,
-                                          M2),
-        "rename": lambda: os.rename(path, path + ".moved"),
-        "unlink": lambda: os.unlink(path),
-        "link": lambda: os.link(path, path + ".link"),
-        "FICLONE": lambda: _ficlone(path),
-    }
 
 
 _FAKE_SYNC_DIRS = {}

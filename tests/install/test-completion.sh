@@ -6,8 +6,8 @@
 # same long options as its --help lists. Prints TAP.
 set -u
 # the TAP helpers (dx_*)
-# shellcheck source=../vm/guest-lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../vm/guest-lib.sh"
+# shellcheck source=../../tools/harness/guest-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../tools/harness/guest-lib.sh"
 srcdir=${DAXFILE_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${DAXFILE_BUILDDIR:-$srcdir/build}
 daxfile=$(realpath "${DAXFILE_BIN:-$builddir/src/daxfilectl/daxfile}")

@@ -5,8 +5,8 @@
 # usage: test-man.sh PAGE... (prints TAP)
 set -u
 # the TAP helpers (dx_*)
-# shellcheck source=../vm/guest-lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../vm/guest-lib.sh"
+# shellcheck source=../../tools/harness/guest-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../tools/harness/guest-lib.sh"
 if ! command -v man >/dev/null; then
     dx_skip_all "man is not installed (man-db)"
 fi

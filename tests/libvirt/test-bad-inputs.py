@@ -13,10 +13,12 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
 from daxtest import (WRAPPER, Tap, build_path, daxfile,  # noqa: E402
                      need_root, strip_valgrind_notes, tree_snapshot)
 import libvirt_env as lv  # noqa: E402
+
+lv.daxfile_vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
 REGISTRY = "/var/lib/daxfile/registry.json"

@@ -17,9 +17,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
 from daxtest import DAXFILE, Tap, build_path, daxfile, need_root  # noqa: E402
 import libvirt_env as lv  # noqa: E402
+
+lv.daxfile_vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 
 PREFIX = f"daxfile-test-{os.getpid()}"
 M = 1 << 20

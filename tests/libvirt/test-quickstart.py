@@ -20,9 +20,11 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
 from daxtest import BUILDDIR, SRCDIR, Tap, daxfile, need_root  # noqa: E402
 import libvirt_env as lv  # noqa: E402
+
+lv.daxfile_vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 
 BYSTANDER = f"daxfile-bystander-{os.getpid()}"
 

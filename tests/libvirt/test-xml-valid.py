@@ -19,9 +19,11 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
 from daxtest import SRCDIR, Tap, daxfile, need_root  # noqa: E402
 import libvirt_env as lv  # noqa: E402
+
+lv.daxfile_vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 
 DATA = os.path.join(SRCDIR, "tests", "data")
 PREFIX = f"daxfile-xmlvalid-{os.getpid()}"

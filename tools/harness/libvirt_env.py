@@ -23,9 +23,7 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "vm"))
-import daxfile_vm  # noqa: E402
+import daxfile_vm  # tools/harness, beside this module
 
 URI = "qemu:///system"
 QEMU_CONF = "/etc/libvirt/qemu.conf"
@@ -261,7 +259,7 @@ class Hook:
         self.binary = hook_binary
         self.hook = os.path.join(HOOK_DIR, name)
         self.conf = os.path.join(CONF_D, name + ".conf")
-        self.text = ("# installed for a while by daxfile's tests/quickstart\n"
+        self.text = ("# installed for a while by daxfile's tests or quickstart\n"
                      f"[hook]\nmanaged_roots={';'.join(roots)}\n"
                      f"allow_non_dax={'true' if allow_non_dax else 'false'}\n"
                      f"{extra}")
@@ -332,12 +330,13 @@ class GuestImage:
         self.workdir = workdir
 
     def files(self, script, env=None, tag="guest"):
-        """(kernel, initrd, cmdline) running tests/vm/guest/SCRIPT.sh"""
+        """(kernel, initrd, cmdline) running SCRIPT (a path, or a NAME: NAME.sh
+        in daxfile_vm.GUEST_DIRS)"""
         kernel = os.path.join(self.workdir, "vmlinux")
         if not os.path.exists(kernel):
             shutil.copy2(self.image.boot_kernel, kernel)
         if "/" not in script:
-            script = os.path.join(daxfile_vm.GUEST_DIR, f"{script}.sh")
+            script = daxfile_vm.guest_script(script)
         script_path = daxfile_vm.resolve_script(script)
         initrd = os.path.join(self.workdir, f"initrd-{tag}")
         self.image.initrd(initrd, script_path, env or {})

@@ -14,7 +14,7 @@
 # print why on stderr; wrap them in dx_run to turn them into test points.
 #
 # Its TAP section (dx_plan ... dx_done) is the one TAP emitter of the shell
-# tests: the host-side ones (tests/install/test-*.sh) source this file too.
+# tests: the host-side ones (the install suite's shell tests) source this file too.
 #
 # Variables set by the helpers:
 #   DX_NAMESPACE  namespaceN.M configured by dx_fsdax/dx_devdax/dx_raw
@@ -208,7 +208,7 @@ dx__region() {
 dx__fsdax_now() {
     # What `ndctl list -n $dx_ns` says of a namespace already in fsdax mode
     # (dev, mode, blockdev), read from sysfs; nothing if it is not. ndctl's
-    # process start costs seconds under nested TCG (tests/chain).
+    # process start costs seconds under nested TCG (the chain suite).
     # No process is started here either (a quarter of a second each).
     local holder blk=
     dx__read "/sys/bus/nd/devices/$dx_ns/mode"

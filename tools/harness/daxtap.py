@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The one TAP emitter of daxfile's Python: the tests' (daxtest.Tap, which
+is this), the VM harness's and the quickstart's.
+
+Every check is a named TAP result; a driver never turns a failure into a
+pass or a skip. Skips are only for what the environment truly lacks.
+"""
+
+import sys
+import traceback
+
+
+class Tap:
+    """Collects results and prints TAP as it goes: the one TAP emitter of
+    the Python tests (plan, ok/not ok, skip, diag, skip_all, bail_out)."""
+
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+        self.planned = None
+
+    def plan(self, n):
+        self.planned = n
+        print(f"1..{n}", flush=True)
+
+    def diag(self, text):
+        for line in str(text).splitlines() or [""]:
+            print(f"# {line}", flush=True)
+
+    @staticmethod
+    def skip_all(why):
+        """The whole test does not apply here: an empty plan; exits 0."""
+        print(f"1..0 # SKIP {why}", flush=True)
+        sys.exit(0)
+
+    @staticmethod
+    def bail_out(why):
+        """Stop the whole test at once; exits 1."""
+        print(f"Bail out! {why}", flush=True)
+        sys.exit(1)
+
+    @staticmethod
+    def _name(name):
+        # one line, and no '#' that TAP would read as a directive
+        return (name.replace("\\", "\\\\").replace("\n", "\\n")
+                .replace("#", "\\#"))
+
+    def ok(self, cond, name, diag=None):
+        name = self._name(name)
+        self.n += 1
+        if cond:
+            print(f"ok {self.n} - {name}", flush=True)
+        else:
+            self.failed += 1
+            print(f"not ok {self.n} - {name}", flush=True)
+            if diag is not None:
+                self.diag(diag)
+        return bool(cond)
+
+    def is_(self, got, want, name):
+        return self.ok(got == want, name, f"got:  {got!r}\nwant: {want!r}")
+
+    def skip(self, name, why):
+        name = self._name(name)
+        self.n += 1
+        print(f"ok {self.n} - {name} # SKIP {why}", flush=True)
+
+    def subtest(self, name, func, *args):
+        """Run func; an exception is a failed result, not a crash."""
+        try:
+            return func(*args)
+        except Exception:  # noqa: BLE001 - reported as a TAP failure
+            self.ok(False, f"{name}: raised", traceback.format_exc())
+            return None
+
+    def done(self):
+        if self.planned is None:
+            print(f"1..{self.n}", flush=True)
+        elif self.planned != self.n:
+            self.failed += 1
+            print(f"# planned {self.planned} results, ran {self.n}", flush=True)
+        return 1 if self.failed else 0

@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Shared pieces of the VM harness: paths, cache, errors, logging, sizes.
+
+Part of daxfile_vm (the module users import); see its docstring.
+"""
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+# tools/harness: guest-init.sh, guest-lib.sh and guest/ (the guest scripts
+# of the harness's own users: idle, quickstart, quickstart-l1)
+HARNESS_DIR = Path(__file__).resolve().parent
+VM_DIR = HARNESS_DIR
+SRC_ROOT = HARNESS_DIR.parent.parent
+GUEST_DIR = HARNESS_DIR / 'guest'
+# Where guest scripts are found by NAME, and whose *.sh every boot carries
+# in /daxfile/tests/ (the first directory wins a name); the test suites add
+# their own directory of guest scripts with add_guest_dir().
+GUEST_DIRS = [GUEST_DIR]
+CACHE_DIR = Path(os.environ.get('DAXFILE_VM_CACHE', '/var/cache/daxfile-test'))
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+# Kernel flavours: Debian meta package whose first linux-image-* dependency
+# is the kernel to boot, or a prebuilt all-built-in image (no modules).
+FLAVOURS = {
+    '6.1': 'linux-image-amd64',
+    '6.12': 'linux-image-6.12-amd64',
+    'daxctl': None,
+    'daxctl-6.12': None,
+}
+
+# The daxctl() kernels: --kernel-image, else $DAXFILE_VM_KERNEL_IMAGE, else
+# whatever kernel/build-kernel prints (it caches by the hash of its inputs):
+# 'daxctl' is the 6.1 series, 'daxctl-6.12' the 6.12 one.
+BUILD_KERNEL = SRC_ROOT / 'kernel' / 'build-kernel'
+DAXCTL_SERIES = {'daxctl': '6.1', 'daxctl-6.12': '6.12'}
+
+# Modules loaded in the guest, in this order (their modules.dep closure is
+# added in front of each). crc32c_generic/crc32c_intel satisfy the
+# "softdep ext4/jbd2/libcrc32c pre: crc32c" entries that insmod ignores.
+GUEST_MODULES = ['crc32c_generic', 'crc32c_intel', 'ext4', 'xfs',
+                 'libnvdimm', 'nfit', 'nd_btt', 'nd_pmem', 'dax_pmem',
+                 'device_dax', 'virtio_pci', 'virtio_pmem']
+OPTIONAL_MODULES = {'crc32c_intel', 'nd_btt', 'virtio_pmem'}
+# Loaded only for a --hostroot boot (the host's / over 9p, overlaid with a
+# tmpfs): the modules.dep closure brings virtio, 9pnet, netfs, fscache in
+# the order insmod needs.
+HOSTROOT_MODULES = ['virtio_pci', 'virtio_blk', 'virtio_net', '9pnet_virtio',
+                    '9p', 'overlay']
+HOSTROOT_OPTIONAL = {'virtio_blk', 'virtio_net'}
+
+# Host programs copied into every base initramfs with their ldd closure.
+# (guest path, host path, required)
+GUEST_TOOLS = [
+    ('/usr/sbin/mke2fs', '/usr/sbin/mke2fs', True),
+    ('/usr/sbin/e2fsck', '/usr/sbin/e2fsck', True),
+    ('/usr/sbin/tune2fs', '/usr/sbin/tune2fs', True),
+    ('/usr/sbin/dumpe2fs', '/usr/sbin/dumpe2fs', True),
+    ('/usr/sbin/debugfs', '/usr/sbin/debugfs', False),
+    ('/usr/sbin/filefrag', '/usr/sbin/filefrag', True),
+    ('/usr/bin/chattr', '/usr/bin/chattr', True),
+    ('/usr/bin/lsattr', '/usr/bin/lsattr', True),
+    ('/usr/sbin/mkfs.xfs', '/usr/sbin/mkfs.xfs', True),
+    ('/usr/sbin/xfs_io', '/usr/sbin/xfs_io', True),
+    ('/usr/sbin/xfs_db', '/usr/sbin/xfs_db', True),
+    ('/usr/sbin/xfs_repair', '/usr/sbin/xfs_repair', False),
+    ('/usr/bin/ndctl', '/usr/bin/ndctl', True),
+    ('/usr/bin/daxctl', '/usr/bin/daxctl', True),
+    ('/usr/bin/strace', '/usr/bin/strace', False),
+]
+GUEST_TOOL_LINKS = {
+    '/usr/sbin/mkfs.ext4': 'mke2fs',
+    '/usr/sbin/mkfs.ext2': 'mke2fs',
+    '/usr/sbin/fsck.ext4': 'e2fsck',
+}
+GUEST_ETC_FILES = [('/etc/mke2fs.conf', '/etc/mke2fs.conf')]
+
+CONSOLE_MARK = 'DAXFILE-VM:'
+# Console lines that mean the guest kernel is broken, whatever the TAP says.
+KERNEL_ERROR_RE = re.compile(
+    r'Kernel panic - not syncing|\bOops\b|\bBUG:|kernel BUG at|'
+    r'WARNING: CPU: |general protection fault|Call Trace:|UBSAN:|KASAN:|'
+    r'INFO: task .* blocked for more than')
+PANIC_RE = re.compile(r'Kernel panic - not syncing')
+
+# The host's root, read-only, for --hostroot boots (multidevs=remap: the
+# host's many filesystems under one 9p export keep distinct inodes)
+HOSTROOT_QEMU = ['-virtfs', 'local,path=/,mount_tag=hostroot,'
+                 'security_model=none,readonly=on,multidevs=remap']
+
+DEFAULT_APPEND = ('console=ttyS0,115200 panic=-1 random.trust_cpu=on '
+                  'mitigations=off')
+
+
+class VmError(Exception):
+    """A set-up problem of the harness (not a guest test failure)."""
+
+
+class Terminated(Exception):
+    """SIGTERM (e.g. meson's timeout) arrived; QEMU gets killed on the way out."""
+
+
+def _sigterm(signum, frame):
+    raise Terminated()
+
+
+QUIET = False   # no progress notes (the quickstart prints its own)
+
+
+def _log(msg):
+    if not QUIET:
+        print(f'daxfile-vm: {msg}', file=sys.stderr, flush=True)
+
+
+def _run(argv, **kw):
+    kw.setdefault('check', True)
+    kw.setdefault('stdout', subprocess.PIPE)
+    kw.setdefault('stderr', subprocess.PIPE)
+    kw.setdefault('text', True)
+    try:
+        return subprocess.run(argv, **kw)
+    except subprocess.CalledProcessError as e:
+        err = (e.stderr or '').strip().splitlines()[-5:]
+        raise VmError(f"'{' '.join(map(str, argv))}' failed with status "
+                      f"{e.returncode}: {' / '.join(err)}") from None
+    except FileNotFoundError:
+        raise VmError(f"'{argv[0]}' not found; install it "
+                      f"(see .ci/packages)") from None
+
+
+class _Lock:
+    """flock() on a file in the cache; serialises concurrent harnesses."""
+
+    def __init__(self, name):
+        (CACHE_DIR / 'locks').mkdir(parents=True, exist_ok=True)
+        self.path = CACHE_DIR / 'locks' / f'{name}.lock'
+        self.fd = None
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                          0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+
+def _hash(obj):
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def _file_key(path):
+    st = os.stat(path)
+    return [str(path), st.st_size, st.st_mtime_ns]
+
+
+def add_guest_dir(path):
+    """Search @path for guest scripts too, after the directories already
+    there, and carry its *.sh in every boot archive."""
+    p = Path(path).resolve()
+    if p not in GUEST_DIRS:
+        GUEST_DIRS.append(p)
+
+
+def parse_size(text):
+    """'1G', '512M', '128K', '4096' -> bytes."""
+    m = re.fullmatch(r'\s*(\d+)\s*([KMGT]?)(i?B)?\s*', text, re.I)
+    if not m:
+        raise VmError(f"invalid size '{text}'; use e.g. 1G, 512M, 128K")
+    shift = {'': 0, 'K': 10, 'M': 20, 'G': 30, 'T': 40}[m.group(2).upper()]
+    return int(m.group(1)) << shift
+
+
+class _Memo:
+    """A small JSON memo in the cache for slow, deterministic look-ups
+    (apt-cache, ldd), each keyed by the stat of what decides its answer."""
+
+    def __init__(self, name):
+        self.path = CACHE_DIR / f'{name}.json'
+        try:
+            self.data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.data = {}
+
+    def get(self, key, compute):
+        k = _hash(key)
+        if k not in self.data:
+            self.data[k] = compute()
+            CACHE_DIR.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f'.tmp{os.getpid()}')
+            tmp.write_text(json.dumps(self.data))
+            os.rename(tmp, self.path)
+        return self.data[k]
+
+
+def _prune(dirpath, pattern, keep):
+    """Keep the @keep newest; a concurrent run may prune the same files."""
+    stamped = []
+    for p in dirpath.glob(pattern):
+        try:
+            stamped.append((p.stat().st_mtime, p))
+        except FileNotFoundError:
+            pass
+    items = [p for _, p in sorted(stamped, key=lambda t: t[0], reverse=True)]
+    for p in items[keep:]:
+        try:
+            p.unlink()
+        except OSError:
+            pass

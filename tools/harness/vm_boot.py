@@ -1,0 +1,402 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Booting in the VM harness: QEMU command line, the boot loop with its
+serial/TAP relay, BootResult, Image.
+
+Part of daxfile_vm (the module users import); see its docstring.
+"""
+
+import dataclasses
+import os
+import re
+import selectors
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from vm_base import (CONSOLE_MARK, DEFAULT_APPEND, GIB, GUEST_DIRS,
+                     HOSTROOT_QEMU, KERNEL_ERROR_RE, MIB, PANIC_RE, VmError,
+                     parse_size)
+from vm_kernel import Kernel, get_kernel, pvh_vmlinux
+from vm_image import _base_inputs, _boot_cpio, build_base, build_bins
+from vm_pmem import Pmem
+
+# --------------------------------------------------------------------------
+# TAP
+
+
+@dataclasses.dataclass
+class TapTest:
+    ok: bool
+    number: int
+    name: str
+    directive: str   # '', 'SKIP', 'TODO'
+    line: str
+
+    @property
+    def failed(self):
+        return not self.ok and self.directive != 'TODO'
+
+
+TAP_TEST_RE = re.compile(r'(not )?ok\b\s*(\d+)?\s*(?:-\s*)?([^#]*?)\s*'
+                         r'(?:#\s*(SKIP|TODO)\S*\b.*)?$', re.I)
+TAP_PLAN_RE = re.compile(r'1\.\.(\d+)\s*(?:#\s*(.*))?$')
+
+
+def classify_tap(line):
+    """('test', TapTest) | ('plan', (n, comment)) | ('bail', msg) |
+    ('comment', line) | ('other', line)"""
+    if line.startswith('#') or not line.strip() or line.startswith('TAP version'):
+        return 'comment', line
+    m = TAP_TEST_RE.match(line)
+    if m and (line.startswith('ok') or line.startswith('not ok')):
+        d = (m.group(4) or '').upper()
+        return 'test', TapTest(m.group(1) is None, int(m.group(2) or 0),
+                               m.group(3), d, line)
+    m = TAP_PLAN_RE.match(line)
+    if m:
+        return 'plan', (int(m.group(1)), m.group(2) or '')
+    if line.startswith('Bail out!'):
+        return 'bail', line
+    return 'other', line
+
+
+# --------------------------------------------------------------------------
+# Boot
+
+
+@dataclasses.dataclass
+class BootResult:
+    tests: list = dataclasses.field(default_factory=list)   # [TapTest]
+    plan: tuple = None                # (n, comment) from the guest
+    bailed_out: str = None
+    log: list = dataclasses.field(default_factory=list)     # merged, timestamped
+    console: list = dataclasses.field(default_factory=list)
+    tap: list = dataclasses.field(default_factory=list)
+    qemu_rc: int = None
+    end_seen: bool = False
+    script_rc: int = None
+    panic: bool = False
+    kernel_errors: list = dataclasses.field(default_factory=list)
+    guest_errors: list = dataclasses.field(default_factory=list)
+    timed_out: bool = False
+    cancelled: bool = False    # killed by boot()'s cancel event
+    killed_on_marker: str = None
+    init_time: float = None    # host seconds from QEMU start to /init
+    ready_time: float = None   # ... to modules loaded
+    duration: float = None     # QEMU start to exit
+    setup_time: float = None   # boot() call to QEMU start (initrd, pmem files)
+    serial_log_path: str = None
+    allow_kernel_errors: bool = False
+
+    @property
+    def problems(self):
+        """Reasons this boot is not a clean pass, apart from `not ok`."""
+        p = []
+        if self.timed_out:
+            p.append(f'timed out after {self.duration:.0f} s; QEMU was killed')
+        if self.cancelled:
+            p.append(f'cancelled after {self.duration:.0f} s; QEMU was killed')
+        if self.panic:
+            p.append('guest kernel panic')
+        if self.kernel_errors and not self.allow_kernel_errors:
+            p.append(f'{len(self.kernel_errors)} kernel error line(s), first: '
+                     f'{self.kernel_errors[0].strip()}')
+        p.extend(self.guest_errors)
+        if self.bailed_out:
+            p.append(f'guest bailed out: {self.bailed_out}')
+        if self.killed_on_marker:
+            return p
+        if not self.end_seen and not (self.timed_out or self.cancelled):
+            p.append(f'QEMU exited (status {self.qemu_rc}) before the guest '
+                     f'printed its END marker')
+        if self.end_seen and self.script_rc != 0:
+            p.append(f'guest script exited with status {self.script_rc}')
+        if self.qemu_rc not in (0, None) and not (self.timed_out or
+                                                  self.cancelled):
+            p.append(f'QEMU exited with status {self.qemu_rc}')
+        if self.plan is None:
+            p.append('guest printed no TAP plan')
+        elif self.plan[0] != len(self.tests):
+            p.append(f'guest planned {self.plan[0]} tests, reported '
+                     f'{len(self.tests)}')
+        return p
+
+    @property
+    def failed_tests(self):
+        return [t for t in self.tests if t.failed]
+
+    @property
+    def passed(self):
+        return not self.problems and not self.failed_tests
+
+    def tail(self, n=60):
+        return self.log[-n:]
+
+    def report(self, n=60):
+        out = [f'problem: {p}' for p in self.problems]
+        out += [f'failed: {t.line}' for t in self.failed_tests]
+        out += ['serial tail:'] + self.tail(n)
+        return '\n'.join(out)
+
+
+@dataclasses.dataclass
+class Image:
+    kernel: Kernel
+    base: Path
+    bins: Path = None
+    boot_kernel: Path = None   # what -kernel gets: PVH vmlinux or bzImage
+
+    def initrd(self, path, script=None, env=None):
+        """Write the initrd for one boot: base + bins + per-boot archive."""
+        boot = _boot_cpio(Path(script) if script else None, env or {})
+        with open(path, 'wb') as out:
+            for piece in (self.base, self.bins):
+                if piece:
+                    with open(piece, 'rb') as f:
+                        shutil.copyfileobj(f, out, 4 << 20)
+            boot.write(out)
+        return Path(path)
+
+    def boot(self, script, pmems=None, env=None, append='', timeout=600,
+             kill_on=None, smp=1, memory=None, on_tap=None, on_console=None,
+             serial_log=None, allow_kernel_errors=False, modules=True,
+             extra_qemu=(), hostroot=False, cancel=None):
+        """Boot once and run the guest script (a path, or a NAME of
+        NAME.sh in GUEST_DIRS). pmems: list of Pmem; None = one temporary
+        prefilled 1 GiB file; [] = no NVDIMM. kill_on: regex; SIGKILL QEMU
+        as soon as a guest line (console or TAP) matches it. modules=False
+        skips the insmods (no ext4/xfs/nvdimm on modular kernels; saves
+        about 2 s). hostroot: the guest's userland is the host's own root,
+        read-only over 9p under a tmpfs overlay (switch_root), so python3,
+        the build tree and the host's tools are there; the script runs
+        with the host's /bin/sh. cancel: a threading.Event that kills QEMU
+        when set (a boot run beside another, from another thread). Returns
+        a BootResult."""
+        t0 = time.monotonic()
+        script = resolve_script(script)
+        env = dict(env or {})
+        tmp_pmem = None
+        rundir = Path(tempfile.mkdtemp(prefix='daxfile-vm.'))
+        try:
+            if pmems is None:
+                tmp_pmem = Pmem.temporary_file('1G')
+                pmems = [tmp_pmem]
+            if hostroot:
+                for k in ('DAXFILE_SRCDIR', 'DAXFILE_BUILDDIR'):
+                    if k in os.environ:
+                        env.setdefault(k, os.environ[k])
+            initrd = self.initrd(rundir / 'initrd', script, env)
+            cmdline = (f'{DEFAULT_APPEND} daxfile.script={script.name}'
+                       f'{"" if modules else " daxfile.modules=0"}'
+                       f'{" daxfile.hostroot=1" if hostroot else ""} {append}')
+            memory = memory or ('2G' if hostroot else '1G')
+            argv = qemu_argv(self.boot_kernel, initrd, cmdline, pmems,
+                             rundir, smp, memory) + list(extra_qemu)
+            if hostroot:
+                argv += HOSTROOT_QEMU
+            setup = time.monotonic() - t0
+            res = _run_qemu(argv, rundir, timeout, kill_on, on_tap,
+                            on_console, serial_log, allow_kernel_errors,
+                            cancel)
+            res.setup_time = setup
+            return res
+        finally:
+            if tmp_pmem:
+                tmp_pmem.remove()
+            shutil.rmtree(rundir, ignore_errors=True)
+
+
+def guest_script(name):
+    """NAME.sh in the first of GUEST_DIRS that has it (else in the first)"""
+    for d in GUEST_DIRS:
+        p = d / f'{name}.sh'
+        if p.exists():
+            return p
+    return GUEST_DIRS[0] / f'{name}.sh'
+
+
+def resolve_script(script):
+    p = Path(script)
+    if not p.suffix and not p.exists():
+        p = guest_script(script)
+    if not p.is_file():
+        raise VmError(f"guest script '{script}' does not exist")
+    return p.resolve()
+
+
+def build_image(kernel='6.1', bins=(), kernel_image=None, compress=True,
+                pvh=None, tools=None):
+    """Resolve/fetch the kernel and build (or reuse) the cached archives.
+    pvh: boot the uncompressed vmlinux through PVH when the kernel allows
+    it (default; DAXFILE_VM_BOOT=bzimage or pvh=False boots the bzImage).
+    tools: a slim image with only these GUEST_TOOLS (guest paths), for a
+    guest nested under TCG, where every MiB of initramfs costs about a
+    second of its boot."""
+    k = kernel if isinstance(kernel, Kernel) else get_kernel(kernel, kernel_image)
+    if pvh is None:
+        pvh = os.environ.get('DAXFILE_VM_BOOT', 'pvh') != 'bzimage'
+    boot_kernel = (pvh_vmlinux(k.vmlinuz) if pvh else None) or k.vmlinuz
+    # The bins archive stays uncompressed: it is rebuilt whenever a project
+    # binary changes, and gzip of a libvirt-linked closure (65 MiB) costs
+    # about 4 s on the host while the guest unpacks it no faster.
+    inputs = _base_inputs(k, tools)
+    return Image(k, build_base(k, inputs, compress, tools is not None),
+                 build_bins(list(bins), False, inputs[0]), boot_kernel)
+
+
+def qemu_argv(vmlinuz, initrd, cmdline, pmems, rundir, smp=1, memory='1G'):
+    mem = parse_size(memory)
+    argv = ['qemu-system-x86_64', '-nodefaults', '-no-user-config',
+            '-accel', 'tcg,thread=multi', '-cpu', 'max', '-smp', str(smp),
+            '-display', 'none', '-vga', 'none', '-no-reboot',
+            '-kernel', str(vmlinuz), '-initrd', str(initrd),
+            '-append', cmdline]
+    if pmems:
+        total = sum(-(-p.size // GIB) * GIB for p in pmems)
+        argv += ['-machine', 'pc,nvdimm=on',
+                 '-m', f'{mem // MIB}M,slots={max(4, len(pmems) + 1)},'
+                       f'maxmem={(mem + total + GIB) // MIB}M']
+        for i, p in enumerate(pmems):
+            argv += ['-object', f'memory-backend-file,id=mem{i},share=on,'
+                                f'mem-path={p.path},size={p.size},align=2M']
+            if p.model == 'virtio-pmem':
+                argv += ['-device', f'virtio-pmem-pci,memdev=mem{i},id=nv{i}']
+            else:
+                argv += ['-device', f'nvdimm,memdev=mem{i},id=nv{i}'
+                                    + (f',label-size={p.label_size}'
+                                       if p.label_size else '')]
+    else:
+        argv += ['-machine', 'pc', '-m', f'{mem // MIB}M']
+    # ttyS0: kernel console and harness messages; ttyS1: the script's TAP.
+    for name in ('con', 'tap'):
+        fifo_base = rundir / name
+        for suffix in ('.in', '.out'):
+            os.mkfifo(f'{fifo_base}{suffix}', 0o600)
+        argv += ['-chardev', f'pipe,id={name},path={fifo_base}',
+                 '-device', f'isa-serial,chardev={name}']
+    return argv
+
+
+class _Stream:
+    def __init__(self, name, fd):
+        self.name, self.fd, self.buf = name, fd, b''
+
+
+def _run_qemu(argv, rundir, timeout, kill_on, on_tap, on_console,
+              serial_log, allow_kernel_errors, cancel=None):
+    res = BootResult(allow_kernel_errors=allow_kernel_errors)
+    kill_re = re.compile(kill_on) if kill_on else None
+    streams = []
+    sel = selectors.DefaultSelector()
+    for name in ('con', 'tap'):
+        # O_RDWR: opening never blocks and we never see a spurious EOF; the
+        # end of the run is QEMU's exit, after which the fifo is drained.
+        fd = os.open(rundir / f'{name}.out', os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        streams.append(_Stream(name, fd))
+    logf = open(serial_log, 'w') if serial_log else None
+    res.serial_log_path = str(serial_log) if serial_log else None
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    os.set_blocking(proc.stdout.fileno(), False)
+    streams.append(_Stream('qemu', proc.stdout.fileno()))
+    for s in streams:
+        sel.register(s.fd, selectors.EVENT_READ, s)
+
+    def line_in(stream, text, now):
+        stamp = f'[{now:8.3f} {stream}] {text}'
+        res.log.append(stamp)
+        if logf:
+            logf.write(stamp + '\n')
+            logf.flush()
+        if stream == 'tap':
+            res.tap.append(text)
+            kind, val = classify_tap(text)
+            if kind == 'test':
+                res.tests.append(val)
+            elif kind == 'plan':
+                if res.plan is None:
+                    res.plan = val
+                else:
+                    res.guest_errors.append(f'second TAP plan: {text}')
+            elif kind == 'bail':
+                res.bailed_out = text
+            if on_tap:
+                on_tap(kind, val, text)
+        else:
+            if stream == 'con':
+                res.console.append(text)
+            if PANIC_RE.search(text):
+                res.panic = True
+            # "  | " lines replay a dx_run command's output (e.g. dmesg):
+            # the kernel's own lines were already seen as they happened.
+            if KERNEL_ERROR_RE.search(text) and not text.startswith('  | '):
+                res.kernel_errors.append(text)
+            i = text.find(CONSOLE_MARK)
+            if i >= 0:
+                words = text[i + len(CONSOLE_MARK):].split()
+                if words[:1] == ['INIT'] and res.init_time is None:
+                    res.init_time = now
+                elif words[:1] == ['READY'] and res.ready_time is None:
+                    res.ready_time = now
+                elif words[:1] == ['END']:
+                    res.end_seen = True
+                    m = re.search(r'rc=(\d+)', text)
+                    res.script_rc = int(m.group(1)) if m else None
+                elif words[:1] == ['ERROR']:
+                    res.guest_errors.append(text[i:].strip())
+            if on_console:
+                on_console(text)
+        if kill_re and not res.killed_on_marker and kill_re.search(text):
+            res.killed_on_marker = text
+            proc.kill()
+
+    def pump(s, final=False):
+        while True:
+            try:
+                chunk = os.read(s.fd, 65536)
+            except BlockingIOError:
+                chunk = b''
+            if not chunk:
+                break
+            s.buf += chunk
+            *lines, s.buf = s.buf.split(b'\n')
+            now = time.monotonic() - t0
+            for raw in lines:
+                line_in(s.name, raw.decode('utf-8', 'replace').rstrip('\r'), now)
+        if final and s.buf:
+            line_in(s.name, s.buf.decode('utf-8', 'replace').rstrip('\r'),
+                    time.monotonic() - t0)
+            s.buf = b''
+
+    try:
+        while proc.poll() is None:
+            left = t0 + timeout - time.monotonic()
+            if left <= 0:
+                res.timed_out = True
+                proc.kill()
+                break
+            if cancel is not None and cancel.is_set():
+                res.cancelled = True
+                proc.kill()
+                break
+            for key, _ in sel.select(min(left, 0.5)):
+                pump(key.data)
+        proc.wait()
+        for s in streams:
+            pump(s, final=True)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        sel.close()
+        for s in streams[:2]:
+            os.close(s.fd)
+        proc.stdout.close()
+        if logf:
+            logf.close()
+    res.qemu_rc = proc.returncode
+    res.duration = time.monotonic() - t0
+    return res
