@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Static mode in process (daxfile-static*.c): enable, disable, the owner
- * and interrupted-state refusals, repair's typed actions. Files are
+ * and interrupted-state refusals, repair's typed actions, the files enable
+ * refuses (holes, unwritten extents, no FIEMAP). Files are
  * made by daxfile_create() (--allow-non-dax) in the scratch directory;
  * every test has a registry of its own (DAXFILE_STATE_DIR) and the empty
  * sysfs of main() (no daxctl() advert). There is no DAX here, so the
@@ -9,8 +10,11 @@
  * any other user alike, and nothing here sets the immutable flag; entries
  * of the immutable guard are written through the registry API.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "daxfile-create.h"
@@ -25,6 +29,7 @@
 #define M (G_GUINT64_CONSTANT(1) << 20)
 #define ALICE "test:alice"
 #define BOB "test:bob"
+#define TMPFS_MAGIC_NR 0x01021994
 
 static const char *tmp;
 
@@ -554,10 +559,135 @@ test_repair(Fixture *fx, gconstpointer data)
     g_assert_cmpint(still_e->holder_pid, ==, getpid());
 }
 
+/* Files made by hand, and what enable says of them */
+typedef enum {
+    SHAPE_SPARSE,     /* ftruncate only */
+    SHAPE_TAIL_HOLE,  /* 1 MiB written, then extended */
+    SHAPE_FALLOCATED, /* fallocate, never written */
+    SHAPE_EMPTY,
+    SHAPE_WRITTEN, /* every block written and fsync'd: ready */
+} Shape;
+
+typedef struct {
+    const char *name;
+    Shape shape;
+    const char *why; /* after "cannot be made static: ", or NULL: ready */
+} NotReadyCase;
+
+#define FIX                                                                    \
+    "; make a provisioned file with 'daxfile create PATH --size SIZE' and "    \
+    "copy the data into it"
+
+static const NotReadyCase not_ready_cases[] = {
+    {"/static/enable/refused/sparse", SHAPE_SPARSE,
+     "hole: no blocks, a write would allocate (offset 0x0, 4 MiB)" FIX},
+    {"/static/enable/refused/tail-hole", SHAPE_TAIL_HOLE,
+     "hole: no blocks, a write would allocate (offset 0x100000, 3 MiB)" FIX},
+    {"/static/enable/refused/unwritten", SHAPE_FALLOCATED,
+     "unwritten (fallocated, never written): the first write would change "
+     "metadata (offset 0x0, 4 MiB)" FIX},
+    {"/static/enable/refused/empty", SHAPE_EMPTY,
+     "file is empty (offset 0x0, 0 bytes)" FIX},
+    {"/static/enable/written-fsynced", SHAPE_WRITTEN, NULL},
+};
+
+static void
+shape_file(const char *path, Shape shape)
+{
+    g_autofree char *buf = g_malloc0(M);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    guint i;
+
+    g_assert_cmpint(fd, >=, 0);
+    switch (shape) {
+    case SHAPE_SPARSE:
+        g_assert_cmpint(ftruncate(fd, 4 * M), ==, 0);
+        break;
+    case SHAPE_TAIL_HOLE:
+        g_assert_cmpint(pwrite(fd, buf, M, 0), ==, M);
+        g_assert_cmpint(ftruncate(fd, 4 * M), ==, 0);
+        break;
+    case SHAPE_FALLOCATED:
+        if (fallocate(fd, 0, 0, 4 * M) < 0)
+            g_error("fallocate '%s': %s", path, g_strerror(errno));
+        break;
+    case SHAPE_EMPTY:
+        break;
+    case SHAPE_WRITTEN:
+        for (i = 0; i < 4; i++)
+            g_assert_cmpint(pwrite(fd, buf, M, i * M), ==, M);
+        break;
+    }
+    g_assert_cmpint(fsync(fd), ==, 0);
+    g_assert_cmpint(close(fd), ==, 0);
+}
+
+/* enable of a file that is not provisioned is refused with the report's
+ * first reason and its fix, and nothing is registered; a file written and
+ * fsync'd by hand is as good as a created one */
+static void
+test_not_ready(Fixture *fx, gconstpointer data)
+{
+    const NotReadyCase *c = data;
+    g_autofree char *path = g_build_filename(fx->dir, "shaped.img", NULL);
+    g_autofree char *want = NULL;
+    g_autoptr(DaxfileFile) f = NULL;
+    g_auto(DaxfileEnableResult) result = {0};
+    g_autoptr(GError) error = NULL;
+
+    if (!fx->ready)
+        return;
+    shape_file(path, c->shape);
+    f = open_file(path);
+    if (!c->why) {
+        enable_ok(f, ALICE);
+        g_assert_cmpuint(entry_count(), ==, 1);
+        return;
+    }
+    g_assert_false(enable(f, ALICE, &result, &error));
+    g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY);
+    want = g_strdup_printf("'%s' cannot be made static: %s", path, c->why);
+    g_assert_cmpstr(error->message, ==, want);
+    g_assert_cmpuint(entry_count(), ==, 0);
+}
+
+/* On tmpfs (no FIEMAP) enable says static mode is not supported there */
+static void
+test_no_fiemap(Fixture *fx, gconstpointer data)
+{
+    g_autofree char *dir = NULL;
+    g_autofree char *path = NULL;
+    g_autofree char *want = NULL;
+    g_autoptr(DaxfileFile) f = NULL;
+    g_auto(DaxfileEnableResult) result = {0};
+    g_autoptr(GError) error = NULL;
+    struct statfs sfs;
+
+    if (statfs("/dev/shm", &sfs) < 0 || sfs.f_type != TMPFS_MAGIC_NR) {
+        g_test_skip("no tmpfs at /dev/shm");
+        return;
+    }
+    dir = g_strdup("/dev/shm/daxfile-test-static-XXXXXX");
+    g_assert_nonnull(g_mkdtemp(dir));
+    path = g_build_filename(dir, "vm.img", NULL);
+    shape_file(path, SHAPE_WRITTEN);
+    f = open_file(path);
+    g_assert_false(enable(f, ALICE, &result, &error));
+    g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED);
+    want = g_strdup_printf("Cannot read the block map of '%s': the filesystem "
+                           "does not report extents (FIEMAP); static mode is "
+                           "not supported here",
+                           path);
+    g_assert_cmpstr(error->message, ==, want);
+    g_assert_cmpuint(entry_count(), ==, 0);
+    daxfile_test_rmtree(dir);
+}
+
 int
 main(int argc, char **argv)
 {
     g_autofree char *sysfs = NULL;
+    guint i;
 
     g_test_init(&argc, &argv, NULL);
     tmp = daxfile_test_scratch("static");
@@ -579,6 +709,9 @@ main(int argc, char **argv)
     ADD_DATA("/static/interrupted/releasing",
              GINT_TO_POINTER(DAXFILE_STATE_RELEASING), test_interrupted);
     ADD("/static/repair", test_repair);
+    for (i = 0; i < G_N_ELEMENTS(not_ready_cases); i++)
+        ADD_DATA(not_ready_cases[i].name, &not_ready_cases[i], test_not_ready);
+    ADD("/static/enable/no-fiemap", test_no_fiemap);
 #undef ADD
 #undef ADD_DATA
     return daxfile_test_run();
