@@ -2,7 +2,7 @@
 /*
  * Static mode in process (daxfile-static*.c): enable, disable, the owner
  * and interrupted-state refusals, repair's typed actions, the files enable
- * refuses (holes, unwritten extents, no FIEMAP). Files are
+ * refuses (holes, unwritten extents, no FIEMAP), sets of two files. Files are
  * made by daxfile_create() (--allow-non-dax) in the scratch directory;
  * every test has a registry of its own (DAXFILE_STATE_DIR) and the empty
  * sysfs of main() (no daxctl() advert). There is no DAX here, so the
@@ -683,6 +683,193 @@ test_no_fiemap(Fixture *fx, gconstpointer data)
     daxfile_test_rmtree(dir);
 }
 
+static void
+items_init(DaxfileStaticItem *items, const DaxfileFile *x, const DaxfileFile *y,
+           const char *owner)
+{
+    memset(items, 0, 2 * sizeof(*items));
+    items[0].file = x;
+    items[0].params = params_for(owner);
+    items[1].file = y;
+    items[1].params = params_for(owner);
+}
+
+static void
+items_clear(DaxfileStaticItem *items)
+{
+    daxfile_static_item_clear(&items[0]);
+    daxfile_static_item_clear(&items[1]);
+}
+
+static void
+assert_entry(const DaxfileFile *f, DaxfileEntryState state,
+             DaxfileMechanism mech, const char *owner)
+{
+    g_autoptr(DaxfileEntry) e = entry_of(f);
+
+    g_assert_nonnull(e);
+    g_assert_cmpint(e->state, ==, state);
+    g_assert_cmpint(e->mechanism, ==, mech);
+    g_assert_cmpstr(e->owner, ==, owner);
+}
+
+/* A set of two: reserved together, engaged together (again: done
+ * already), released together; a second release finds neither ours */
+static void
+test_set(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(DaxfileFile) a = NULL;
+    g_autoptr(DaxfileFile) b = NULL;
+    DaxfileStaticItem items[2];
+    g_autoptr(GError) error = NULL;
+    guint failed = 0;
+    guint i;
+
+    if (!fx->ready)
+        return;
+    a = open_file(fx->a);
+    b = open_file(fx->b);
+    items_init(items, a, b, ALICE);
+    g_assert_true(daxfile_static_reserve_set(items, 2, 0, 0, &failed, &error));
+    g_assert_no_error(error);
+    assert_entry(a, DAXFILE_STATE_RESERVED, DAXFILE_MECH_NONE, ALICE);
+    assert_entry(b, DAXFILE_STATE_RESERVED, DAXFILE_MECH_NONE, ALICE);
+    items_clear(items);
+
+    for (i = 0; i < 2; i++) {
+        items_init(items, a, b, ALICE);
+        g_assert_true(daxfile_static_enable_set(items, 2, &failed, &error));
+        g_assert_no_error(error);
+        g_assert_cmpint(items[0].result.mechanism, ==,
+                        DAXFILE_MECH_VERIFIED_ONLY);
+        g_assert_cmpint(items[1].result.mechanism, ==,
+                        DAXFILE_MECH_VERIFIED_ONLY);
+        g_assert_cmpint(items[0].result.already, ==, i == 1);
+        g_assert_cmpint(items[1].result.already, ==, i == 1);
+        assert_entry(a, DAXFILE_STATE_ENGAGED, DAXFILE_MECH_VERIFIED_ONLY,
+                     ALICE);
+        assert_entry(b, DAXFILE_STATE_ENGAGED, DAXFILE_MECH_VERIFIED_ONLY,
+                     ALICE);
+        g_assert_cmpuint(entry_count(), ==, 2);
+        items_clear(items);
+    }
+
+    items_init(items, a, b, ALICE);
+    g_assert_true(daxfile_static_release_set(items, 2, &failed, &error));
+    g_assert_no_error(error);
+    for (i = 0; i < 2; i++) {
+        g_assert_false(items[i].not_ours);
+        g_assert_cmpstr(items[i].released.owner, ==, ALICE);
+        g_assert_cmpint(items[i].released.mechanism, ==,
+                        DAXFILE_MECH_VERIFIED_ONLY);
+        g_assert_true(items[i].released.layout_unchanged);
+    }
+    g_assert_cmpuint(entry_count(), ==, 0);
+    items_clear(items);
+    items_init(items, a, b, ALICE);
+    g_assert_true(daxfile_static_release_set(items, 2, &failed, &error));
+    g_assert_no_error(error);
+    g_assert_true(items[0].not_ours);
+    g_assert_true(items[1].not_ours);
+    items_clear(items);
+}
+
+/* A set that cannot be engaged whole is engaged not at all: an item that
+ * is not provisioned (with no entry before, or reserved before, which it
+ * stays), an item another owner holds; the same file twice is refused */
+static void
+test_set_none(Fixture *fx, gconstpointer data)
+{
+    g_autofree char *s_path = g_build_filename(fx->dir, "sparse.img", NULL);
+    g_autoptr(DaxfileFile) a = NULL;
+    g_autoptr(DaxfileFile) b = NULL;
+    g_autoptr(DaxfileFile) s = NULL;
+    g_autoptr(DaxfileFile) again = NULL;
+    DaxfileStaticItem items[2];
+    g_autoptr(GError) e1 = NULL;
+    g_autoptr(GError) e2 = NULL;
+    g_autoptr(GError) e3 = NULL;
+    g_autoptr(GError) e4 = NULL;
+    g_autoptr(GError) error = NULL;
+    guint failed = 0;
+
+    if (!fx->ready)
+        return;
+    shape_file(s_path, SHAPE_SPARSE);
+    a = open_file(fx->a);
+    b = open_file(fx->b);
+    s = open_file(s_path);
+    again = open_file(fx->a);
+
+    items_init(items, a, s, ALICE);
+    g_assert_false(daxfile_static_enable_set(items, 2, &failed, &e1));
+    g_assert_error(e1, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY);
+    g_assert_cmpuint(failed, ==, 1);
+    g_assert_cmpuint(entry_count(), ==, 0);
+    items_clear(items);
+
+    items_init(items, a, s, ALICE);
+    g_assert_true(daxfile_static_reserve_set(items, 2, 0, 0, &failed, &error));
+    g_assert_no_error(error);
+    items_clear(items);
+    items_init(items, a, s, ALICE);
+    g_assert_false(daxfile_static_enable_set(items, 2, &failed, &e2));
+    g_assert_error(e2, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY);
+    g_assert_cmpuint(failed, ==, 1);
+    assert_entry(a, DAXFILE_STATE_RESERVED, DAXFILE_MECH_NONE, ALICE);
+    assert_entry(s, DAXFILE_STATE_RESERVED, DAXFILE_MECH_NONE, ALICE);
+    items_clear(items);
+    items_init(items, a, s, ALICE);
+    g_assert_true(daxfile_static_release_set(items, 2, &failed, &error));
+    g_assert_no_error(error);
+    g_assert_cmpuint(entry_count(), ==, 0);
+    items_clear(items);
+
+    enable_ok(b, BOB);
+    items_init(items, a, b, ALICE);
+    g_assert_false(daxfile_static_enable_set(items, 2, &failed, &e3));
+    g_assert_error(e3, DAXFILE_ERROR, DAXFILE_ERROR_BUSY);
+    assert_message(e3, "is static for '" BOB "'");
+    g_assert_cmpuint(failed, ==, 1);
+    g_assert_cmpuint(entry_count(), ==, 1);
+    assert_entry(b, DAXFILE_STATE_ENGAGED, DAXFILE_MECH_VERIFIED_ONLY, BOB);
+    items_clear(items);
+
+    items_init(items, a, again, ALICE);
+    g_assert_false(daxfile_static_enable_set(items, 2, &failed, &e4));
+    g_assert_error(e4, DAXFILE_ERROR, DAXFILE_ERROR_INVALID);
+    assert_message(e4, "are the same file");
+    g_assert_cmpuint(entry_count(), ==, 1);
+    items_clear(items);
+}
+
+/* release of a set by one owner leaves the items another owner holds */
+static void
+test_set_release_theirs(Fixture *fx, gconstpointer data)
+{
+    g_autoptr(DaxfileFile) a = NULL;
+    g_autoptr(DaxfileFile) b = NULL;
+    DaxfileStaticItem items[2];
+    g_autoptr(GError) error = NULL;
+    guint failed = 0;
+
+    if (!fx->ready)
+        return;
+    a = open_file(fx->a);
+    b = open_file(fx->b);
+    enable_ok(a, ALICE);
+    enable_ok(b, BOB);
+    items_init(items, a, b, ALICE);
+    g_assert_true(daxfile_static_release_set(items, 2, &failed, &error));
+    g_assert_no_error(error);
+    g_assert_false(items[0].not_ours);
+    g_assert_true(items[1].not_ours);
+    g_assert_null(items[1].released.owner);
+    g_assert_cmpuint(entry_count(), ==, 1);
+    assert_entry(b, DAXFILE_STATE_ENGAGED, DAXFILE_MECH_VERIFIED_ONLY, BOB);
+    items_clear(items);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -712,6 +899,9 @@ main(int argc, char **argv)
     for (i = 0; i < G_N_ELEMENTS(not_ready_cases); i++)
         ADD_DATA(not_ready_cases[i].name, &not_ready_cases[i], test_not_ready);
     ADD("/static/enable/no-fiemap", test_no_fiemap);
+    ADD("/static/set/all", test_set);
+    ADD("/static/set/none", test_set_none);
+    ADD("/static/set/release-theirs", test_set_release_theirs);
 #undef ADD
 #undef ADD_DATA
     return daxfile_test_run();
