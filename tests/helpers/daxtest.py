@@ -5,6 +5,7 @@ Every check is a named TAP result; a test driver never turns a failure into
 a pass or a skip. Skips are only for what the environment truly lacks.
 """
 
+import atexit
 import contextlib
 import hashlib
 import json
@@ -287,6 +288,8 @@ def fake_dax_env(mnt):
     if mnt not in _FAKE_SYNC_DIRS:
         _FAKE_SYNC_DIRS[mnt] = tempfile.mkdtemp(prefix="daxfile-fake-sync-",
                                                 dir="/dev/shm")
+        # the test's own: gone when it ends, as its mounts are
+        atexit.register(shutil.rmtree, _FAKE_SYNC_DIRS[mnt], True)
     return {"LD_PRELOAD": FAKE_DAX, "DAXFILE_FAKE_DAX_DEVS": dev_of(mnt),
             "DAXFILE_FAKE_DAX_SYNC": _FAKE_SYNC_DIRS[mnt]}
 
