@@ -156,6 +156,10 @@ daxfile_report_describe_problem(const DaxfileReport *report,
     gboolean more = problem != &g_array_index(report->problems, DaxfileRange,
                                               report->problems->len - 1);
 
+    /* about the whole file (no DAX, empty): no range to name */
+    if (problem->length == 0)
+        return g_strdup_printf("%s%s", daxfile_reason_describe(problem->reason),
+                               more ? " (and more)" : "");
     return g_strdup_printf("%s (offset 0x%" G_GINT64_MODIFIER "x, %s%s)",
                            daxfile_reason_describe(problem->reason),
                            problem->offset, len, more ? ", and more" : "");
