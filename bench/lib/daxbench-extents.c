@@ -87,15 +87,6 @@ daxbench_frag(const DaxbenchFragArgs *args, GError **error)
     return frag_fsync(fd_a, args->a, error) && frag_fsync(fd_b, args->b, error);
 }
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-    guint64 x = *(const guint64 *)a;
-    guint64 y = *(const guint64 *)b;
-
-    return (x > y) - (x < y);
-}
-
 static guint
 count_unwritten(const DaxfileExtentMap *map)
 {
@@ -117,12 +108,12 @@ time_reads(int fd, const char *path, guint64 repeat, guint64 *samples,
     guint64 r;
 
     for (r = 0; r < repeat; r++) {
-        guint64 t0 = daxbench_now_ns();
+        guint64 t0 = daxguest_bench_now_ns();
         g_autoptr(DaxfileExtentMap) map = daxfile_fiemap_read(fd, path, error);
 
         if (!map)
             return FALSE;
-        samples[r] = daxbench_now_ns() - t0;
+        samples[r] = daxguest_bench_now_ns() - t0;
     }
     return TRUE;
 }
@@ -152,7 +143,7 @@ daxbench_extents(const char *path, guint64 repeat, GError **error)
                            path, map->size, daxfile_extent_map_count(map),
                            count_unwritten(map));
     if (repeat) {
-        qsort(samples, repeat, sizeof(*samples), cmp_u64);
+        daxguest_bench_sort(samples, (guint)repeat);
         g_string_append_printf(out,
                                ", \"walk_p50_us\": %.3f, "
                                "\"walk_min_us\": %.3f",

@@ -169,13 +169,13 @@ daxbench_populate(const DaxbenchPopulateArgs *args, GError **error)
     if (!map_file(args->path, args->size, 0, args->sync, &map, error))
         return NULL;
     f0 = daxguest_fault_count();
-    t0 = daxbench_now_ns();
+    t0 = daxguest_bench_now_ns();
     if (madvise(map.addr, args->size, MADV_POPULATE_WRITE) < 0) {
         daxfile_set_error_errno(
             error, errno, "MADV_POPULATE_WRITE failed on '%s'", args->path);
         return NULL;
     }
-    ns = daxbench_now_ns() - t0;
+    ns = daxguest_bench_now_ns() - t0;
     faults = daxguest_fault_count() - f0;
     return g_strdup_printf(
         "{\"path\": \"%s\", \"bytes\": %" PRIu64

@@ -256,10 +256,10 @@ daxbench_fill(const DaxbenchFillArgs *args, GError **error)
 
     if (args->method->kind == FILL_WIPE && !fill_create(args, error))
         return NULL;
-    t0 = daxbench_now_ns();
+    t0 = daxguest_bench_now_ns();
     if (!fill_run(args, &zero_s, &verify_s, error))
         return NULL;
-    s = (double)(daxbench_now_ns() - t0) / 1e9;
+    s = (double)(daxguest_bench_now_ns() - t0) / 1e9;
     out = g_string_new(NULL);
     g_string_append_printf(out,
                            "{\"path\": \"%s\", \"method\": \"%s\", "

@@ -19,12 +19,12 @@ extern char **environ;
 char *
 daxbench_time(char **argv, GError **error)
 {
-    guint64 t0 = daxbench_now_ns();
+    guint64 t0 = daxguest_bench_now_ns();
 
     if (!daxbench_run(argv, "/dev/null", error))
         return NULL;
     return g_strdup_printf("{\"command\": \"%s\", \"seconds\": %.6f}", argv[0],
-                           (double)(daxbench_now_ns() - t0) / 1e9);
+                           (double)(daxguest_bench_now_ns() - t0) / 1e9);
 }
 
 static gboolean
@@ -46,7 +46,7 @@ append_line(const char *file, const char *line, GError **error)
 int
 daxbench_time_append(const char *file, char **argv, GError **error)
 {
-    guint64 t0 = daxbench_now_ns();
+    guint64 t0 = daxguest_bench_now_ns();
     g_autoptr(GString) line = g_string_new("{\"argv\": \"");
     pid_t pid;
     int status, i;
@@ -61,7 +61,8 @@ daxbench_time_append(const char *file, char **argv, GError **error)
     for (i = 1; argv[i] && line->len < APPEND_ARGV_MAX; i++)
         g_string_append_printf(line, "%s%s", i > 1 ? " " : "", argv[i]);
     g_string_append_printf(line, "\", \"seconds\": %.6f, \"status\": %d}\n",
-                           (double)(daxbench_now_ns() - t0) / 1e9, status);
+                           (double)(daxguest_bench_now_ns() - t0) / 1e9,
+                           status);
     append_line(file, line->str, error);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }

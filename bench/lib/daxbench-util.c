@@ -2,10 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "daxbench-util.h"
@@ -13,16 +11,6 @@
 #include "daxguest-bench.h"
 
 extern char **environ;
-
-guint64
-daxbench_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (guint64)ts.tv_sec * G_GUINT64_CONSTANT(1000000000) +
-           (guint64)ts.tv_nsec;
-}
 
 gboolean
 daxbench_run(char *const argv[], const char *out, GError **error)
@@ -99,15 +87,6 @@ daxbench_pct_us(const guint64 *sorted, guint n, double q)
     return (double)daxguest_bench_percentile(sorted, n, q) / 1000.0;
 }
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-    guint64 x = *(const guint64 *)a;
-    guint64 y = *(const guint64 *)b;
-
-    return (x > y) - (x < y);
-}
-
 void
 daxbench_stats_append(GString *out, const char *key, guint64 *samples, guint n)
 {
@@ -115,7 +94,7 @@ daxbench_stats_append(GString *out, const char *key, guint64 *samples, guint n)
     guint i;
 
     g_return_if_fail(n > 0);
-    qsort(samples, n, sizeof(*samples), cmp_u64);
+    daxguest_bench_sort(samples, n);
     for (i = 0; i < n; i++)
         sum += (double)samples[i];
     g_string_append_printf(

@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxbench-util.h: what bench-dax's measurements share: a clock, running
- * a program, zeroing a file, latency statistics as JSON text
+ * daxbench-util.h: what bench-dax's measurements share: running a
+ * program, zeroing a file, latency statistics as JSON text (the clock and
+ * the sort are daxguest-bench's: daxguest_bench_now_ns(),
+ * daxguest_bench_sort())
  */
 #pragma once
 
 #include <glib.h>
 
+#include "daxguest-bench.h"
+
 G_BEGIN_DECLS
 
 #define DAXBENCH_MIB (G_GUINT64_CONSTANT(1) << 20)
 #define DAXBENCH_PMD_SIZE (2 * DAXBENCH_MIB)
-
-/* CLOCK_MONOTONIC in nanoseconds */
-guint64 daxbench_now_ns(void);
 
 /* Run @argv (its program searched in PATH) and wait for it; its stdout goes
  * to the file @out (created or truncated) unless @out is NULL. FALSE unless

@@ -57,8 +57,8 @@ result_add(DaxguestBenchReport *report, const char *metric)
     return r;
 }
 
-static guint64
-now_ns(void)
+guint64
+daxguest_bench_now_ns(void)
 {
     struct timespec ts;
 
@@ -74,6 +74,12 @@ cmp_u64(gconstpointer a, gconstpointer b)
     guint64 y = *(const guint64 *)b;
 
     return (x > y) - (x < y);
+}
+
+void
+daxguest_bench_sort(guint64 *samples, guint n)
+{
+    qsort(samples, n, sizeof(*samples), cmp_u64);
 }
 
 guint64
@@ -94,7 +100,7 @@ daxguest_bench_stats(guint64 *samples, guint n, guint64 *ret_median,
                      guint64 *ret_p99, guint64 *ret_max)
 {
     g_return_if_fail(n > 0);
-    qsort(samples, n, sizeof(*samples), cmp_u64);
+    daxguest_bench_sort(samples, n);
     *ret_median = daxguest_bench_percentile(samples, n, 0.50);
     *ret_p99 = daxguest_bench_percentile(samples, n, 0.99);
     *ret_max = samples[n - 1];
@@ -107,16 +113,17 @@ daxguest_bench_stores(guint8 *base, guint64 len, guint64 step,
     guint64 n = len / step;
     guint64 f0, i;
 
-    (void)now_ns(); /* resolve the clock before the first sample */
+    (void)
+        daxguest_bench_now_ns(); /* resolve the clock before the first sample */
     f0 = daxguest_fault_count();
     for (i = 0; i < n; i++) {
         volatile guint8 *p = base + i * step;
-        guint64 t0 = now_ns();
+        guint64 t0 = daxguest_bench_now_ns();
 
         __asm__ __volatile__("" ::: "memory");
         *p = 1;
         __asm__ __volatile__("" ::: "memory");
-        ret_samples[i] = now_ns() - t0;
+        ret_samples[i] = daxguest_bench_now_ns() - t0;
     }
     return daxguest_fault_count() - f0;
 }
@@ -161,11 +168,11 @@ bench_flush(DaxguestBenchResult *r, guint8 *base,
         guint64 t0;
 
         *line = i;
-        t0 = now_ns();
+        t0 = daxguest_bench_now_ns();
         if (choice->flush)
             daxguest_flush_range(choice->insn, (const void *)line, 64);
         daxguest_fence();
-        s[i] = now_ns() - t0;
+        s[i] = daxguest_bench_now_ns() - t0;
     }
     r->samples = FLUSH_SAMPLES;
     daxguest_bench_stats(s, FLUSH_SAMPLES, &r->median_ns, &r->p99_ns,
@@ -199,7 +206,7 @@ bench_bandwidth(DaxguestBenchResult *r, guint8 *base, guint64 len, gboolean nt,
     guint pass;
 
     for (pass = 0; pass < BW_PASSES; pass++) {
-        guint64 t0 = now_ns();
+        guint64 t0 = daxguest_bench_now_ns();
         guint64 dt;
 
         if (nt)
@@ -207,7 +214,7 @@ bench_bandwidth(DaxguestBenchResult *r, guint8 *base, guint64 len, gboolean nt,
         else
             store_flush_fill(base, len, pass + 1, choice);
         daxguest_fence();
-        dt = MAX(now_ns() - t0, 1);
+        dt = MAX(daxguest_bench_now_ns() - t0, 1);
         best = MIN(best, dt);
     }
     r->bandwidth = TRUE;

@@ -65,6 +65,12 @@ guint64 daxguest_bench_stores(guint8 *base, guint64 len, guint64 step,
  * means those stores mapped PMDs. */
 guint64 daxguest_bench_touch(guint8 *base, guint64 len);
 
+/* CLOCK_MONOTONIC in nanoseconds: the clock of every timed sample */
+guint64 daxguest_bench_now_ns(void);
+
+/* Sort @n samples in place, ascending */
+void daxguest_bench_sort(guint64 *samples, guint n);
+
 /* The nearest-rank @q quantile (0 < @q <= 1) of @n > 0 sorted samples. */
 guint64 daxguest_bench_percentile(const guint64 *sorted, guint n, double q);
 
