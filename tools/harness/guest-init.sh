@@ -73,9 +73,12 @@ hostroot() {
         say "ERROR cannot mount the overlay"
         return
     fi
-    # the host's libvirt and daxfile state must not leak in
-    for d in /etc/libvirt/qemu /var/lib/libvirt /var/log/libvirt \
-             /var/cache/libvirt /var/lib/daxfile; do
+    # the host's libvirt and daxfile state and configuration must not leak
+    # in (a hook or a daxfile.conf drop-in some test left on the host
+    # would run in here too)
+    for d in /etc/libvirt/qemu /etc/libvirt/hooks /etc/daxfile \
+             /var/lib/libvirt /var/log/libvirt /var/cache/libvirt \
+             /var/lib/daxfile; do
         if [ -d "/newroot$d" ]; then
             mount -t tmpfs -o mode=755 tmpfs "/newroot$d"
         fi
@@ -84,6 +87,13 @@ hostroot() {
         mkdir -p "/newroot/$d"
         mount --move "/$d" "/newroot/$d"
     done
+    shares
+    # KVM (kvm_amd on the SVM that TCG emulates) for the emulated host's
+    # own guests: its QEMU runs as libvirt-qemu, and no udev gives the
+    # device to the kvm group
+    if [ -c /newroot/dev/kvm ]; then
+        chmod 0666 /newroot/dev/kvm
+    fi
     rm -rf /newroot/daxfile
     cp -a /daxfile /newroot/daxfile
     cp /init /newroot/daxfile/init
@@ -94,6 +104,26 @@ hostroot() {
         cp -a "/usr/lib/modules/$kver" /newroot/usr/lib/modules/
     fi
     exec switch_root /newroot /bin/sh /daxfile/init stage2
+}
+
+shares() {
+    # The directories the host shares by name (the checkout, the build):
+    # each at its own path, read-only over 9p under a tmpfs upper like the
+    # root, above whatever the root shows there (a tmpfs /tmp hides a
+    # checkout under the host's /tmp)
+    for f in /daxfile/shares/*; do
+        [ -f "$f" ] || continue
+        i=${f##*/}
+        path=$(cat "$f")
+        mkdir -p "/share$i" "/upper/s$i/u" "/upper/s$i/w" "/newroot$path"
+        if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose \
+                "daxshare$i" "/share$i" ||
+            ! mount -t overlay overlay \
+                -o "lowerdir=/share$i,upperdir=/upper/s$i/u,workdir=/upper/s$i/w" \
+                "/newroot$path"; then
+            say "ERROR cannot mount the host's '$path' (its 9p share daxshare$i)"
+        fi
+    done
 }
 
 if [ "$1" = stage2 ]; then

@@ -54,8 +54,8 @@ OPTIONAL_MODULES = {'crc32c_intel', 'nd_btt', 'virtio_pmem'}
 # tmpfs): the modules.dep closure brings virtio, 9pnet, netfs, fscache in
 # the order insmod needs.
 HOSTROOT_MODULES = ['virtio_pci', 'virtio_blk', 'virtio_net', '9pnet_virtio',
-                    '9p', 'overlay']
-HOSTROOT_OPTIONAL = {'virtio_blk', 'virtio_net'}
+                    '9p', 'overlay', 'kvm_amd']
+HOSTROOT_OPTIONAL = {'virtio_blk', 'virtio_net', 'kvm_amd'}
 
 # Host programs copied into every base initramfs with their ldd closure.
 # (guest path, host path, required)
@@ -95,6 +95,44 @@ PANIC_RE = re.compile(r'Kernel panic - not syncing')
 # host's many filesystems under one 9p export keep distinct inodes)
 HOSTROOT_QEMU = ['-virtfs', 'local,path=/,mount_tag=hostroot,'
                  'security_model=none,readonly=on,multidevs=remap']
+SHARE_TAG = 'daxshare'
+
+
+def hostroot_shares(env):
+    """The directories a --hostroot boot shares by name on top of the
+    host's root: this checkout, and the source and build directories @env
+    names (DAXFILE_SRCDIR, DAXFILE_BUILDDIR). The guest mounts each at its
+    own path (guest-init.sh), so one that its view of the host's root hides
+    or cannot show (under /tmp, /run, /dev/shm or /var/lib/libvirt, which
+    it mounts afresh; on a filesystem the root's export does not cross) is
+    there all the same."""
+    shares = []
+    for path in [str(SRC_ROOT)] + [env.get(k) for k in ('DAXFILE_SRCDIR',
+                                                        'DAXFILE_BUILDDIR')]:
+        if not path:
+            continue
+        path = os.path.abspath(path)
+        if '\n' in path:
+            raise VmError(f"cannot share {path!r} with the guest: its name "
+                          "has a newline; move the checkout")
+        if not os.path.isdir(path):
+            raise VmError(f"cannot share '{path}' with the guest: not a "
+                          "directory")
+        if not any(path == s or path.startswith(s.rstrip('/') + '/')
+                   for s in shares):
+            shares.append(path)
+    return shares
+
+
+def hostroot_qemu(shares):
+    """QEMU's arguments of a --hostroot boot: the host's root, and each
+    of @shares (hostroot_shares()) as its own read-only 9p export"""
+    argv = list(HOSTROOT_QEMU)
+    for i, path in enumerate(shares):
+        src = os.path.realpath(path).replace(',', ',,')
+        argv += ['-virtfs', f'local,path={src},mount_tag={SHARE_TAG}{i},'
+                 'security_model=none,readonly=on,multidevs=remap']
+    return argv
 
 DEFAULT_APPEND = ('console=ttyS0,115200 panic=-1 random.trust_cpu=on '
                   'mitigations=off')

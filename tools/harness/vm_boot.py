@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from vm_base import (CONSOLE_MARK, DEFAULT_APPEND, GIB, GUEST_DIRS,
-                     HOSTROOT_QEMU, KERNEL_ERROR_RE, MIB, PANIC_RE, VmError,
-                     parse_size)
+                     KERNEL_ERROR_RE, MIB, PANIC_RE, VmError, hostroot_qemu,
+                     hostroot_shares, parse_size)
 from vm_kernel import Kernel, get_kernel, pvh_vmlinux
 from vm_image import _base_inputs, _boot_cpio, build_base, build_bins
 from vm_pmem import Pmem
@@ -148,9 +148,11 @@ class Image:
     bins: Path = None
     boot_kernel: Path = None   # what -kernel gets: PVH vmlinux or bzImage
 
-    def initrd(self, path, script=None, env=None):
-        """Write the initrd for one boot: base + bins + per-boot archive."""
-        boot = _boot_cpio(Path(script) if script else None, env or {})
+    def initrd(self, path, script=None, env=None, shares=()):
+        """Write the initrd for one boot: base + bins + per-boot archive
+        (shares: the host directories of a --hostroot boot)."""
+        boot = _boot_cpio(Path(script) if script else None, env or {},
+                          shares)
         with open(path, 'wb') as out:
             for piece in (self.base, self.bins):
                 if piece:
@@ -183,11 +185,13 @@ class Image:
             if pmems is None:
                 tmp_pmem = Pmem.temporary_file('1G')
                 pmems = [tmp_pmem]
+            shares = []
             if hostroot:
                 for k in ('DAXFILE_SRCDIR', 'DAXFILE_BUILDDIR'):
                     if k in os.environ:
                         env.setdefault(k, os.environ[k])
-            initrd = self.initrd(rundir / 'initrd', script, env)
+                shares = hostroot_shares(env)
+            initrd = self.initrd(rundir / 'initrd', script, env, shares)
             cmdline = (f'{DEFAULT_APPEND} daxfile.script={script.name}'
                        f'{"" if modules else " daxfile.modules=0"}'
                        f'{" daxfile.hostroot=1" if hostroot else ""} {append}')
@@ -195,7 +199,7 @@ class Image:
             argv = qemu_argv(self.boot_kernel, initrd, cmdline, pmems,
                              rundir, smp, memory) + list(extra_qemu)
             if hostroot:
-                argv += HOSTROOT_QEMU
+                argv += hostroot_qemu(shares)
             setup = time.monotonic() - t0
             res = _run_qemu(argv, rundir, timeout, kill_on, on_tap,
                             on_console, serial_log, allow_kernel_errors,
@@ -227,13 +231,14 @@ def resolve_script(script):
 
 
 def build_image(kernel='6.1', bins=(), kernel_image=None, compress=True,
-                pvh=None, tools=None):
+                pvh=None, tools=None, modules=None):
     """Resolve/fetch the kernel and build (or reuse) the cached archives.
     pvh: boot the uncompressed vmlinux through PVH when the kernel allows
     it (default; DAXFILE_VM_BOOT=bzimage or pvh=False boots the bzImage).
     tools: a slim image with only these GUEST_TOOLS (guest paths), for a
     guest nested under TCG, where every MiB of initramfs costs about a
-    second of its boot."""
+    second of its boot. modules: a slim image's modules (see
+    _base_inputs()), for the same reason."""
     k = kernel if isinstance(kernel, Kernel) else get_kernel(kernel, kernel_image)
     if pvh is None:
         pvh = os.environ.get('DAXFILE_VM_BOOT', 'pvh') != 'bzimage'
@@ -241,8 +246,9 @@ def build_image(kernel='6.1', bins=(), kernel_image=None, compress=True,
     # The bins archive stays uncompressed: it is rebuilt whenever a project
     # binary changes, and gzip of a libvirt-linked closure (65 MiB) costs
     # about 4 s on the host while the guest unpacks it no faster.
-    inputs = _base_inputs(k, tools)
-    return Image(k, build_base(k, inputs, compress, tools is not None),
+    inputs = _base_inputs(k, tools, modules)
+    slim = tools is not None or modules is not None
+    return Image(k, build_base(k, inputs, compress, slim),
                  build_bins(list(bins), False, inputs[0]), boot_kernel)
 
 

@@ -5,6 +5,7 @@ Part of daxfile_vm (the module users import); see its docstring.
 """
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -14,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from vm_base import (CACHE_DIR, DEFAULT_APPEND, HOSTROOT_QEMU, Terminated,
-                     VmError, _hash, _prune, _sigterm)
+from vm_base import (CACHE_DIR, DEFAULT_APPEND, Terminated, VmError, _hash,
+                     _prune, _sigterm, hostroot_qemu, hostroot_shares)
 from vm_pmem import parse_pmems
 from vm_boot import build_image, qemu_argv, resolve_script
 
@@ -162,14 +163,15 @@ def _shell_cmd(args):
     pmems = None
     try:
         pmems = parse_pmems(args.pmem or [''])
-        initrd = image.initrd(rundir / 'initrd', None, {})
+        shares = hostroot_shares(os.environ) if args.hostroot else []
+        initrd = image.initrd(rundir / 'initrd', None, {}, shares)
         argv = qemu_argv(image.boot_kernel, initrd,
                          f'{DEFAULT_APPEND} {" ".join(args.append)}'
                          + (' daxfile.hostroot=1' if args.hostroot else ''),
                          pmems, rundir, args.smp,
                          args.memory or ('2G' if args.hostroot else '1G'))
         if args.hostroot:
-            argv += HOSTROOT_QEMU
+            argv += hostroot_qemu(shares)
         # Console on stdio instead of the fifo; TAP channel to a null sink.
         i = argv.index('pipe,id=con,path=' + str(rundir / 'con'))
         argv[i] = 'stdio,id=con,signal=off'

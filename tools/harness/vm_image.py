@@ -207,9 +207,12 @@ def _busybox_applets():
     return ['/' + a for a in out if a and a != 'linuxrc']
 
 
-def _base_inputs(kernel, tools=None):
+def _base_inputs(kernel, tools=None, modules=None):
     """Everything the base archive is made of, with stat keys for caching.
-    tools: only these of GUEST_TOOLS (guest paths); None: all of them."""
+    tools: only these of GUEST_TOOLS (guest paths); None: all of them.
+    modules: only these modules (and what they need), loaded in this
+    order, and none for a --hostroot boot; None: GUEST_MODULES and the
+    hostroot ones."""
     busybox = shutil.which('busybox') or '/bin/busybox'
     files = {'/usr/bin/busybox': os.path.realpath(busybox)}
     for gpath, hpath, required in GUEST_TOOLS:
@@ -224,10 +227,14 @@ def _base_inputs(kernel, tools=None):
     for gpath, hpath in GUEST_ETC_FILES:
         if os.path.exists(hpath):
             files[gpath] = hpath
-    modules = module_load_list(kernel) if kernel.modroot else []
+    if not kernel.modroot:
+        return files, [], []
+    if modules is not None:
+        return files, module_load_list(kernel, modules), []
+    modules = module_load_list(kernel)
     hostroot = [m for m in module_load_list(kernel, HOSTROOT_MODULES,
                                             HOSTROOT_OPTIONAL)
-                if m not in modules] if kernel.modroot else []
+                if m not in modules]
     return files, modules, hostroot
 
 
@@ -359,9 +366,12 @@ def build_bins(bins, compress=True, base=None):
     return path
 
 
-def _boot_cpio(script, env):
-    """Per-boot archive: /init, guest-lib, guest scripts, env file."""
+def _boot_cpio(script, env, shares=()):
+    """Per-boot archive: /init, guest-lib, guest scripts, env file, and
+    /daxfile/shares/N naming where the host's share daxshareN goes."""
     cpio = Cpio()
+    for i, path in enumerate(shares):
+        cpio.add_file(f'daxfile/shares/{i}', data=path.encode())
     cpio.add_file('init', src=HARNESS_DIR / 'guest-init.sh', mode=0o755)
     cpio.add_file('daxfile/lib/guest-lib.sh', src=HARNESS_DIR / 'guest-lib.sh',
                   mode=0o644)

@@ -7,6 +7,18 @@
 # steps and facts for the quickstart on the real host to relay.
 . /daxfile/lib/guest-lib.sh
 
+title="the checkout and the build shared from the real host"
+echo "# quickstart-step $title"
+for f in "$DAXFILE_SRCDIR/tools/quickstart.py" \
+    "$DAXFILE_BUILDDIR/src/daxfilectl/daxfile"; do
+    if [ ! -e "$f" ]; then
+        dx_not_ok "$title" "'$f' is not there in the emulated host: the real host's share of that directory did not mount (its console has the 9p error)" \
+            "\$ ls -ld '${f%/*}'" "$(ls -ld "${f%/*}" 2>&1)"
+        dx_done
+    fi
+done
+dx_ok "$title"
+
 title="its NVDIMM made an fsdax namespace, xfs made on it and mounted -o dax"
 echo "# quickstart-step $title"
 if ! { dx_fsdax 0 && dx_mkfs xfs /mnt/pmem; } >&2; then
