@@ -72,8 +72,32 @@ class Result:
         return f"rc={self.rc}\nstdout:\n{self.out}\nstderr:\n{self.err}"
 
 
+_reachable = {}
+
+
+def reachable(path):
+    """@path itself when any user can run it where it is, else a copy in a
+    directory any user can enter (made once, removed at exit): a checkout
+    in /root or any other mode-0700 directory keeps its build from the
+    users the tests run programs as."""
+    path = os.path.abspath(path)
+    d = os.path.dirname(path)
+    while d != "/" and os.stat(d).st_mode & stat.S_IXOTH:
+        d = os.path.dirname(d)
+    if d == "/" or not os.path.exists(path):
+        return path
+    if path not in _reachable:
+        tmp = tempfile.mkdtemp(prefix="daxfile-test-bin.", dir="/var/tmp")
+        os.chmod(tmp, 0o755)
+        atexit.register(shutil.rmtree, tmp, True)
+        _reachable[path] = os.path.join(tmp, os.path.basename(path))
+        shutil.copy2(path, _reachable[path])
+    return _reachable[path]
+
+
 def run(argv, env=None, input=None, user=None, timeout=600):
-    """Run a command, capture text output (undecodable bytes escaped)."""
+    """Run a command, capture text output (undecodable bytes escaped).
+    user: as that user, the program copied where it can reach it."""
     full_env = dict(os.environ)
     full_env.setdefault("LC_ALL", "C.UTF-8")
     if env:
@@ -81,8 +105,11 @@ def run(argv, env=None, input=None, user=None, timeout=600):
     if user:
         uid = pwd.getpwnam(user).pw_uid
         gid = pwd.getpwnam(user).pw_gid
+        argv = list(argv)
+        i = len(WRAPPER) if argv[:len(WRAPPER)] == WRAPPER else 0
+        argv[i] = reachable(argv[i])
         argv = ["setpriv", f"--reuid={uid}", f"--regid={gid}",
-                "--clear-groups", "--"] + list(argv)
+                "--clear-groups", "--"] + argv
     proc = subprocess.run(argv, env=full_env, input=input, capture_output=True,
                           timeout=timeout, errors="surrogateescape", text=True)
     return Result(proc)
