@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -457,53 +458,111 @@ daxfile_path_is_plain(const char *path)
     return STREQ(canon, path);
 }
 
-/* What the kernel says @fd is: its path from our root (d_path), and its
- * device and path inside its own filesystem */
+/* What the kernel says a file is: its path from our root (d_path), its
+ * device and the mount it is reached through */
 typedef struct {
+    int fd; /* borrowed */
     char *seen;
     guint64 dev;
-    char *fs_path;
+    guint mnt_id;
+    gboolean have_mnt;
 } Location;
 
 static void
 location_clear(Location *loc)
 {
     g_clear_pointer(&loc->seen, g_free);
-    g_clear_pointer(&loc->fs_path, g_free);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Location, location_clear)
 
+/* @fd, opened by @path, located; FALSE when the kernel does not name it
+ * by a path from our root */
 static gboolean
-locate_fd(int fd, Location *loc)
+locate_fd(int fd, const char *path, Location *loc, GError **error)
 {
+    g_autofree char *name = NULL;
+    struct stat st;
+
+    loc->fd = fd;
     loc->seen = daxfile_fd_target(fd);
-    return loc->seen && g_path_is_absolute(loc->seen) &&
-           daxfile_fd_locate(fd, &loc->dev, &loc->fs_path, NULL);
+    if (loc->seen && g_path_is_absolute(loc->seen) && fstat(fd, &st) == 0) {
+        loc->dev = st.st_dev;
+        loc->have_mnt = daxfile_fd_mount_id(fd, &loc->mnt_id);
+        return TRUE;
+    }
+    name = daxfile_escape(path);
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+                "Cannot tell where '%s' is: the kernel names it by no path "
+                "from this process's root",
+                name);
+    return FALSE;
 }
 
-/* The plain path under @root->path of what @loc is, when it is in there */
-static char *
-inside_root(const DaxfileRoot *root, const Location *loc)
+/* The same filesystem as @root through another mount (a bind mount):
+ * where @loc is inside that filesystem, from mountinfo; FALSE when
+ * mountinfo cannot place one of them */
+static gboolean
+inside_fs(const DaxfileRoot *root, const Location *loc, const Location *rloc,
+          char **ret_rest, GError **error)
+{
+    g_autofree char *fs_path = NULL;
+    g_autofree char *root_fs_path = NULL;
+    g_autofree char *name = NULL;
+    guint64 dev = 0;
+
+    if (daxfile_fd_locate(loc->fd, &dev, &fs_path, NULL) &&
+        daxfile_fd_locate(rloc->fd, &dev, &root_fs_path, NULL)) {
+        if (daxfile_path_is_under(fs_path, root_fs_path))
+            *ret_rest =
+                g_strdup(fs_path +
+                         (STREQ(root_fs_path, "/") ? 0 : strlen(root_fs_path)));
+        return TRUE;
+    }
+    name = daxfile_escape(loc->seen);
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+                "'%s' is on the filesystem of the managed root '%s' through "
+                "another mount, and /proc/self/mountinfo cannot place both (a "
+                "chroot whose '/' is not a mount point), so the hook cannot "
+                "tell whether it is in the root; fix: make the chroot "
+                "directory a mount point ('mount --bind DIR DIR') before "
+                "'chroot DIR'",
+                name, root->path);
+    return FALSE;
+}
+
+/* Whether what @loc is lies in @root: *ret_plain its plain path under the
+ * root, NULL when it does not; FALSE when that cannot be told */
+static gboolean
+inside_root(const DaxfileRoot *root, const Location *loc, char **ret_plain,
+            GError **error)
 {
     g_auto(DaxfileFd) rfd = open(root->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     g_auto(Location) rloc = {0};
-    const char *rest = NULL;
+    g_autofree char *rest = NULL;
 
-    if (rfd < 0 || !locate_fd(rfd, &rloc))
-        return NULL;
+    *ret_plain = NULL;
+    if (rfd < 0)
+        return TRUE; /* a root that is not there holds nothing */
+    if (!locate_fd(rfd, root->path, &rloc, error))
+        return FALSE;
     if (daxfile_path_is_under(loc->seen, rloc.seen))
-        rest = loc->seen + (STREQ(rloc.seen, "/") ? 0 : strlen(rloc.seen));
-    else if (loc->dev == rloc.dev &&
-             daxfile_path_is_under(loc->fs_path, rloc.fs_path))
-        rest = loc->fs_path +
-               (STREQ(rloc.fs_path, "/") ? 0 : strlen(rloc.fs_path));
-    if (!rest)
-        return NULL;
-    return g_canonicalize_filename(*rest == '/' ? rest + 1 : rest, root->path);
+        rest = g_strdup(loc->seen +
+                        (STREQ(rloc.seen, "/") ? 0 : strlen(rloc.seen)));
+    else if (loc->dev != rloc.dev ||
+             (loc->have_mnt && rloc.have_mnt && loc->mnt_id == rloc.mnt_id))
+        return TRUE; /* another filesystem, or elsewhere on the root's mount */
+    else if (!inside_fs(root, loc, &rloc, &rest, error))
+        return FALSE;
+    if (rest)
+        *ret_plain =
+            g_canonicalize_filename(*rest == '/' ? rest + 1 : rest, root->path);
+    return TRUE;
 }
 
-const DaxfileRoot *
-daxfile_conf_locate(const DaxfileConf *conf, const char *path, char **ret_plain)
+gboolean
+daxfile_conf_locate(const DaxfileConf *conf, const char *path,
+                    const DaxfileRoot **ret_root, char **ret_plain,
+                    GError **error)
 {
     g_auto(DaxfileFd) slash = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     g_auto(DaxfileFd) fd = -1;
@@ -511,9 +570,14 @@ daxfile_conf_locate(const DaxfileConf *conf, const char *path, char **ret_plain)
     g_auto(Location) loc = {0};
     guint i;
 
+    *ret_root = NULL;
     *ret_plain = NULL;
-    if (!path || !*path || slash < 0)
-        return NULL;
+    if (!path || !*path)
+        return TRUE;
+    if (slash < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot open '/'");
+        return FALSE;
+    }
     fd = openat(slash, path, O_PATH | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) {
         /* a file QEMU would create: placed by its directory */
@@ -522,19 +586,24 @@ daxfile_conf_locate(const DaxfileConf *conf, const char *path, char **ret_plain)
         base = g_path_get_basename(path);
         fd = openat(slash, dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     }
-    if (fd < 0 || !locate_fd(fd, &loc))
-        return NULL;
+    if (fd < 0)
+        return TRUE; /* it names nothing, and QEMU could not open it */
+    if (!locate_fd(fd, path, &loc, error))
+        return FALSE;
     for (i = 0; i < conf->roots->len; i++) {
         const DaxfileRoot *root = g_ptr_array_index(conf->roots, i);
-        g_autofree char *plain = inside_root(root, &loc);
+        g_autofree char *plain = NULL;
 
+        if (!inside_root(root, &loc, &plain, error))
+            return FALSE;
         if (!plain)
             continue;
         *ret_plain = base ? g_build_filename(plain, base, NULL)
                           : g_steal_pointer(&plain);
-        return root;
+        *ret_root = root;
+        return TRUE;
     }
-    return NULL;
+    return TRUE;
 }
 
 char *

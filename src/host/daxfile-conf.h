@@ -75,10 +75,13 @@ const DaxfileRoot *daxfile_conf_managed_root(const DaxfileConf *conf,
 /* The managed root that the file @path names really is in, by what it is
  * rather than how it is spelt (through "..", a symbolic link, a bind
  * mount, a relative path: relative to "/", as QEMU under libvirt opens
- * it), or NULL. A path that does not exist is placed by its directory.
- * *ret_plain is then the plain path of that file under the root. */
-const DaxfileRoot *daxfile_conf_locate(const DaxfileConf *conf,
-                                       const char *path, char **ret_plain);
+ * it), in *ret_root (NULL: in none), and *ret_plain, the plain path of
+ * that file under the root. A path that does not exist is placed by its
+ * directory; one that names nothing is in no root. FALSE when the kernel
+ * cannot place it: the hook then knows nothing, and refuses. */
+gboolean daxfile_conf_locate(const DaxfileConf *conf, const char *path,
+                             const DaxfileRoot **ret_root, char **ret_plain,
+                             GError **error);
 
 /* TRUE when @path is absolute and has no ".", ".." or empty component */
 gboolean daxfile_path_is_plain(const char *path);

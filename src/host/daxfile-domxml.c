@@ -671,7 +671,8 @@ check_not_named(const DaxfileDomain *dom, const char *path, const char *name,
     g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(DaxfileIdentity));
     guint i;
 
-    daxfile_path_identities(path, want);
+    if (!daxfile_path_identities(path, want, error))
+        return FALSE;
     for (i = 0; want->len > 0 && i < refs->len; i++) {
         const DaxfileFileRef *ref = g_ptr_array_index(refs, i);
         const DaxfileIdentity *w = &g_array_index(want, DaxfileIdentity, 0);
@@ -680,7 +681,8 @@ check_not_named(const DaxfileDomain *dom, const char *path, const char *name,
         g_autofree char *as = NULL;
 
         g_array_set_size(ids, 0);
-        daxfile_path_identities(ref->path, ids);
+        if (!daxfile_path_identities(ref->path, ids, error))
+            return FALSE;
         if (!daxfile_identities_have(ids, w->dev, w->ino))
             continue;
         file = daxfile_escape(path);

@@ -137,8 +137,8 @@ dev_validate(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
  * is spelt: a plain path under a root is managed by it; any other path
  * that names a file in a managed root (relative, ".", "..", "//", through
  * a symbolic link or a bind mount) is refused, because QEMU would open it
- * by a spelling the hook's checks never saw. Anything else is not
- * managed (*ret_root NULL). */
+ * by a spelling the hook's checks never saw; so is a path the hook cannot
+ * place. Anything else is not managed (*ret_root NULL). */
 static gboolean
 dev_root(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot **ret_root,
          GError **error)
@@ -147,7 +147,7 @@ dev_root(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot **ret_root,
     g_autofree char *plain = NULL;
     g_autofree char *name = NULL;
     g_autofree char *fix = NULL;
-    const DaxfileRoot *real;
+    const DaxfileRoot *real = NULL;
 
     *ret_root = NULL;
     if (!nv->path)
@@ -156,7 +156,8 @@ dev_root(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot **ret_root,
         *ret_root = lexical;
         return TRUE;
     }
-    real = daxfile_conf_locate(h->conf, nv->path, &plain);
+    if (!daxfile_conf_locate(h->conf, nv->path, &real, &plain, error))
+        return FALSE;
     if (!real && !lexical)
         return TRUE;
     name = daxfile_escape(nv->path);
@@ -338,6 +339,21 @@ ref_fail(const Hook *h, const DaxfileFileRef *ref, const DaxfileNvdimm *nv,
     return FALSE;
 }
 
+/* @ref names something the hook cannot identify: prefix @local (moved
+ * into @error) with where */
+static gboolean
+ref_unplaced(const Hook *h, const DaxfileFileRef *ref, GError *local,
+             GError **error)
+{
+    g_autofree char *dom = daxfile_escape(h->dom->name);
+    g_autofree char *path = daxfile_escape(ref->path);
+    g_autofree char *where = daxfile_escape(ref->where);
+
+    g_prefix_error(&local, "domain '%s': %s '%s': ", dom, where, path);
+    g_propagate_error(error, local);
+    return FALSE;
+}
+
 /* Nothing else reaches a managed file: no other element of this domain
  * names the file of one of its managed nvdimms (QEMU would open it a
  * second time, outside the backend that static mode reasons about), and
@@ -350,6 +366,7 @@ check_refs(const Hook *h, GArray *devs, GPtrArray *files, GError **error)
     g_autoptr(GPtrArray) entries = daxfile_static_list(error);
     g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(DaxfileIdentity));
     g_autoptr(GArray) own = g_array_new(FALSE, TRUE, sizeof(DaxfileIdentity));
+    GError *local = NULL;
     guint i;
 
     if (!entries)
@@ -371,7 +388,8 @@ check_refs(const Hook *h, GArray *devs, GPtrArray *files, GError **error)
         if (ref->nvdimm >= 0)
             continue; /* an nvdimm's own file: dev_root, check_no_alias */
         g_array_set_size(ids, 0);
-        daxfile_path_identities(ref->path, ids);
+        if (!daxfile_path_identities(ref->path, ids, &local))
+            return ref_unplaced(h, ref, local, error);
         nv = ref_hits_device(ids, devs, own);
         e = nv ? NULL : ref_hits_entry(h, ids, entries);
         if (nv || e)

@@ -17,10 +17,13 @@ typedef struct {
 
 /* Append to @out (DaxfileIdentity) what @path names as QEMU under libvirt
  * would open it: relative to "/", following symbolic links, with O_PATH
- * (no side effects on device nodes or FIFOs). A loop block device, a
- * partition of one, or a device stacked on one (device-mapper, md) also
- * adds the loop's backing file. Nothing when @path names nothing. */
-void daxfile_path_identities(const char *path, GArray *out);
+ * (no side effects on device nodes or FIFOs). A loop block device, a partition
+ * of one, or a device stacked on one (device-mapper, md) also adds the loop's
+ * backing file, which the kernel names by device and inode (LOOP_GET_STATUS64),
+ * not by the path sysfs shows. Nothing when @path names nothing; FALSE when it
+ * names a block device whose loops cannot be told (no sysfs, no node to ask).
+ */
+gboolean daxfile_path_identities(const char *path, GArray *out, GError **error);
 
 /* Whether @ids (DaxfileIdentity) holds @dev/@ino */
 gboolean daxfile_identities_have(GArray *ids, guint64 dev, guint64 ino);

@@ -64,16 +64,21 @@ class Case(NamedTuple):
 
 class World:
     """The scratch directory @tmp (as this process sees it) with the
-    managed root @tmp/pmem; with @chroot, the hook runs chrooted into that
-    directory (tests/helpers/chroot-run.sh) and sees @tmp as @inner."""
+    managed root @tmp/pmem. With @chroot (the arguments of
+    tests/helpers/chroot-run.sh before the command) the hook runs in a
+    chroot and sees @tmp as @inner. @engaged: static mode really engages
+    (tests/loopfs/test-hook-engaged). A golden file NAME.@variant.out
+    (default: "engaged" when @engaged) is used instead of NAME.out where
+    it exists."""
 
-    def __init__(self, tmp, extra_env=None, engaged=False, chroot=None,
-                 inner=None):
+    def __init__(self, tmp, extra_env=None, engaged=False, chroot=(),
+                 inner=None, variant=None):
         self.host_tmp = tmp
         self.tmp = inner or tmp
         self.extra_env = extra_env or {}
         self.engaged = engaged
-        self.chroot = chroot
+        self.variant = variant or ("engaged" if engaged else None)
+        self.chroot = tuple(chroot)
         self.root = os.path.join(self.tmp, "pmem")
         self.state = os.path.join(self.tmp, "state")
         os.mkdir(self.host(self.root))
@@ -143,7 +148,7 @@ class World:
         argv = WRAPPER + [HOOK, name, op, subop, "-"]
         if self.chroot:
             argv = ["unshare", "--mount", "--propagation", "private",
-                    CHROOT_RUN, self.chroot] + argv
+                    CHROOT_RUN, *self.chroot] + argv
         with contextlib.ExitStack() as stack:
             if op in ("started", "reconnect") and qemu is not None:
                 stack.enter_context(QemuStandIn(
@@ -178,9 +183,9 @@ def render(world, proc):
 def golden(tap, world, name, proc, extra_ok=True, diag=""):
     got = render(world, proc)
     path = os.path.join(DATA, name + ".out")
-    engaged = os.path.join(DATA, name + ".engaged.out")
-    if world.engaged and os.path.exists(engaged):
-        path = engaged
+    variant = os.path.join(DATA, f"{name}.{world.variant}.out")
+    if world.variant and os.path.exists(variant):
+        path = variant
     if os.environ.get("DAXFILE_TEST_REGENERATE") == "1":
         with open(path, "w") as f:
             f.write(got)
