@@ -193,9 +193,11 @@ dev_is_devdax(const Hook *h, const DaxfileNvdimm *nv)
 
 /* The nvdimms in a managed root, and the managed device-dax ones, that
  * the hook acts on (ManagedDev), or NULL when one of them is named by
- * another spelling. */
+ * another spelling. A read-only one (<readonly/>) is one of them: QEMU
+ * maps its file all the same, and the file is held for the domain as any
+ * other, so no other domain takes it while this one runs. */
 static GArray *
-managed_devices(const Hook *h, gboolean with_readonly, GError **error)
+managed_devices(const Hook *h, GError **error)
 {
     g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(ManagedDev));
     guint i;
@@ -208,11 +210,8 @@ managed_devices(const Hook *h, gboolean with_readonly, GError **error)
             dev_fail(h, d.nv, local, error);
             return NULL;
         }
-        if (!d.root && !dev_is_devdax(h, d.nv))
-            continue;
-        if (d.nv->readonly && !with_readonly)
-            continue; /* the guest cannot write: nothing to freeze */
-        g_array_append_val(out, d);
+        if (d.root || dev_is_devdax(h, d.nv))
+            g_array_append_val(out, d);
     }
     return g_steal_pointer(&out);
 }
@@ -227,7 +226,7 @@ plain_devices(const Hook *h)
     for (i = 0; i < h->dom->nvdimms->len; i++) {
         ManagedDev d = {g_ptr_array_index(h->dom->nvdimms, i), NULL};
 
-        if (d.nv->readonly || !daxfile_path_is_plain(d.nv->path))
+        if (!daxfile_path_is_plain(d.nv->path))
             continue;
         d.root = daxfile_conf_managed_root(h->conf, d.nv->path);
         if (d.root || dev_is_devdax(h, d.nv))
@@ -236,28 +235,40 @@ plain_devices(const Hook *h)
     return out;
 }
 
-/* Two nvdimms of one domain on the same file: QEMU accepts two backends
- * on one file and the guest sees two NVDIMMs aliasing one storage. */
+/* What @path names (daxfile_identity_of()); FALSE when it names nothing */
+static gboolean
+path_identity(const char *path, DaxfileIdentity *ret)
+{
+    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(DaxfileIdentity));
+
+    daxfile_path_identities(path, ids, NULL);
+    if (ids->len == 0)
+        return FALSE;
+    *ret = g_array_index(ids, DaxfileIdentity, 0);
+    return TRUE;
+}
+
+/* Two nvdimms of one domain on the same file (or device-dax device):
+ * QEMU accepts two backends on one file and the guest sees two NVDIMMs
+ * aliasing one storage. */
 static gboolean
 check_no_alias(const Hook *h, GArray *devs, GError **error)
 {
-    g_autoptr(GArray) ids = g_array_new(FALSE, TRUE, sizeof(struct stat));
+    g_autoptr(GArray) ids = g_array_new(FALSE, TRUE, sizeof(DaxfileIdentity));
     guint i, j;
 
     for (i = 0; i < h->dom->nvdimms->len; i++) {
         DaxfileNvdimm *nv = g_ptr_array_index(h->dom->nvdimms, i);
-        struct stat st = {0};
+        DaxfileIdentity id = {0, 0};
+        gboolean named = nv->path && path_identity(nv->path, &id);
 
-        if (nv->path && stat(nv->path, &st) < 0)
-            memset(&st, 0, sizeof(st));
-        g_array_append_val(ids, st);
-        for (j = 0; st.st_ino && j < i; j++) {
-            const struct stat *o = &g_array_index(ids, struct stat, j);
+        g_array_append_val(ids, id);
+        for (j = 0; named && j < i; j++) {
+            const DaxfileIdentity *o = &g_array_index(ids, DaxfileIdentity, j);
             DaxfileNvdimm *first = g_ptr_array_index(h->dom->nvdimms, j);
             g_autofree char *other = NULL;
 
-            if (o->st_dev != st.st_dev || o->st_ino != st.st_ino ||
-                devs->len == 0)
+            if (o->dev != id.dev || o->ino != id.ino || devs->len == 0)
                 continue;
             other = dev_label(h, first);
             dev_fail(
@@ -377,8 +388,7 @@ check_refs(const Hook *h, GArray *devs, GPtrArray *files, GError **error)
     for (i = 0; i < files->len; i++) {
         const DaxfileFile *f = g_ptr_array_index(files, i);
 
-        g_array_index(own, DaxfileIdentity, i) =
-            (DaxfileIdentity){f->st.st_dev, f->st.st_ino};
+        g_array_index(own, DaxfileIdentity, i) = daxfile_identity_of(&f->st);
     }
     for (i = 0; i < refs->len; i++) {
         const DaxfileFileRef *ref = g_ptr_array_index(refs, i);
@@ -447,7 +457,7 @@ set_fail(const Hook *h, GArray *devs, guint failed, GError *local,
 static gboolean
 hook_prepare(const Hook *h, GError **error)
 {
-    g_autoptr(GArray) devs = managed_devices(h, FALSE, error);
+    g_autoptr(GArray) devs = managed_devices(h, error);
     g_autoptr(GPtrArray) files = files_new();
     g_autoptr(GArray) items = NULL;
     GError *local = NULL;
@@ -486,8 +496,8 @@ note(const Hook *h, const DaxfileNvdimm *nv, const char *text)
 }
 
 /* What QEMU really mapped of the device's file @f: shared, all of it;
- * for an nvdimm also aligned to <alignsize> and with MAP_SYNC on DAX
- * (daxfile-attest.h) */
+ * for an nvdimm also aligned to <alignsize> and, unless the guest cannot
+ * write it (<readonly/>), with MAP_SYNC on DAX (daxfile-attest.h) */
 static gboolean
 attest(const Hook *h, const DaxfileNvdimm *nv, pid_t pid, const char *smaps,
        const DaxfileFile *f, GError **error)
@@ -497,7 +507,7 @@ attest(const Hook *h, const DaxfileNvdimm *nv, pid_t pid, const char *smaps,
     GError *local = NULL;
 
     if (daxfile_attest(pid, smaps, f, nv->size, nvdimm ? nv->alignsize : 0,
-                       nvdimm, &a, &local))
+                       nvdimm && !nv->readonly, &a, &local))
         return TRUE;
     return dev_fail(h, nv, local, error);
 }
@@ -507,7 +517,7 @@ attest(const Hook *h, const DaxfileNvdimm *nv, pid_t pid, const char *smaps,
 static gboolean
 hook_engage(const Hook *h, GError **error)
 {
-    g_autoptr(GArray) devs = managed_devices(h, FALSE, error);
+    g_autoptr(GArray) devs = managed_devices(h, error);
     g_autoptr(GPtrArray) files = files_new();
     g_autoptr(GArray) items = NULL;
     g_autofree char *smaps = NULL;
@@ -565,7 +575,7 @@ hook_engage(const Hook *h, GError **error)
 static gboolean
 hook_release(const Hook *h, GError **error)
 {
-    g_autoptr(GArray) devs = managed_devices(h, FALSE, NULL);
+    g_autoptr(GArray) devs = managed_devices(h, NULL);
     g_autoptr(GArray) opened = g_array_new(FALSE, FALSE, sizeof(ManagedDev));
     g_autoptr(GPtrArray) files = files_new();
     g_autoptr(GArray) items = NULL;
@@ -674,6 +684,8 @@ hook_incoming(const Hook *h, char **ret_stdout, GError **error)
             g_hash_table_insert(rewrites, GUINT_TO_POINTER(nv->index), mapped);
         if (!dev_root(h, &here, &root, &local))
             return dev_fail(h, &here, local, error);
+        /* a read-only device's file is never made here: the guest
+         * expects the content it had, not zeros */
         if (nv->readonly || !root)
             continue;
         if (!ensure_file(h, nv, here.path, root, error))

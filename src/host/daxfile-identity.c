@@ -18,6 +18,14 @@
 /* How deep loop_backing() follows stacked devices (dm over md over loop) */
 #define STACK_DEPTH 4
 
+DaxfileIdentity
+daxfile_identity_of(const struct stat *st)
+{
+    if (S_ISCHR(st->st_mode))
+        return (DaxfileIdentity){st->st_rdev, 0};
+    return (DaxfileIdentity){st->st_dev, st->st_ino};
+}
+
 /* A device number as loop_info64 carries it (the kernel's
  * new_encode_dev()) as a dev_t */
 static guint64
@@ -157,7 +165,7 @@ daxfile_path_identities(const char *path, GArray *out, GError **error)
     fd = openat(slash, path, O_PATH | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) < 0)
         return TRUE; /* it names nothing */
-    id = (DaxfileIdentity){st.st_dev, st.st_ino};
+    id = daxfile_identity_of(&st);
     g_array_append_val(out, id);
     if (S_ISBLK(st.st_mode))
         return block_backing(fd, &st, out, error);

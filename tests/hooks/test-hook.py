@@ -105,6 +105,10 @@ CASES = {
         Case("prepare-devdax-ok", xml="prepare-devdax-off", registry=RESERVED),
         Case("prepare-devdax-other-domain", vm="vm2", registry=RESERVED,
              given=(Step("prepare", xml="prepare-devdax-off"),)),
+        # another domain's qemu:arg naming the device by its node
+        Case("prepare-devdax-qemu-arg-other-domain", vm="vm2",
+             registry=RESERVED,
+             given=(Step("prepare", xml="prepare-devdax-off"),)),
         Case("started-devdax-ok", "started", xml="prepare-devdax-off",
              qemu=None, registry=(("domain:vm1", "engaged", "device-dax"),),
              given=PREPARED),
@@ -122,8 +126,16 @@ CASES = {
         "prepare-unprovisioned", "prepare-sparse", "prepare-symlink",
         "prepare-dotdot-escape", "prepare-hard-link"),
     "untrusted_owner": refused("prepare-untrusted-owner"),
+    # a read-only device is held as any other (the guest cannot write it:
+    # no MAP_SYNC asked for)
+    "read_only": [
+        Case("prepare-readonly-reserved", registry=RESERVED),
+        Case("started-readonly-no-map-sync", "started",
+             xml="prepare-readonly-reserved", qemu=("--no-sync",),
+             registry=HELD, frozen=ENGAGED, given=PREPARED),
+    ],
     "ignored": [
-        *refused("prepare-readonly-ignored", "prepare-unmanaged-ignored"),
+        *refused("prepare-unmanaged-ignored"),
         Case("prepare-no-nvdimm", registry=None),
         Case("unknown-op", "frobnicate", registry=None),
     ],
@@ -159,6 +171,8 @@ CASES = {
         Case("prepare-other-domain-disk", vm="vm2", registry=HELD,
              given=VM1_HELD),
         Case("prepare-other-domain-symlink", vm="vm2", registry=HELD,
+             given=VM1_HELD),
+        Case("prepare-other-domain-readonly", vm="vm2", registry=HELD,
              given=VM1_HELD),
         Case("prepare-other-domain-after-release", vm="vm2",
              xml="prepare-other-domain-disk",
@@ -313,6 +327,7 @@ def device_dax(tap, w):
         check(tap, w, "prepare-devdax-off", ok.env)
         w.write_conf("device_dax=true\n")
         for name in ("prepare-devdax-ok", "prepare-devdax-other-domain",
+                     "prepare-devdax-qemu-arg-other-domain",
                      "started-devdax-ok"):
             check(tap, w, name, ok.env)
         lst = daxfile("list", "--json", env=dict(w.extra_env, **w.env()))
@@ -372,8 +387,12 @@ def untrusted_owner(tap, w):
     check_all(tap, w, "untrusted_owner")
 
 
-def ignored(tap, w):
+def read_only(tap, w):
     w.create("ro.img")
+    check_all(tap, w, "read_only")
+
+
+def ignored(tap, w):
     check_all(tap, w, "ignored")
 
 
@@ -554,7 +573,7 @@ def main():
         else:
             w = World(stack.enter_context(tempdir()))
         for func in (lifecycle, attestation, virtio_pmem_device, device_dax,
-                     refusals, untrusted_owner, ignored, hostile,
+                     refusals, untrusted_owner, read_only, ignored, hostile,
                      migrate, bad_configs, spellings, other_elements,
                      other_domains, untrusted_configs, no_roots):
             tap.subtest(func.__name__, func, tap, w)

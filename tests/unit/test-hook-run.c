@@ -258,7 +258,6 @@ static const Replay stateless[] = {
     /* started without a QEMU: refused before anything is looked at */
     {"started-no-qemu", "started", .code = DAXFILE_ERROR_NOT_FOUND},
     /* left alone */
-    {"prepare-readonly-ignored"},
     {"prepare-unmanaged-ignored"},
     {"prepare-no-nvdimm"},
     {"unknown-op", "frobnicate"},
