@@ -25,7 +25,10 @@ daxfile_attest_qemu_pid(const char *pid_dir, const char *domain,
     guint64 pid = 0;
     gsize len = 0;
 
-    if (!*domain || strchr(domain, '/') || domain[0] == '.') {
+    /* "NAME.pid" in @pid_dir: only a '/' could lead elsewhere; a name
+     * that starts with '.' is a name like any other (libvirt allows it,
+     * and "..pid" is a file in @pid_dir) */
+    if (!*domain || strchr(domain, '/')) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "domain name '%s' cannot name a pid file", name);
         return -1;

@@ -74,6 +74,12 @@ CASES = {
         Case("release-again", "release", "end", xml="prepare-ok",
              given=STOPPED),
     ],
+    # libvirt allows a name that starts with '.': its pid file is found
+    "dot_name": [
+        Case("started-dot-name", "started", vm=".vm1",
+             registry=(("domain:.vm1", "engaged", MECH),), frozen=ENGAGED,
+             given=(Step("prepare", vm=".vm1"),)),
+    ],
     "attestation": [
         Case("started-no-qemu", "started", qemu=None, registry=RESERVED,
              frozen=False, given=PREPARED),
@@ -216,6 +222,11 @@ def lifecycle(tap, w):
            w.registry() == [("domain:vm2", "reserved", "none")],
            "isolation: a reservation left behind by another case", stray)
     check(tap, w, "prepare-ok")
+
+
+def dot_name(tap, w):
+    w.create("dot.img")
+    check_all(tap, w, "dot_name")
 
 
 def attestation(tap, w):
@@ -572,8 +583,9 @@ def main():
             w = World(efs.mnt, efs.env, engaged=True)
         else:
             w = World(stack.enter_context(tempdir()))
-        for func in (lifecycle, attestation, virtio_pmem_device, device_dax,
-                     refusals, untrusted_owner, read_only, ignored, hostile,
+        for func in (lifecycle, dot_name, attestation, virtio_pmem_device,
+                     device_dax, refusals, untrusted_owner, read_only,
+                     ignored, hostile,
                      migrate, bad_configs, spellings, other_elements,
                      other_domains, untrusted_configs, no_roots):
             tap.subtest(func.__name__, func, tap, w)
