@@ -109,6 +109,13 @@ daxfile_attest(pid_t pid, const char *smaps, const DaxfileFile *f, guint64 size,
                     "QEMU (pid %d) has not mapped '%s'; fix: "
                     "see the domain's log in /var/log/libvirt/qemu/",
                     p, name);
+    if (map->others > 0)
+        return fail(ret, error,
+                    "QEMU (pid %d) maps '%s' %u times, and only the device's "
+                    "own backend may map it; fix: remove the other reference "
+                    "to it from the domain (a <qemu:commandline> argument, a "
+                    "device attached at run time)",
+                    p, name, map->others + 1);
     if (!map->shared)
         return fail(ret, error,
                     "QEMU (pid %d) mapped '%s' private, so "

@@ -96,6 +96,10 @@ CASES = {
              xml="started-no-qemu",
              qemu_xml="started-qemu-maps-another-file.qemu",
              registry=RESERVED, given=PREPARED),
+        # its own mapping, and a second one of the same file
+        Case("started-qemu-maps-twice", "started", xml="started-no-qemu",
+             qemu_xml="started-qemu-maps-twice.qemu", registry=RESERVED,
+             frozen=False, given=PREPARED),
     ],
     "virtio_pmem_device": [
         Case("prepare-virtio-pmem-ok", registry=RESERVED),
