@@ -99,7 +99,10 @@ daxfile_attest(pid_t pid, const char *smaps, const DaxfileFile *f, guint64 size,
 
     memset(ret, 0, sizeof(*ret));
     ret->pid = pid;
-    ret->dax = daxfile_fs_dax(f->fd) == DAXFILE_TRI_YES;
+    /* DAX as enable judged it (report.c): on a kernel without
+     * STATX_ATTR_DAX, a file that takes MAP_SYNC is DAX, and QEMU's
+     * mapping of it must have VM_SYNC */
+    ret->dax = daxfile_fd_dax_effective(f->fd);
     ret->need_sync = need_sync;
     if (!smaps && !(smaps = own = daxfile_attest_read_smaps(pid, &local)))
         return fail(ret, error, "%s", local->message);

@@ -49,7 +49,8 @@ class Case(NamedTuple):
     started and reconnect. Afterwards the registry holds @registry (None:
     not looked at) and the first nvdimm file of the input is guarded
     (immutable, truncate refused) if and only if @frozen (None: not looked
-    at)."""
+    at). @env: (NAME, VALUE) pairs the hook runs with, in the given steps
+    too."""
     name: str
     op: str = "prepare"
     subop: str = "begin"
@@ -60,6 +61,7 @@ class Case(NamedTuple):
     registry: Optional[tuple] = ()
     frozen: Optional[bool] = None
     given: tuple = ()
+    env: tuple = ()
 
 
 class World:
@@ -230,6 +232,7 @@ def check_case(tap, w, case, env=None, also=None):
     world's) and compare: its golden file, its registry and guard
     expectations and, when given, what the callable @also says
     afterwards."""
+    env = dict(case.env, **(env or {}))
     failed = run_given(w, case, env)
     xml = w.input(case.xml or case.name)
     qemu_xml = w.input(case.qemu_xml) if case.qemu_xml else None

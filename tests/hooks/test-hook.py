@@ -96,6 +96,12 @@ CASES = {
              xml="started-no-qemu",
              qemu_xml="started-qemu-maps-another-file.qemu",
              registry=RESERVED, given=PREPARED),
+        # on a kernel without STATX_ATTR_DAX, a file that takes MAP_SYNC is
+        # DAX for the attestation as for enable (fake-dax.so plays it)
+        Case("started-qemu-no-map-sync-no-statx-dax", "started",
+             xml="started-no-qemu", qemu=("--no-sync",),
+             registry=RESERVED if ENGAGED else HELD, frozen=False,
+             given=PREPARED, env=(("DAXFILE_FAKE_DAX_NO_STATX", "1"),)),
         # its own mapping, and a second one of the same file
         Case("started-qemu-maps-twice", "started", xml="started-no-qemu",
              qemu_xml="started-qemu-maps-twice.qemu", registry=RESERVED,
