@@ -45,7 +45,8 @@ char *daxfile_domain_rewrite_paths(DaxfileDomain *dom, GHashTable *paths,
 /* A file the domain XML names: disks (and their backing and data files),
  * filesystems, character devices and their logs, loader, nvram, kernel,
  * initrd, dtb, ACPI tables, TPM and other memory devices, host devices,
- * and paths in <qemu:commandline>/<qemu:override> values. */
+ * the files of <qemu:commandline> arguments (QEMU's option syntax and
+ * JSON, relative ones too) and paths in <qemu:override> values. */
 typedef struct {
     char *where; /* the XML location: "/domain/devices/disk[2]/source/@file" */
     char *path;  /* as written */

@@ -182,6 +182,7 @@ CASES = {
         "disk-backing-store", "filesystem", "serial-file", "console-log",
         "channel", "tpm-device", "virtio-pmem", "os-kernel", "os-initrd",
         "os-dtb", "os-loader", "os-nvram", "qemu-commandline",
+        "qemu-json-blockdev", "qemu-json-object", "qemu-relative",
         "loop-device")]),
     "other_domains": [
         Case("prepare-other-domain-disk", vm="vm2", registry=HELD,
