@@ -36,6 +36,7 @@ daxfile_conf_free(DaxfileConf *conf)
     g_array_unref(conf->trusted_uids);
     g_ptr_array_unref(conf->path_map);
     g_free(conf->qemu_pid_dir);
+    g_free(conf->pool_state_dir);
     g_free(conf);
 }
 
@@ -54,6 +55,10 @@ conf_new(const char *path)
                              ? g_strdup(DAXFILE_QEMU_PID_DIR)
                              : g_build_filename(g_get_user_runtime_dir(),
                                                 "libvirt", "qemu", "run", NULL);
+    conf->pool_state_dir =
+        geteuid() == 0 ? g_strdup(DAXFILE_POOL_STATE_DIR)
+                       : g_build_filename(g_get_user_runtime_dir(), "libvirt",
+                                          "storage", "run", NULL);
     return conf;
 }
 
@@ -93,8 +98,9 @@ normalise_root(const char *conf_path, const char *key, const char *root,
 }
 
 static const char *const known_keys[] = {
-    "managed_roots", "allow_non_dax", "trusted_owners", "create_missing",
-    "path_map",      "qemu_pid_dir",  "device_dax",     "wipe_on_undefine",
+    "managed_roots",  "allow_non_dax",    "trusted_owners",
+    "create_missing", "path_map",         "qemu_pid_dir",
+    "device_dax",     "wipe_on_undefine", "pool_state_dir",
 };
 
 /* A key that is absent is fine; a value GKeyFile cannot read is not: the
@@ -280,23 +286,26 @@ bad:
     return FALSE;
 }
 
-/* qemu_pid_dir: where libvirt keeps its QEMU processes' pid files; the
- * last file that sets it wins */
+/* A directory of libvirt's (qemu_pid_dir, pool_state_dir) into @ret_dir;
+ * the last file that sets it wins */
 static gboolean
-conf_pid_dir(DaxfileConf *conf, GKeyFile *kf, const char *path, GError **error)
+conf_dir(GKeyFile *kf, const char *key, const char *path, char **ret_dir,
+         GError **error)
 {
     g_autoptr(GError) local = NULL;
-    g_autofree char *dir =
-        g_key_file_get_string(kf, GROUP, "qemu_pid_dir", &local);
+    g_autofree char *dir = g_key_file_get_string(kf, GROUP, key, &local);
+    char *norm;
 
-    if (!key_error(local, "qemu_pid_dir", path, error))
+    if (!key_error(local, key, path, error))
         return FALSE;
     if (!dir)
         return TRUE;
-    g_free(conf->qemu_pid_dir);
-    conf->qemu_pid_dir =
-        normalise_root(path, "qemu_pid_dir", g_strstrip(dir), error);
-    return conf->qemu_pid_dir != NULL;
+    norm = normalise_root(path, key, g_strstrip(dir), error);
+    if (!norm)
+        return FALSE;
+    g_free(*ret_dir);
+    *ret_dir = norm;
+    return TRUE;
 }
 
 /* Add what one configuration file says to @conf. */
@@ -327,7 +336,8 @@ conf_merge(DaxfileConf *conf, const char *data, gsize len, const char *path,
         !conf_roots(conf, kf, path, allow_non_dax, create_missing,
                     wipe_on_undefine, error) ||
         !conf_path_map(conf, kf, path, error) ||
-        !conf_pid_dir(conf, kf, path, error))
+        !conf_dir(kf, "qemu_pid_dir", path, &conf->qemu_pid_dir, error) ||
+        !conf_dir(kf, "pool_state_dir", path, &conf->pool_state_dir, error))
         return FALSE;
     conf->device_dax |= device_dax;
     conf->wipe_devdax |= device_dax && wipe_on_undefine;

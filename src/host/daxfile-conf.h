@@ -9,6 +9,7 @@
  *   create_missing=false
  *   path_map=/mnt/pmem-a=/mnt/pmem-b
  *   qemu_pid_dir=/run/libvirt/qemu
+ *   pool_state_dir=/run/libvirt/storage
  *   device_dax=false
  *   wipe_on_undefine=false
  *
@@ -48,6 +49,8 @@ typedef struct {
     char *qemu_pid_dir;   /* libvirt's NAME.pid of each running domain:
                            * the system daemon's (root) or the session
                            * daemon's by default */
+    char *pool_state_dir; /* libvirt's NAME.xml of each active storage
+                           * pool (system or session daemon's) */
     gboolean device_dax;  /* manage device-dax nvdimms too */
     gboolean wipe_devdax; /* daxfile watch wipes them at undefine */
 } DaxfileConf;
@@ -55,6 +58,10 @@ typedef struct {
 /* Where the system libvirtd keeps its QEMU pid files (a session daemon:
  * $XDG_RUNTIME_DIR/libvirt/qemu/run) */
 #define DAXFILE_QEMU_PID_DIR "/run/libvirt/qemu"
+
+/* Where the system libvirt's storage driver keeps the state of each
+ * active pool (a session daemon: $XDG_RUNTIME_DIR/libvirt/storage/run) */
+#define DAXFILE_POOL_STATE_DIR "/run/libvirt/storage"
 
 void daxfile_conf_free(DaxfileConf *conf);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileConf, daxfile_conf_free)

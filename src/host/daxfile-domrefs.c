@@ -302,3 +302,49 @@ daxfile_domain_file_refs(const DaxfileDomain *dom)
         collect_refs(root, -1, &n, refs);
     return refs;
 }
+
+void
+daxfile_volume_ref_free(DaxfileVolumeRef *ref)
+{
+    if (!ref)
+        return;
+    g_free(ref->where);
+    g_free(ref->pool);
+    g_free(ref->volume);
+    g_free(ref);
+}
+
+static void
+collect_volumes(xmlNode *node, GPtrArray *refs)
+{
+    g_autofree char *pool = daxfile_xml_attr(node, "pool");
+    g_autofree char *volume = daxfile_xml_attr(node, "volume");
+    xmlNode *c;
+
+    if (STREQ((const char *)node->name, "source") && pool && volume) {
+        DaxfileVolumeRef *ref = g_new0(DaxfileVolumeRef, 1);
+        xmlChar *where = xmlGetNodePath(node);
+
+        ref->where = g_strdup(where ? (const char *)where : "?");
+        xmlFree(where);
+        ref->pool = g_steal_pointer(&pool);
+        ref->volume = g_steal_pointer(&volume);
+        g_ptr_array_add(refs, ref);
+    }
+    for (c = node->children; c; c = c->next) {
+        if (c->type == XML_ELEMENT_NODE)
+            collect_volumes(c, refs);
+    }
+}
+
+GPtrArray *
+daxfile_domain_volume_refs(const DaxfileDomain *dom)
+{
+    GPtrArray *refs =
+        g_ptr_array_new_with_free_func((GDestroyNotify)daxfile_volume_ref_free);
+    xmlNode *root = dom->doc ? xmlDocGetRootElement(dom->doc) : NULL;
+
+    if (root)
+        collect_volumes(root, refs);
+    return refs;
+}

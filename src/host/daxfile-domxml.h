@@ -58,6 +58,20 @@ void daxfile_file_ref_free(DaxfileFileRef *ref);
 /* Every file reference of @dom, in document order (DaxfileFileRef) */
 GPtrArray *daxfile_domain_file_refs(const DaxfileDomain *dom);
 
+/* A storage volume the domain XML names (<source pool='P' volume='V'>,
+ * of a <disk type='volume'>): libvirt places it through the pool, which
+ * the domain XML does not describe (daxfile-pool.h) */
+typedef struct {
+    char *where; /* "/domain/devices/disk[1]/source" */
+    char *pool;
+    char *volume;
+} DaxfileVolumeRef;
+
+void daxfile_volume_ref_free(DaxfileVolumeRef *ref);
+
+/* Every volume reference of @dom, in document order (DaxfileVolumeRef) */
+GPtrArray *daxfile_domain_volume_refs(const DaxfileDomain *dom);
+
 /* The index of the nvdimm backed by @path, or -1 */
 gint daxfile_domain_find_nvdimm(const DaxfileDomain *dom, const char *path);
 

@@ -86,6 +86,7 @@ class World:
         os.mkdir(self.host(self.root))
         self.conf = os.path.join(self.tmp, "daxfile.conf")
         self.pid_dir = os.path.join(self.tmp, "qemu")
+        self.pool_dir = os.path.join(self.tmp, "pools")
         # the placeholders of the inputs; the paths among them are put
         # back into the output (render)
         self.placeholders = {
@@ -117,7 +118,21 @@ class World:
         with open(self.host(self.conf), "w") as f:
             f.write(f"[hook]\nmanaged_roots={self.root}\nallow_non_dax=true\n"
                     f"trusted_owners=root;{os.getuid()}\n"
-                    f"qemu_pid_dir={self.pid_dir}\n{extra}")
+                    f"qemu_pid_dir={self.pid_dir}\n"
+                    f"pool_state_dir={self.pool_dir}\n{extra}")
+
+    def pool(self, name, kind, target):
+        """libvirt's state of the active storage pool @name of type @kind
+        with the target directory @target, as its storage driver writes
+        it in pool_state_dir"""
+        os.makedirs(self.host(self.pool_dir), exist_ok=True)
+        with open(self.host(os.path.join(self.pool_dir, f"{name}.xml")),
+                  "w") as f:
+            f.write(f"<!--\nWARNING: THIS IS AN AUTO-GENERATED FILE.\n-->\n"
+                    f"<poolstate>\n  <pool type='{kind}'>\n"
+                    f"    <name>{name}</name>\n    <target>\n"
+                    f"      <path>{target}</path>\n    </target>\n"
+                    f"  </pool>\n</poolstate>\n")
 
     def env(self):
         return dict(self.extra_env, DAXFILE_CONF=self.conf,

@@ -184,6 +184,13 @@ CASES = {
         "os-dtb", "os-loader", "os-nvram", "qemu-commandline",
         "qemu-json-blockdev", "qemu-json-object", "qemu-relative",
         "loop-device")]),
+    # <disk type='volume'>: placed through libvirt's state of the pool
+    # (the hook cannot ask libvirt), refused where it cannot be placed
+    "volumes": [
+        *refused("prepare-also-volume-disk", "prepare-volume-pool-inactive",
+                 "prepare-volume-pool-iscsi"),
+        Case("prepare-volume-elsewhere", registry=RESERVED),
+    ],
     "other_domains": [
         Case("prepare-other-domain-disk", vm="vm2", registry=HELD,
              given=VM1_HELD),
@@ -500,6 +507,14 @@ def other_elements(tap, w):
         subprocess.run(["losetup", "-d", w.placeholders.pop("@LOOPDEV@")])
 
 
+def volumes(tap, w):
+    w.create("vol.img")
+    w.pool("tpool", "dir", w.root)
+    w.pool("ipool", "iscsi", "/dev/disk/by-path")
+    w.pool("epool", "dir", os.path.join(w.tmp, "elsewhere"))
+    check_all(tap, w, "volumes")
+
+
 def other_domains(tap, w):
     """A file that the registry holds for one domain is refused to any
     other domain that names it in any element, by any spelling."""
@@ -598,7 +613,7 @@ def main():
                      device_dax, refusals, untrusted_owner, read_only,
                      ignored, hostile,
                      migrate, bad_configs, spellings, other_elements,
-                     other_domains, untrusted_configs, no_roots):
+                     volumes, other_domains, untrusted_configs, no_roots):
             tap.subtest(func.__name__, func, tap, w)
     return tap.done()
 
