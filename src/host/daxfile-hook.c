@@ -310,8 +310,9 @@ note(const DaxfileHookCtx *h, const DaxfileNvdimm *nv, const char *text)
 }
 
 /* What QEMU really mapped of the device's file @f: shared, all of it;
- * for an nvdimm also aligned to <alignsize> and, unless the guest cannot
- * write it (<readonly/>), with MAP_SYNC on DAX (daxfile-attest.h) */
+ * for an nvdimm (<readonly/> or not: QEMU maps it the same, and
+ * 'daxfile status' judges it by the registry, which knows no read-only)
+ * also aligned to <alignsize> and with MAP_SYNC on DAX (daxfile-attest.h) */
 static gboolean
 attest(const DaxfileHookCtx *h, const DaxfileNvdimm *nv, pid_t pid,
        const char *smaps, const DaxfileFile *f, GError **error)
@@ -321,7 +322,7 @@ attest(const DaxfileHookCtx *h, const DaxfileNvdimm *nv, pid_t pid,
     GError *local = NULL;
 
     if (daxfile_attest(pid, smaps, f, nv->size, nvdimm ? nv->alignsize : 0,
-                       nvdimm && !nv->readonly, &a, &local))
+                       nvdimm, &a, &local))
         return TRUE;
     return daxfile_hook_dev_fail(h, nv, local, error);
 }

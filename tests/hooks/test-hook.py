@@ -142,13 +142,12 @@ CASES = {
         "prepare-unprovisioned", "prepare-sparse", "prepare-symlink",
         "prepare-dotdot-escape", "prepare-hard-link"),
     "untrusted_owner": refused("prepare-untrusted-owner"),
-    # a read-only device is held as any other (the guest cannot write it:
-    # no MAP_SYNC asked for)
+    # a read-only device is held, attested and made static as any other
     "read_only": [
         Case("prepare-readonly-reserved", registry=RESERVED),
-        Case("started-readonly-no-map-sync", "started",
-             xml="prepare-readonly-reserved", qemu=("--no-sync",),
-             registry=HELD, frozen=ENGAGED, given=PREPARED),
+        Case("started-readonly-ok", "started",
+             xml="prepare-readonly-reserved", registry=HELD, frozen=ENGAGED,
+             given=PREPARED),
     ],
     "ignored": [
         *refused("prepare-unmanaged-ignored"),
