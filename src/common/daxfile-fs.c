@@ -181,20 +181,43 @@ daxfile_fs_dax(int fd)
                                                  : DAXFILE_TRI_NO;
 }
 
-static void
-fs_probe_map_sync(int fd, DaxfileFsInfo *info)
+/* Whether the kernel maps @fd with MAP_SYNC; *ret_error (may be NULL)
+ * the reason when not */
+static gboolean
+map_sync_works(int fd, char **ret_error)
 {
     size_t len = daxfile_page_size();
     void *addr =
         mmap(NULL, len, PROT_READ, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
 
     if (addr == MAP_FAILED) {
-        info->map_sync = FALSE;
-        info->map_sync_error = g_strdup(g_strerror(errno));
-        return;
+        if (ret_error)
+            *ret_error = g_strdup(g_strerror(errno));
+        return FALSE;
     }
     munmap(addr, len);
-    info->map_sync = TRUE;
+    return TRUE;
+}
+
+static void
+fs_probe_map_sync(int fd, DaxfileFsInfo *info)
+{
+    info->map_sync = map_sync_works(fd, &info->map_sync_error);
+}
+
+gboolean
+daxfile_fs_dax_effective(DaxfileTristate dax, gboolean map_sync)
+{
+    return dax == DAXFILE_TRI_YES || (dax == DAXFILE_TRI_UNKNOWN && map_sync);
+}
+
+gboolean
+daxfile_fd_dax_effective(int fd)
+{
+    DaxfileTristate dax = daxfile_fs_dax(fd);
+
+    return daxfile_fs_dax_effective(dax, dax == DAXFILE_TRI_UNKNOWN &&
+                                             map_sync_works(fd, NULL));
 }
 
 static void

@@ -39,6 +39,16 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileFsInfo, daxfile_fs_info_free)
 /* statx's STATX_ATTR_DAX of @fd: DAX in effect for this file */
 DaxfileTristate daxfile_fs_dax(int fd);
 
+/* Whether DAX is in effect for a file, by the one rule every part of
+ * daxfile uses: statx says so, or, on a kernel without STATX_ATTR_DAX
+ * (before 5.8: @dax UNKNOWN), MAP_SYNC is accepted (@map_sync), which only
+ * DAX does */
+gboolean daxfile_fs_dax_effective(DaxfileTristate dax, gboolean map_sync);
+
+/* The same for the open file @fd (MAP_SYNC probed only when statx cannot
+ * tell) */
+gboolean daxfile_fd_dax_effective(int fd);
+
 /* Probe the filesystem of the open file @fd for @align. Never fails for a
  * filesystem that lacks something: that is reported in the fields. */
 DaxfileFsInfo *daxfile_fs_probe(int fd, guint64 align, GError **error);

@@ -118,8 +118,8 @@ daxfile_path_is_under(const char *path, const char *dir)
     return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-static gboolean
-fd_mount_id(int fd, guint *ret_id)
+gboolean
+daxfile_fd_mount_id(int fd, guint *ret_id)
 {
     g_autofree char *info_path = g_strdup_printf("/proc/self/fdinfo/%d", fd);
     g_autofree char *info = NULL;
@@ -172,7 +172,7 @@ daxfile_fd_locate(int fd, guint64 *ret_dev, char **ret_fs_path, GError **error)
     mounts = daxfile_mounts_read(error);
     if (!mounts)
         return FALSE;
-    if (fd_mount_id(fd, &id))
+    if (daxfile_fd_mount_id(fd, &id))
         m = mount_by_id(mounts, id);
     if (!seen || !g_path_is_absolute(seen) || !m || st.st_nlink == 0 ||
         !daxfile_path_is_under(seen, m->mount_point)) {

@@ -40,6 +40,10 @@ GPtrArray *daxfile_mounts_read(GError **error);
 gboolean daxfile_fd_locate(int fd, guint64 *ret_dev, char **ret_fs_path,
                            GError **error);
 
+/* The id of the mount @fd is on (statx STATX_MNT_ID, else fdinfo's
+ * mnt_id), the id mountinfo lists it by; FALSE when neither says */
+gboolean daxfile_fd_mount_id(int fd, guint *ret_id);
+
 /* TRUE when @path equals @dir or lies under it, by path components */
 gboolean daxfile_path_is_under(const char *path, const char *dir);
 

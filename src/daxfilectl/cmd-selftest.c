@@ -44,9 +44,10 @@ cmd_selftest(int argc, char **argv)
         return cli_report_error(error);
     }
     fs = daxfile_fs_probe(dirfd, DAXFILE_SZ_4K, &error);
-    if (!fs || !daxfile_guard_selftest(dirfd, st.st_dev,
-                                       arg_dax || fs->dax == DAXFILE_TRI_YES,
-                                       &result, &error))
+    if (!fs || !daxfile_guard_selftest(
+                   dirfd, st.st_dev,
+                   arg_dax || daxfile_fs_dax_effective(fs->dax, fs->map_sync),
+                   &result, &error))
         return cli_report_error(error);
     printf("%s: %s (%s): %s\n", name, result.safe ? "safe" : "UNSAFE",
            fs->fs_type, result.detail);

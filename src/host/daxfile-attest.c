@@ -25,7 +25,10 @@ daxfile_attest_qemu_pid(const char *pid_dir, const char *domain,
     guint64 pid = 0;
     gsize len = 0;
 
-    if (!*domain || strchr(domain, '/') || domain[0] == '.') {
+    /* "NAME.pid" in @pid_dir: only a '/' could lead elsewhere; a name
+     * that starts with '.' is a name like any other (libvirt allows it,
+     * and "..pid" is a file in @pid_dir) */
+    if (!*domain || strchr(domain, '/')) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "domain name '%s' cannot name a pid file", name);
         return -1;
@@ -96,7 +99,10 @@ daxfile_attest(pid_t pid, const char *smaps, const DaxfileFile *f, guint64 size,
 
     memset(ret, 0, sizeof(*ret));
     ret->pid = pid;
-    ret->dax = daxfile_fs_dax(f->fd) == DAXFILE_TRI_YES;
+    /* DAX as enable judged it (report.c): on a kernel without
+     * STATX_ATTR_DAX, a file that takes MAP_SYNC is DAX, and QEMU's
+     * mapping of it must have VM_SYNC */
+    ret->dax = daxfile_fd_dax_effective(f->fd);
     ret->need_sync = need_sync;
     if (!smaps && !(smaps = own = daxfile_attest_read_smaps(pid, &local)))
         return fail(ret, error, "%s", local->message);
@@ -106,6 +112,13 @@ daxfile_attest(pid_t pid, const char *smaps, const DaxfileFile *f, guint64 size,
                     "QEMU (pid %d) has not mapped '%s'; fix: "
                     "see the domain's log in /var/log/libvirt/qemu/",
                     p, name);
+    if (map->others > 0)
+        return fail(ret, error,
+                    "QEMU (pid %d) maps '%s' %u times, and only the device's "
+                    "own backend may map it; fix: remove the other reference "
+                    "to it from the domain (a <qemu:commandline> argument, a "
+                    "device attached at run time)",
+                    p, name, map->others + 1);
     if (!map->shared)
         return fail(ret, error,
                     "QEMU (pid %d) mapped '%s' private, so "

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -35,6 +36,7 @@ daxfile_conf_free(DaxfileConf *conf)
     g_array_unref(conf->trusted_uids);
     g_ptr_array_unref(conf->path_map);
     g_free(conf->qemu_pid_dir);
+    g_free(conf->pool_state_dir);
     g_free(conf);
 }
 
@@ -53,6 +55,10 @@ conf_new(const char *path)
                              ? g_strdup(DAXFILE_QEMU_PID_DIR)
                              : g_build_filename(g_get_user_runtime_dir(),
                                                 "libvirt", "qemu", "run", NULL);
+    conf->pool_state_dir =
+        geteuid() == 0 ? g_strdup(DAXFILE_POOL_STATE_DIR)
+                       : g_build_filename(g_get_user_runtime_dir(), "libvirt",
+                                          "storage", "run", NULL);
     return conf;
 }
 
@@ -92,8 +98,9 @@ normalise_root(const char *conf_path, const char *key, const char *root,
 }
 
 static const char *const known_keys[] = {
-    "managed_roots", "allow_non_dax", "trusted_owners", "create_missing",
-    "path_map",      "qemu_pid_dir",  "device_dax",     "wipe_on_undefine",
+    "managed_roots",  "allow_non_dax",    "trusted_owners",
+    "create_missing", "path_map",         "qemu_pid_dir",
+    "device_dax",     "wipe_on_undefine", "pool_state_dir",
 };
 
 /* A key that is absent is fine; a value GKeyFile cannot read is not: the
@@ -279,23 +286,26 @@ bad:
     return FALSE;
 }
 
-/* qemu_pid_dir: where libvirt keeps its QEMU processes' pid files; the
- * last file that sets it wins */
+/* A directory of libvirt's (qemu_pid_dir, pool_state_dir) into @ret_dir;
+ * the last file that sets it wins */
 static gboolean
-conf_pid_dir(DaxfileConf *conf, GKeyFile *kf, const char *path, GError **error)
+conf_dir(GKeyFile *kf, const char *key, const char *path, char **ret_dir,
+         GError **error)
 {
     g_autoptr(GError) local = NULL;
-    g_autofree char *dir =
-        g_key_file_get_string(kf, GROUP, "qemu_pid_dir", &local);
+    g_autofree char *dir = g_key_file_get_string(kf, GROUP, key, &local);
+    char *norm;
 
-    if (!key_error(local, "qemu_pid_dir", path, error))
+    if (!key_error(local, key, path, error))
         return FALSE;
     if (!dir)
         return TRUE;
-    g_free(conf->qemu_pid_dir);
-    conf->qemu_pid_dir =
-        normalise_root(path, "qemu_pid_dir", g_strstrip(dir), error);
-    return conf->qemu_pid_dir != NULL;
+    norm = normalise_root(path, key, g_strstrip(dir), error);
+    if (!norm)
+        return FALSE;
+    g_free(*ret_dir);
+    *ret_dir = norm;
+    return TRUE;
 }
 
 /* Add what one configuration file says to @conf. */
@@ -326,7 +336,8 @@ conf_merge(DaxfileConf *conf, const char *data, gsize len, const char *path,
         !conf_roots(conf, kf, path, allow_non_dax, create_missing,
                     wipe_on_undefine, error) ||
         !conf_path_map(conf, kf, path, error) ||
-        !conf_pid_dir(conf, kf, path, error))
+        !conf_dir(kf, "qemu_pid_dir", path, &conf->qemu_pid_dir, error) ||
+        !conf_dir(kf, "pool_state_dir", path, &conf->pool_state_dir, error))
         return FALSE;
     conf->device_dax |= device_dax;
     conf->wipe_devdax |= device_dax && wipe_on_undefine;
@@ -457,53 +468,111 @@ daxfile_path_is_plain(const char *path)
     return STREQ(canon, path);
 }
 
-/* What the kernel says @fd is: its path from our root (d_path), and its
- * device and path inside its own filesystem */
+/* What the kernel says a file is: its path from our root (d_path), its
+ * device and the mount it is reached through */
 typedef struct {
+    int fd; /* borrowed */
     char *seen;
     guint64 dev;
-    char *fs_path;
+    guint mnt_id;
+    gboolean have_mnt;
 } Location;
 
 static void
 location_clear(Location *loc)
 {
     g_clear_pointer(&loc->seen, g_free);
-    g_clear_pointer(&loc->fs_path, g_free);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Location, location_clear)
 
+/* @fd, opened by @path, located; FALSE when the kernel does not name it
+ * by a path from our root */
 static gboolean
-locate_fd(int fd, Location *loc)
+locate_fd(int fd, const char *path, Location *loc, GError **error)
 {
+    g_autofree char *name = NULL;
+    struct stat st;
+
+    loc->fd = fd;
     loc->seen = daxfile_fd_target(fd);
-    return loc->seen && g_path_is_absolute(loc->seen) &&
-           daxfile_fd_locate(fd, &loc->dev, &loc->fs_path, NULL);
+    if (loc->seen && g_path_is_absolute(loc->seen) && fstat(fd, &st) == 0) {
+        loc->dev = st.st_dev;
+        loc->have_mnt = daxfile_fd_mount_id(fd, &loc->mnt_id);
+        return TRUE;
+    }
+    name = daxfile_escape(path);
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+                "Cannot tell where '%s' is: the kernel names it by no path "
+                "from this process's root",
+                name);
+    return FALSE;
 }
 
-/* The plain path under @root->path of what @loc is, when it is in there */
-static char *
-inside_root(const DaxfileRoot *root, const Location *loc)
+/* The same filesystem as @root through another mount (a bind mount):
+ * where @loc is inside that filesystem, from mountinfo; FALSE when
+ * mountinfo cannot place one of them */
+static gboolean
+inside_fs(const DaxfileRoot *root, const Location *loc, const Location *rloc,
+          char **ret_rest, GError **error)
+{
+    g_autofree char *fs_path = NULL;
+    g_autofree char *root_fs_path = NULL;
+    g_autofree char *name = NULL;
+    guint64 dev = 0;
+
+    if (daxfile_fd_locate(loc->fd, &dev, &fs_path, NULL) &&
+        daxfile_fd_locate(rloc->fd, &dev, &root_fs_path, NULL)) {
+        if (daxfile_path_is_under(fs_path, root_fs_path))
+            *ret_rest =
+                g_strdup(fs_path +
+                         (STREQ(root_fs_path, "/") ? 0 : strlen(root_fs_path)));
+        return TRUE;
+    }
+    name = daxfile_escape(loc->seen);
+    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+                "'%s' is on the filesystem of the managed root '%s' through "
+                "another mount, and /proc/self/mountinfo cannot place both (a "
+                "chroot whose '/' is not a mount point), so the hook cannot "
+                "tell whether it is in the root; fix: make the chroot "
+                "directory a mount point ('mount --bind DIR DIR') before "
+                "'chroot DIR'",
+                name, root->path);
+    return FALSE;
+}
+
+/* Whether what @loc is lies in @root: *ret_plain its plain path under the
+ * root, NULL when it does not; FALSE when that cannot be told */
+static gboolean
+inside_root(const DaxfileRoot *root, const Location *loc, char **ret_plain,
+            GError **error)
 {
     g_auto(DaxfileFd) rfd = open(root->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     g_auto(Location) rloc = {0};
-    const char *rest = NULL;
+    g_autofree char *rest = NULL;
 
-    if (rfd < 0 || !locate_fd(rfd, &rloc))
-        return NULL;
+    *ret_plain = NULL;
+    if (rfd < 0)
+        return TRUE; /* a root that is not there holds nothing */
+    if (!locate_fd(rfd, root->path, &rloc, error))
+        return FALSE;
     if (daxfile_path_is_under(loc->seen, rloc.seen))
-        rest = loc->seen + (STREQ(rloc.seen, "/") ? 0 : strlen(rloc.seen));
-    else if (loc->dev == rloc.dev &&
-             daxfile_path_is_under(loc->fs_path, rloc.fs_path))
-        rest = loc->fs_path +
-               (STREQ(rloc.fs_path, "/") ? 0 : strlen(rloc.fs_path));
-    if (!rest)
-        return NULL;
-    return g_canonicalize_filename(*rest == '/' ? rest + 1 : rest, root->path);
+        rest = g_strdup(loc->seen +
+                        (STREQ(rloc.seen, "/") ? 0 : strlen(rloc.seen)));
+    else if (loc->dev != rloc.dev ||
+             (loc->have_mnt && rloc.have_mnt && loc->mnt_id == rloc.mnt_id))
+        return TRUE; /* another filesystem, or elsewhere on the root's mount */
+    else if (!inside_fs(root, loc, &rloc, &rest, error))
+        return FALSE;
+    if (rest)
+        *ret_plain =
+            g_canonicalize_filename(*rest == '/' ? rest + 1 : rest, root->path);
+    return TRUE;
 }
 
-const DaxfileRoot *
-daxfile_conf_locate(const DaxfileConf *conf, const char *path, char **ret_plain)
+gboolean
+daxfile_conf_locate(const DaxfileConf *conf, const char *path,
+                    const DaxfileRoot **ret_root, char **ret_plain,
+                    GError **error)
 {
     g_auto(DaxfileFd) slash = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     g_auto(DaxfileFd) fd = -1;
@@ -511,9 +580,14 @@ daxfile_conf_locate(const DaxfileConf *conf, const char *path, char **ret_plain)
     g_auto(Location) loc = {0};
     guint i;
 
+    *ret_root = NULL;
     *ret_plain = NULL;
-    if (!path || !*path || slash < 0)
-        return NULL;
+    if (!path || !*path)
+        return TRUE;
+    if (slash < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot open '/'");
+        return FALSE;
+    }
     fd = openat(slash, path, O_PATH | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) {
         /* a file QEMU would create: placed by its directory */
@@ -522,19 +596,24 @@ daxfile_conf_locate(const DaxfileConf *conf, const char *path, char **ret_plain)
         base = g_path_get_basename(path);
         fd = openat(slash, dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     }
-    if (fd < 0 || !locate_fd(fd, &loc))
-        return NULL;
+    if (fd < 0)
+        return TRUE; /* it names nothing, and QEMU could not open it */
+    if (!locate_fd(fd, path, &loc, error))
+        return FALSE;
     for (i = 0; i < conf->roots->len; i++) {
         const DaxfileRoot *root = g_ptr_array_index(conf->roots, i);
-        g_autofree char *plain = inside_root(root, &loc);
+        g_autofree char *plain = NULL;
 
+        if (!inside_root(root, &loc, &plain, error))
+            return FALSE;
         if (!plain)
             continue;
         *ret_plain = base ? g_build_filename(plain, base, NULL)
                           : g_steal_pointer(&plain);
-        return root;
+        *ret_root = root;
+        return TRUE;
     }
-    return NULL;
+    return TRUE;
 }
 
 char *

@@ -9,6 +9,7 @@
  *   create_missing=false
  *   path_map=/mnt/pmem-a=/mnt/pmem-b
  *   qemu_pid_dir=/run/libvirt/qemu
+ *   pool_state_dir=/run/libvirt/storage
  *   device_dax=false
  *   wipe_on_undefine=false
  *
@@ -48,6 +49,8 @@ typedef struct {
     char *qemu_pid_dir;   /* libvirt's NAME.pid of each running domain:
                            * the system daemon's (root) or the session
                            * daemon's by default */
+    char *pool_state_dir; /* libvirt's NAME.xml of each active storage
+                           * pool (system or session daemon's) */
     gboolean device_dax;  /* manage device-dax nvdimms too */
     gboolean wipe_devdax; /* daxfile watch wipes them at undefine */
 } DaxfileConf;
@@ -55,6 +58,10 @@ typedef struct {
 /* Where the system libvirtd keeps its QEMU pid files (a session daemon:
  * $XDG_RUNTIME_DIR/libvirt/qemu/run) */
 #define DAXFILE_QEMU_PID_DIR "/run/libvirt/qemu"
+
+/* Where the system libvirt's storage driver keeps the state of each
+ * active pool (a session daemon: $XDG_RUNTIME_DIR/libvirt/storage/run) */
+#define DAXFILE_POOL_STATE_DIR "/run/libvirt/storage"
 
 void daxfile_conf_free(DaxfileConf *conf);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxfileConf, daxfile_conf_free)
@@ -75,10 +82,13 @@ const DaxfileRoot *daxfile_conf_managed_root(const DaxfileConf *conf,
 /* The managed root that the file @path names really is in, by what it is
  * rather than how it is spelt (through "..", a symbolic link, a bind
  * mount, a relative path: relative to "/", as QEMU under libvirt opens
- * it), or NULL. A path that does not exist is placed by its directory.
- * *ret_plain is then the plain path of that file under the root. */
-const DaxfileRoot *daxfile_conf_locate(const DaxfileConf *conf,
-                                       const char *path, char **ret_plain);
+ * it), in *ret_root (NULL: in none), and *ret_plain, the plain path of
+ * that file under the root. A path that does not exist is placed by its
+ * directory; one that names nothing is in no root. FALSE when the kernel
+ * cannot place it: the hook then knows nothing, and refuses. */
+gboolean daxfile_conf_locate(const DaxfileConf *conf, const char *path,
+                             const DaxfileRoot **ret_root, char **ret_plain,
+                             GError **error);
 
 /* TRUE when @path is absolute and has no ".", ".." or empty component */
 gboolean daxfile_path_is_plain(const char *path);

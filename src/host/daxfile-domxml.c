@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "daxfile-align.h"
+#include "daxfile-domxml-priv.h"
 #include "daxfile-domxml.h"
 #include "daxfile-error.h"
 #include "daxfile-escape.h"
@@ -94,8 +95,8 @@ daxfile_scale_parse(const char *value, const char *unit, guint64 default_scale,
     return TRUE;
 }
 
-static xmlNode *
-child(xmlNode *node, const char *name)
+xmlNode *
+daxfile_xml_child(xmlNode *node, const char *name)
 {
     xmlNode *c;
 
@@ -106,8 +107,8 @@ child(xmlNode *node, const char *name)
     return NULL;
 }
 
-static char *
-text_of(xmlNode *node)
+char *
+daxfile_xml_text(xmlNode *node)
 {
     xmlChar *t;
     char *out;
@@ -120,8 +121,8 @@ text_of(xmlNode *node)
     return out;
 }
 
-static char *
-attr_of(xmlNode *node, const char *name)
+char *
+daxfile_xml_attr(xmlNode *node, const char *name)
 {
     xmlChar *v = node ? xmlGetProp(node, (const xmlChar *)name) : NULL;
     char *out = g_strdup((const char *)v);
@@ -134,8 +135,8 @@ attr_of(xmlNode *node, const char *name)
 static gboolean
 size_of(xmlNode *node, const char *what, guint64 *ret, GError **error)
 {
-    g_autofree char *text = text_of(node);
-    g_autofree char *unit = attr_of(node, "unit");
+    g_autofree char *text = daxfile_xml_text(node);
+    g_autofree char *unit = daxfile_xml_attr(node, "unit");
     g_autoptr(GError) local = NULL;
 
     *ret = 0;
@@ -148,10 +149,8 @@ size_of(xmlNode *node, const char *what, guint64 *ret, GError **error)
     return FALSE;
 }
 
-/* A pmem device: <memory model='nvdimm'> or <memory model='virtio-pmem'>
- * right under <devices> */
-static gboolean
-is_nvdimm(xmlNode *node)
+gboolean
+daxfile_xml_is_pmem(xmlNode *node)
 {
     g_autofree char *model = NULL;
     DaxfileDeviceModel kind;
@@ -160,7 +159,7 @@ is_nvdimm(xmlNode *node)
         STRNEQ((const char *)node->name, "memory") || !node->parent ||
         STRNEQ((const char *)node->parent->name, "devices"))
         return FALSE;
-    model = attr_of(node, "model");
+    model = daxfile_xml_attr(node, "model");
     return daxfile_device_model_from_string(model, &kind);
 }
 
@@ -170,27 +169,28 @@ nvdimm_parse(xmlNode *mem, DaxfileDeviceModel model, guint index,
 {
     g_autoptr(GError) local = NULL;
     g_autoptr(DaxfileNvdimm) nv = g_new0(DaxfileNvdimm, 1);
-    xmlNode *source = child(mem, "source");
-    xmlNode *target = child(mem, "target");
-    g_autofree char *node = text_of(child(target, "node"));
+    xmlNode *source = daxfile_xml_child(mem, "source");
+    xmlNode *target = daxfile_xml_child(mem, "target");
+    g_autofree char *node = daxfile_xml_text(daxfile_xml_child(target, "node"));
     guint64 n = 0;
 
     nv->index = index;
     nv->model = model;
-    nv->access = attr_of(mem, "access");
-    nv->alias = attr_of(child(mem, "alias"), "name");
-    nv->path = text_of(child(source, "path"));
-    nv->pmem = child(source, "pmem") != NULL;
-    nv->readonly = child(target, "readonly") != NULL;
+    nv->access = daxfile_xml_attr(mem, "access");
+    nv->alias = daxfile_xml_attr(daxfile_xml_child(mem, "alias"), "name");
+    nv->path = daxfile_xml_text(daxfile_xml_child(source, "path"));
+    nv->pmem = daxfile_xml_child(source, "pmem") != NULL;
+    nv->readonly = daxfile_xml_child(target, "readonly") != NULL;
     nv->node = -1;
     if (node &&
         g_ascii_string_to_unsigned(g_strstrip(node), 10, 0, 1024, &n, NULL))
         nv->node = (gint)n;
-    if (!size_of(child(source, "alignsize"), "nvdimm alignsize", &nv->alignsize,
+    if (!size_of(daxfile_xml_child(source, "alignsize"), "nvdimm alignsize",
+                 &nv->alignsize, error) ||
+        !size_of(daxfile_xml_child(target, "size"), "nvdimm size", &nv->size,
                  error) ||
-        !size_of(child(target, "size"), "nvdimm size", &nv->size, error) ||
-        !size_of(child(child(target, "label"), "size"), "nvdimm label size",
-                 &nv->label_size, error))
+        !size_of(daxfile_xml_child(daxfile_xml_child(target, "label"), "size"),
+                 "nvdimm label size", &nv->label_size, error))
         return NULL;
     return g_steal_pointer(&nv);
 }
@@ -209,12 +209,12 @@ parse_devices(DaxfileDomain *dom, xmlNode *devices, GError **error)
         if (c->type != XML_ELEMENT_NODE ||
             STRNEQ((const char *)c->name, "memory"))
             continue;
-        if (!size_of(child(child(c, "target"), "size"), "memory device size",
-                     &size, error))
+        if (!size_of(daxfile_xml_child(daxfile_xml_child(c, "target"), "size"),
+                     "memory device size", &size, error))
             return FALSE;
         dom->devices_memory += size;
         dom->memory_devices++;
-        model = attr_of(c, "model");
+        model = daxfile_xml_attr(c, "model");
         if (daxfile_device_model_from_string(model, &kind)) {
             DaxfileNvdimm *nv = nvdimm_parse(c, kind, index++, error);
 
@@ -229,7 +229,7 @@ parse_devices(DaxfileDomain *dom, xmlNode *devices, GError **error)
 static guint
 count_cells(xmlNode *root)
 {
-    xmlNode *numa = child(child(root, "cpu"), "numa");
+    xmlNode *numa = daxfile_xml_child(daxfile_xml_child(root, "cpu"), "numa");
     xmlNode *c;
     guint n = 0;
 
@@ -243,25 +243,27 @@ count_cells(xmlNode *root)
 static gboolean
 parse_domain(DaxfileDomain *dom, xmlNode *root, GError **error)
 {
-    xmlNode *maxmem = child(root, "maxMemory");
-    g_autofree char *slots = attr_of(maxmem, "slots");
+    xmlNode *maxmem = daxfile_xml_child(root, "maxMemory");
+    g_autofree char *slots = daxfile_xml_attr(maxmem, "slots");
     guint64 n = 0;
 
-    dom->name = text_of(child(root, "name"));
-    dom->uuid = text_of(child(root, "uuid"));
+    dom->name = daxfile_xml_text(daxfile_xml_child(root, "name"));
+    dom->uuid = daxfile_xml_text(daxfile_xml_child(root, "uuid"));
     if (!dom->name || !*dom->name) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "The domain XML has no <name>");
         return FALSE;
     }
-    if (!size_of(child(root, "memory"), "memory", &dom->memory, error) ||
+    if (!size_of(daxfile_xml_child(root, "memory"), "memory", &dom->memory,
+                 error) ||
         !size_of(maxmem, "maxMemory", &dom->max_memory, error))
         return FALSE;
     if (slots && g_ascii_string_to_unsigned(slots, 10, 0, 4096, &n, NULL))
         dom->max_slots = (guint)n;
     dom->numa_cells = count_cells(root);
-    dom->acpi = child(child(root, "features"), "acpi") != NULL;
-    return parse_devices(dom, child(root, "devices"), error);
+    dom->acpi =
+        daxfile_xml_child(daxfile_xml_child(root, "features"), "acpi") != NULL;
+    return parse_devices(dom, daxfile_xml_child(root, "devices"), error);
 }
 
 /* Any DTD stops the parser where it starts, in whatever encoding the
@@ -368,14 +370,15 @@ char *
 daxfile_domain_rewrite_paths(DaxfileDomain *dom, GHashTable *paths,
                              GError **error)
 {
-    xmlNode *devices = child(xmlDocGetRootElement(dom->doc), "devices");
+    xmlNode *devices =
+        daxfile_xml_child(xmlDocGetRootElement(dom->doc), "devices");
     xmlNode *c;
     guint index = 0;
 
     for (c = devices ? devices->children : NULL; c; c = c->next) {
         const char *to;
 
-        if (!is_nvdimm(c))
+        if (!daxfile_xml_is_pmem(c))
             continue;
         to = g_hash_table_lookup(paths, GUINT_TO_POINTER(index++));
         if (!to)
@@ -385,9 +388,11 @@ daxfile_domain_rewrite_paths(DaxfileDomain *dom, GHashTable *paths,
                         "Cannot put a path that is not UTF-8 in domain XML");
             return NULL;
         }
-        xmlNodeSetContent(child(child(c, "source"), "path"), NULL);
-        xmlNodeAddContent(child(child(c, "source"), "path"),
-                          (const xmlChar *)to);
+        xmlNodeSetContent(
+            daxfile_xml_child(daxfile_xml_child(c, "source"), "path"), NULL);
+        xmlNodeAddContent(
+            daxfile_xml_child(daxfile_xml_child(c, "source"), "path"),
+            (const xmlChar *)to);
     }
     return doc_to_string(dom->doc);
 }
@@ -465,130 +470,6 @@ daxfile_nvdimm_format(const DaxfileNvdimm *nv, GError **error)
     return out;
 }
 
-void
-daxfile_file_ref_free(DaxfileFileRef *ref)
-{
-    if (!ref)
-        return;
-    g_free(ref->where);
-    g_free(ref->path);
-    g_free(ref);
-}
-
-#define QEMU_NS "http://libvirt.org/schemas/domain/qemu/1.0"
-
-/* Attributes that name a file wherever they appear; "dev" only on
- * <source> (elsewhere it is a target name: <target dev='vda'>). */
-static const char *const file_attrs[] = {
-    "file", "path", "dir", "socket", "evdev", "template", "rendernode",
-};
-
-/* Elements whose text is a file: <os> boot files, <emulator>, memory
- * devices' <source><path>, host device <block>/<char>, ACPI <table>,
- * smartcard <database>, rng <backend>, blkiotune <path>. */
-static const char *const file_texts[] = {
-    "kernel", "initrd", "dtb",  "loader", "nvram",    "emulator",
-    "path",   "block",  "char", "table",  "database", "backend",
-};
-
-static gboolean
-in_list(const char *name, const char *const *list, gsize n)
-{
-    gsize i;
-
-    for (i = 0; i < n; i++) {
-        if (STREQ(name, list[i]))
-            return TRUE;
-    }
-    return FALSE;
-}
-
-static void
-add_ref(GPtrArray *refs, xmlNode *node, const char *path, gint nvdimm)
-{
-    DaxfileFileRef *ref;
-    xmlChar *where;
-
-    if (!path || !*path)
-        return;
-    ref = g_new0(DaxfileFileRef, 1);
-    where = xmlGetNodePath(node);
-    ref->where = g_strdup(where ? (const char *)where : "?");
-    xmlFree(where);
-    ref->path = g_strdup(path);
-    ref->nvdimm = nvdimm;
-    g_ptr_array_add(refs, ref);
-}
-
-/* "-drive file=/x,if=none" and the like: every token after '=' or ','
- * that is an absolute path */
-static void
-add_qemu_value(GPtrArray *refs, xmlAttr *attr, const char *value)
-{
-    g_auto(GStrv) parts = g_strsplit(value, ",", -1);
-    guint i;
-
-    for (i = 0; parts[i]; i++) {
-        const char *eq = strchr(parts[i], '=');
-        const char *v = eq ? eq + 1 : parts[i];
-
-        if (v[0] == '/')
-            add_ref(refs, (xmlNode *)attr, v, -1);
-    }
-}
-
-static void
-collect_refs(xmlNode *node, gint nvdimm, guint *n_nvdimm, GPtrArray *refs)
-{
-    const char *name = (const char *)node->name;
-    gboolean qemu = node->ns && node->ns->href &&
-                    STREQ((const char *)node->ns->href, QEMU_NS);
-    xmlAttr *a;
-    xmlNode *c;
-
-    if (is_nvdimm(node))
-        nvdimm = (gint)(*n_nvdimm)++;
-    for (a = node->properties; a; a = a->next) {
-        const char *an = (const char *)a->name;
-        g_autofree char *v = attr_of(node, an);
-
-        if (!v)
-            continue;
-        if (qemu && STREQ(an, "value"))
-            add_qemu_value(refs, a, v);
-        else if (in_list(an, file_attrs, G_N_ELEMENTS(file_attrs)) ||
-                 (STREQ(an, "dev") && STREQ(name, "source")))
-            add_ref(refs, (xmlNode *)a, v, -1);
-    }
-    if (!qemu && in_list(name, file_texts, G_N_ELEMENTS(file_texts))) {
-        g_autofree char *text = text_of(node);
-        gboolean own = nvdimm >= 0 && STREQ(name, "path") && node->parent &&
-                       STREQ((const char *)node->parent->name, "source") &&
-                       is_nvdimm(node->parent->parent);
-
-        /* an rng <backend> names a device only as an absolute path */
-        if (text && (STRNEQ(name, "backend") || g_strstrip(text)[0] == '/'))
-            add_ref(refs, node, g_strstrip(text), own ? nvdimm : -1);
-    }
-    for (c = node->children; c; c = c->next) {
-        if (c->type == XML_ELEMENT_NODE)
-            collect_refs(c, nvdimm, n_nvdimm, refs);
-    }
-}
-
-GPtrArray *
-daxfile_domain_file_refs(const DaxfileDomain *dom)
-{
-    GPtrArray *refs =
-        g_ptr_array_new_with_free_func((GDestroyNotify)daxfile_file_ref_free);
-    xmlNode *root = dom->doc ? xmlDocGetRootElement(dom->doc) : NULL;
-    guint n = 0;
-
-    if (root)
-        collect_refs(root, -1, &n, refs);
-    return refs;
-}
-
 gint
 daxfile_domain_find_nvdimm(const DaxfileDomain *dom, const char *path)
 {
@@ -614,7 +495,8 @@ daxfile_domain_find_nvdimm(const DaxfileDomain *dom, const char *path)
 char *
 daxfile_domain_nvdimm_xml(DaxfileDomain *dom, guint index)
 {
-    xmlNode *devices = child(xmlDocGetRootElement(dom->doc), "devices");
+    xmlNode *devices =
+        daxfile_xml_child(xmlDocGetRootElement(dom->doc), "devices");
     xmlNode *c;
     guint i = 0;
 
@@ -622,7 +504,7 @@ daxfile_domain_nvdimm_xml(DaxfileDomain *dom, guint index)
         xmlBuffer *buf;
         char *out;
 
-        if (!is_nvdimm(c) || i++ != index)
+        if (!daxfile_xml_is_pmem(c) || i++ != index)
             continue;
         buf = xmlBufferCreate();
         xmlNodeDump(buf, dom->doc, c, 0, 1);
@@ -671,7 +553,8 @@ check_not_named(const DaxfileDomain *dom, const char *path, const char *name,
     g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(DaxfileIdentity));
     guint i;
 
-    daxfile_path_identities(path, want);
+    if (!daxfile_path_identities(path, want, error))
+        return FALSE;
     for (i = 0; want->len > 0 && i < refs->len; i++) {
         const DaxfileFileRef *ref = g_ptr_array_index(refs, i);
         const DaxfileIdentity *w = &g_array_index(want, DaxfileIdentity, 0);
@@ -680,7 +563,8 @@ check_not_named(const DaxfileDomain *dom, const char *path, const char *name,
         g_autofree char *as = NULL;
 
         g_array_set_size(ids, 0);
-        daxfile_path_identities(ref->path, ids);
+        if (!daxfile_path_identities(ref->path, ids, error))
+            return FALSE;
         if (!daxfile_identities_have(ids, w->dev, w->ino))
             continue;
         file = daxfile_escape(path);

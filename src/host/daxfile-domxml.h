@@ -45,7 +45,8 @@ char *daxfile_domain_rewrite_paths(DaxfileDomain *dom, GHashTable *paths,
 /* A file the domain XML names: disks (and their backing and data files),
  * filesystems, character devices and their logs, loader, nvram, kernel,
  * initrd, dtb, ACPI tables, TPM and other memory devices, host devices,
- * and paths in <qemu:commandline>/<qemu:override> values. */
+ * the files of <qemu:commandline> arguments (QEMU's option syntax and
+ * JSON, relative ones too) and paths in <qemu:override> values. */
 typedef struct {
     char *where; /* the XML location: "/domain/devices/disk[2]/source/@file" */
     char *path;  /* as written */
@@ -56,6 +57,20 @@ void daxfile_file_ref_free(DaxfileFileRef *ref);
 
 /* Every file reference of @dom, in document order (DaxfileFileRef) */
 GPtrArray *daxfile_domain_file_refs(const DaxfileDomain *dom);
+
+/* A storage volume the domain XML names (<source pool='P' volume='V'>,
+ * of a <disk type='volume'>): libvirt places it through the pool, which
+ * the domain XML does not describe (daxfile-pool.h) */
+typedef struct {
+    char *where; /* "/domain/devices/disk[1]/source" */
+    char *pool;
+    char *volume;
+} DaxfileVolumeRef;
+
+void daxfile_volume_ref_free(DaxfileVolumeRef *ref);
+
+/* Every volume reference of @dom, in document order (DaxfileVolumeRef) */
+GPtrArray *daxfile_domain_volume_refs(const DaxfileDomain *dom);
 
 /* The index of the nvdimm backed by @path, or -1 */
 gint daxfile_domain_find_nvdimm(const DaxfileDomain *dom, const char *path);

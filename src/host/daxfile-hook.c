@@ -13,23 +13,15 @@
 #include "daxfile-fd.h"
 #include "daxfile-file.h"
 #include "daxfile-identity.h"
+#include "daxfile-hook-priv.h"
 #include "daxfile-hook.h"
 #include "daxfile-registry.h"
 #include "daxfile-size.h"
 #include "daxfile-static.h"
 #include "daxfile-util.h"
 
-typedef struct {
-    const DaxfileHookCall *call;
-    const DaxfileConf *conf;
-    DaxfileDomain *dom;
-    char *owner;      /* "domain:NAME" */
-    GPtrArray *notes; /* borrowed, may be NULL */
-} Hook;
-
-/* "domain 'vm1' nvdimm0 '/mnt/pmem/vm1.img'" */
-static char *
-dev_label(const Hook *h, const DaxfileNvdimm *nv)
+char *
+daxfile_hook_dev_label(const DaxfileHookCtx *h, const DaxfileNvdimm *nv)
 {
     g_autofree char *dom = daxfile_escape(h->dom->name);
     g_autofree char *path = daxfile_escape(nv->path ? nv->path : "");
@@ -42,11 +34,11 @@ dev_label(const Hook *h, const DaxfileNvdimm *nv)
     return g_strdup_printf("domain '%s' %s '%s'", dom, dev, path);
 }
 
-/* Prefix @local (moved into @error) with the device it is about. */
-static gboolean
-dev_fail(const Hook *h, const DaxfileNvdimm *nv, GError *local, GError **error)
+gboolean
+daxfile_hook_dev_fail(const DaxfileHookCtx *h, const DaxfileNvdimm *nv,
+                      GError *local, GError **error)
 {
-    g_autofree char *label = dev_label(h, nv);
+    g_autofree char *label = daxfile_hook_dev_label(h, nv);
 
     g_prefix_error(&local, "%s: ", label);
     g_propagate_error(error, local);
@@ -56,8 +48,8 @@ dev_fail(const Hook *h, const DaxfileNvdimm *nv, GError *local, GError **error)
 /* Open the device's file inside its managed root and check who owns it
  * and that no hard link can lead outside the root. */
 static DaxfileFile *
-dev_open(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
-         GError **error)
+dev_open(const DaxfileHookCtx *h, const DaxfileNvdimm *nv,
+         const DaxfileRoot *root, GError **error)
 {
     g_autoptr(DaxfileFile) f = daxfile_file_open_beneath(
         root->path, nv->path, DAXFILE_OPEN_READ, error);
@@ -102,8 +94,8 @@ devdax_validate(const DaxfileNvdimm *nv, GError **error)
 /* Everything prepare checks about one device and its file (@root NULL:
  * a device-dax device). */
 static DaxfileFile *
-dev_validate(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
-             GError **error)
+dev_validate(const DaxfileHookCtx *h, const DaxfileNvdimm *nv,
+             const DaxfileRoot *root, GError **error)
 {
     g_autoptr(DaxfileReport) report = NULL;
     g_autoptr(DaxfileFile) f = NULL;
@@ -137,17 +129,17 @@ dev_validate(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot *root,
  * is spelt: a plain path under a root is managed by it; any other path
  * that names a file in a managed root (relative, ".", "..", "//", through
  * a symbolic link or a bind mount) is refused, because QEMU would open it
- * by a spelling the hook's checks never saw. Anything else is not
- * managed (*ret_root NULL). */
+ * by a spelling the hook's checks never saw; so is a path the hook cannot
+ * place. Anything else is not managed (*ret_root NULL). */
 static gboolean
-dev_root(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot **ret_root,
-         GError **error)
+dev_root(const DaxfileHookCtx *h, const DaxfileNvdimm *nv,
+         const DaxfileRoot **ret_root, GError **error)
 {
     const DaxfileRoot *lexical = daxfile_conf_managed_root(h->conf, nv->path);
     g_autofree char *plain = NULL;
     g_autofree char *name = NULL;
     g_autofree char *fix = NULL;
-    const DaxfileRoot *real;
+    const DaxfileRoot *real = NULL;
 
     *ret_root = NULL;
     if (!nv->path)
@@ -156,7 +148,8 @@ dev_root(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot **ret_root,
         *ret_root = lexical;
         return TRUE;
     }
-    real = daxfile_conf_locate(h->conf, nv->path, &plain);
+    if (!daxfile_conf_locate(h->conf, nv->path, &real, &plain, error))
+        return FALSE;
     if (!real && !lexical)
         return TRUE;
     name = daxfile_escape(nv->path);
@@ -178,206 +171,55 @@ dev_root(const Hook *h, const DaxfileNvdimm *nv, const DaxfileRoot **ret_root,
     return FALSE;
 }
 
-typedef struct {
-    DaxfileNvdimm *nv;
-    const DaxfileRoot *root; /* NULL: a device-dax device */
-} ManagedDev;
-
 /* A device-dax nvdimm the hook manages (device_dax=true) */
 static gboolean
-dev_is_devdax(const Hook *h, const DaxfileNvdimm *nv)
+dev_is_devdax(const DaxfileHookCtx *h, const DaxfileNvdimm *nv)
 {
     return h->conf->device_dax && nv->path && daxfile_devdax_is(nv->path);
 }
 
 /* The nvdimms in a managed root, and the managed device-dax ones, that
- * the hook acts on (ManagedDev), or NULL when one of them is named by
- * another spelling. */
+ * the hook acts on (DaxfileHookDev), or NULL when one of them is named by
+ * another spelling. A read-only one (<readonly/>) is one of them: QEMU
+ * maps its file all the same, and the file is held for the domain as any
+ * other, so no other domain takes it while this one runs. */
 static GArray *
-managed_devices(const Hook *h, gboolean with_readonly, GError **error)
+managed_devices(const DaxfileHookCtx *h, GError **error)
 {
-    g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(ManagedDev));
+    g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(DaxfileHookDev));
     guint i;
 
     for (i = 0; i < h->dom->nvdimms->len; i++) {
-        ManagedDev d = {g_ptr_array_index(h->dom->nvdimms, i), NULL};
+        DaxfileHookDev d = {g_ptr_array_index(h->dom->nvdimms, i), NULL};
         GError *local = NULL;
 
         if (!dev_root(h, d.nv, &d.root, &local)) {
-            dev_fail(h, d.nv, local, error);
+            daxfile_hook_dev_fail(h, d.nv, local, error);
             return NULL;
         }
-        if (!d.root && !dev_is_devdax(h, d.nv))
-            continue;
-        if (d.nv->readonly && !with_readonly)
-            continue; /* the guest cannot write: nothing to freeze */
-        g_array_append_val(out, d);
+        if (d.root || dev_is_devdax(h, d.nv))
+            g_array_append_val(out, d);
     }
     return g_steal_pointer(&out);
 }
 
 /* The devices with a plain path under a managed root */
 static GArray *
-plain_devices(const Hook *h)
+plain_devices(const DaxfileHookCtx *h)
 {
-    GArray *out = g_array_new(FALSE, FALSE, sizeof(ManagedDev));
+    GArray *out = g_array_new(FALSE, FALSE, sizeof(DaxfileHookDev));
     guint i;
 
     for (i = 0; i < h->dom->nvdimms->len; i++) {
-        ManagedDev d = {g_ptr_array_index(h->dom->nvdimms, i), NULL};
+        DaxfileHookDev d = {g_ptr_array_index(h->dom->nvdimms, i), NULL};
 
-        if (d.nv->readonly || !daxfile_path_is_plain(d.nv->path))
+        if (!daxfile_path_is_plain(d.nv->path))
             continue;
         d.root = daxfile_conf_managed_root(h->conf, d.nv->path);
         if (d.root || dev_is_devdax(h, d.nv))
             g_array_append_val(out, d);
     }
     return out;
-}
-
-/* Two nvdimms of one domain on the same file: QEMU accepts two backends
- * on one file and the guest sees two NVDIMMs aliasing one storage. */
-static gboolean
-check_no_alias(const Hook *h, GArray *devs, GError **error)
-{
-    g_autoptr(GArray) ids = g_array_new(FALSE, TRUE, sizeof(struct stat));
-    guint i, j;
-
-    for (i = 0; i < h->dom->nvdimms->len; i++) {
-        DaxfileNvdimm *nv = g_ptr_array_index(h->dom->nvdimms, i);
-        struct stat st = {0};
-
-        if (nv->path && stat(nv->path, &st) < 0)
-            memset(&st, 0, sizeof(st));
-        g_array_append_val(ids, st);
-        for (j = 0; st.st_ino && j < i; j++) {
-            const struct stat *o = &g_array_index(ids, struct stat, j);
-            DaxfileNvdimm *first = g_ptr_array_index(h->dom->nvdimms, j);
-            g_autofree char *other = NULL;
-
-            if (o->st_dev != st.st_dev || o->st_ino != st.st_ino ||
-                devs->len == 0)
-                continue;
-            other = dev_label(h, first);
-            dev_fail(
-                h, nv,
-                g_error_new(
-                    DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "is the same file as %s, and the guest would see two pmem "
-                    "devices over one storage; fix: give each device a file of "
-                    "its own ('daxfile create')",
-                    other),
-                error);
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
-/* The managed device among @devs whose file (@own, parallel to @devs) one
- * of @ids is, or NULL */
-static const DaxfileNvdimm *
-ref_hits_device(GArray *ids, GArray *devs, GArray *own)
-{
-    guint i;
-
-    for (i = 0; i < own->len; i++) {
-        const DaxfileIdentity *o = &g_array_index(own, DaxfileIdentity, i);
-
-        if (daxfile_identities_have(ids, o->dev, o->ino))
-            return g_array_index(devs, ManagedDev, i).nv;
-    }
-    return NULL;
-}
-
-/* The registry entry of someone else that @ids hits, or NULL */
-static const DaxfileEntry *
-ref_hits_entry(const Hook *h, GArray *ids, GPtrArray *entries)
-{
-    guint i;
-
-    for (i = 0; i < entries->len; i++) {
-        const DaxfileEntry *e = g_ptr_array_index(entries, i);
-
-        if (g_strcmp0(e->owner, h->owner) != 0 &&
-            daxfile_identities_have(ids, e->dev, e->ino))
-            return e;
-    }
-    return NULL;
-}
-
-static gboolean
-ref_fail(const Hook *h, const DaxfileFileRef *ref, const DaxfileNvdimm *nv,
-         const DaxfileEntry *e, GError **error)
-{
-    g_autofree char *dom = daxfile_escape(h->dom->name);
-    g_autofree char *path = daxfile_escape(ref->path);
-    g_autofree char *where = daxfile_escape(ref->where);
-    g_autofree char *held = NULL;
-    g_autofree char *owner = NULL;
-
-    if (nv)
-        return dev_fail(
-            h, nv,
-            g_error_new(
-                DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                "is also named by %s ('%s'), and QEMU would open it there "
-                "outside the nvdimm's backend, past static mode; fix: remove "
-                "that reference, or give the nvdimm a file of its own "
-                "('daxfile create')",
-                where, path),
-            error);
-    held = daxfile_escape(e->path);
-    owner = daxfile_escape(e->owner);
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                "domain '%s': %s '%s' names '%s', which '%s' holds as a "
-                "managed pmem file (%s); fix: remove that reference, or stop "
-                "'%s' first",
-                dom, where, path, held, owner,
-                daxfile_entry_state_to_string(e->state), owner);
-    return FALSE;
-}
-
-/* Nothing else reaches a managed file: no other element of this domain
- * names the file of one of its managed nvdimms (QEMU would open it a
- * second time, outside the backend that static mode reasons about), and
- * no element names a file the registry holds for someone else. Files are
- * compared by what they are, however they are spelt. */
-static gboolean
-check_refs(const Hook *h, GArray *devs, GPtrArray *files, GError **error)
-{
-    g_autoptr(GPtrArray) refs = daxfile_domain_file_refs(h->dom);
-    g_autoptr(GPtrArray) entries = daxfile_static_list(error);
-    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(DaxfileIdentity));
-    g_autoptr(GArray) own = g_array_new(FALSE, TRUE, sizeof(DaxfileIdentity));
-    guint i;
-
-    if (!entries)
-        return FALSE;
-    if (files->len == 0 && entries->len == 0)
-        return TRUE;
-    g_array_set_size(own, files->len);
-    for (i = 0; i < files->len; i++) {
-        const DaxfileFile *f = g_ptr_array_index(files, i);
-
-        g_array_index(own, DaxfileIdentity, i) =
-            (DaxfileIdentity){f->st.st_dev, f->st.st_ino};
-    }
-    for (i = 0; i < refs->len; i++) {
-        const DaxfileFileRef *ref = g_ptr_array_index(refs, i);
-        const DaxfileNvdimm *nv;
-        const DaxfileEntry *e;
-
-        if (ref->nvdimm >= 0)
-            continue; /* an nvdimm's own file: dev_root, check_no_alias */
-        g_array_set_size(ids, 0);
-        daxfile_path_identities(ref->path, ids);
-        nv = ref_hits_device(ids, devs, own);
-        e = nv ? NULL : ref_hits_entry(h, ids, entries);
-        if (nv || e)
-            return ref_fail(h, ref, nv, e, error);
-    }
-    return TRUE;
 }
 
 static GPtrArray *
@@ -388,7 +230,7 @@ files_new(void)
 
 /* The static-mode set of @devs over @files (parallel to @devs) */
 static GArray *
-dev_items(const Hook *h, GArray *devs, GPtrArray *files)
+dev_items(const DaxfileHookCtx *h, GArray *devs, GPtrArray *files)
 {
     GArray *items =
         g_array_sized_new(FALSE, TRUE, sizeof(DaxfileStaticItem), files->len);
@@ -396,7 +238,7 @@ dev_items(const Hook *h, GArray *devs, GPtrArray *files)
 
     g_array_set_clear_func(items, (GDestroyNotify)daxfile_static_item_clear);
     for (i = 0; i < files->len; i++) {
-        const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
+        const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
         DaxfileStaticItem it = {
             .file = g_ptr_array_index(files, i),
             .params = {.align = daxfile_nvdimm_page(d->nv),
@@ -414,12 +256,12 @@ dev_items(const Hook *h, GArray *devs, GPtrArray *files)
 
 /* A set operation failed: on device @failed of @devs, or on the registry */
 static gboolean
-set_fail(const Hook *h, GArray *devs, guint failed, GError *local,
+set_fail(const DaxfileHookCtx *h, GArray *devs, guint failed, GError *local,
          GError **error)
 {
     if (failed < devs->len)
-        return dev_fail(h, g_array_index(devs, ManagedDev, failed).nv, local,
-                        error);
+        return daxfile_hook_dev_fail(
+            h, g_array_index(devs, DaxfileHookDev, failed).nv, local, error);
     g_propagate_error(error, local);
     return FALSE;
 }
@@ -427,26 +269,26 @@ set_fail(const Hook *h, GArray *devs, guint failed, GError *local,
 /* prepare begin: validate every device, and reserve them all (or, with
  * the kernel mechanism, make them static) in one registry write */
 static gboolean
-hook_prepare(const Hook *h, GError **error)
+hook_prepare(const DaxfileHookCtx *h, GError **error)
 {
-    g_autoptr(GArray) devs = managed_devices(h, FALSE, error);
+    g_autoptr(GArray) devs = managed_devices(h, error);
     g_autoptr(GPtrArray) files = files_new();
     g_autoptr(GArray) items = NULL;
     GError *local = NULL;
     guint failed = 0;
     guint i;
 
-    if (!devs || !check_no_alias(h, devs, error))
+    if (!devs || !daxfile_hook_check_no_alias(h, devs, error))
         return FALSE;
     for (i = 0; i < devs->len; i++) {
-        const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
+        const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
         DaxfileFile *f = dev_validate(h, d->nv, d->root, &local);
 
         if (!f)
-            return dev_fail(h, d->nv, local, error);
+            return daxfile_hook_dev_fail(h, d->nv, local, error);
         g_ptr_array_add(files, f);
     }
-    if (!check_refs(h, devs, files, error))
+    if (!daxfile_hook_check_refs(h, devs, files, error))
         return FALSE;
     if (devs->len == 0)
         return TRUE;
@@ -459,20 +301,21 @@ hook_prepare(const Hook *h, GError **error)
 }
 
 static void
-note(const Hook *h, const DaxfileNvdimm *nv, const char *text)
+note(const DaxfileHookCtx *h, const DaxfileNvdimm *nv, const char *text)
 {
-    g_autofree char *label = dev_label(h, nv);
+    g_autofree char *label = daxfile_hook_dev_label(h, nv);
 
     if (h->notes)
         g_ptr_array_add(h->notes, g_strdup_printf("%s: %s", label, text));
 }
 
 /* What QEMU really mapped of the device's file @f: shared, all of it;
- * for an nvdimm also aligned to <alignsize> and with MAP_SYNC on DAX
- * (daxfile-attest.h) */
+ * for an nvdimm (<readonly/> or not: QEMU maps it the same, and
+ * 'daxfile status' judges it by the registry, which knows no read-only)
+ * also aligned to <alignsize> and with MAP_SYNC on DAX (daxfile-attest.h) */
 static gboolean
-attest(const Hook *h, const DaxfileNvdimm *nv, pid_t pid, const char *smaps,
-       const DaxfileFile *f, GError **error)
+attest(const DaxfileHookCtx *h, const DaxfileNvdimm *nv, pid_t pid,
+       const char *smaps, const DaxfileFile *f, GError **error)
 {
     g_auto(DaxfileAttestation) a = {0};
     gboolean nvdimm = nv->model == DAXFILE_DEVICE_NVDIMM;
@@ -481,15 +324,15 @@ attest(const Hook *h, const DaxfileNvdimm *nv, pid_t pid, const char *smaps,
     if (daxfile_attest(pid, smaps, f, nv->size, nvdimm ? nv->alignsize : 0,
                        nvdimm, &a, &local))
         return TRUE;
-    return dev_fail(h, nv, local, error);
+    return daxfile_hook_dev_fail(h, nv, local, error);
 }
 
 /* started begin and reconnect begin: QEMU has the files mapped; attest
  * what it mapped, then engage them all, one registry write */
 static gboolean
-hook_engage(const Hook *h, GError **error)
+hook_engage(const DaxfileHookCtx *h, GError **error)
 {
-    g_autoptr(GArray) devs = managed_devices(h, FALSE, error);
+    g_autoptr(GArray) devs = managed_devices(h, error);
     g_autoptr(GPtrArray) files = files_new();
     g_autoptr(GArray) items = NULL;
     g_autofree char *smaps = NULL;
@@ -501,7 +344,7 @@ hook_engage(const Hook *h, GError **error)
     if (!devs)
         return FALSE;
     for (i = 0; i < devs->len; i++) {
-        const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
+        const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
         DaxfileFile *f;
 
         /* A device-dax device is not attested: the kernel maps it shared
@@ -519,7 +362,7 @@ hook_engage(const Hook *h, GError **error)
             f = dev_open(h, d->nv, d->root, &local);
         }
         if (!f)
-            return dev_fail(h, d->nv, local, error);
+            return daxfile_hook_dev_fail(h, d->nv, local, error);
         g_ptr_array_add(files, f);
         if (d->root && !attest(h, d->nv, pid, smaps, f, error))
             return FALSE;
@@ -535,7 +378,8 @@ hook_engage(const Hook *h, GError **error)
             &g_array_index(items, DaxfileStaticItem, i);
 
         if (it->result.warning)
-            note(h, g_array_index(devs, ManagedDev, i).nv, it->result.warning);
+            note(h, g_array_index(devs, DaxfileHookDev, i).nv,
+                 it->result.warning);
     }
     return TRUE;
 }
@@ -545,10 +389,11 @@ hook_engage(const Hook *h, GError **error)
  * static are none of this domain's business, and a file that is gone is
  * left to 'daxfile repair'. */
 static gboolean
-hook_release(const Hook *h, GError **error)
+hook_release(const DaxfileHookCtx *h, GError **error)
 {
-    g_autoptr(GArray) devs = managed_devices(h, FALSE, NULL);
-    g_autoptr(GArray) opened = g_array_new(FALSE, FALSE, sizeof(ManagedDev));
+    g_autoptr(GArray) devs = managed_devices(h, NULL);
+    g_autoptr(GArray) opened =
+        g_array_new(FALSE, FALSE, sizeof(DaxfileHookDev));
     g_autoptr(GPtrArray) files = files_new();
     g_autoptr(GArray) items = NULL;
     GError *local = NULL;
@@ -561,7 +406,7 @@ hook_release(const Hook *h, GError **error)
     if (!devs)
         devs = plain_devices(h);
     for (i = 0; i < devs->len; i++) {
-        const ManagedDev *d = &g_array_index(devs, ManagedDev, i);
+        const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
         DaxfileFile *f = NULL;
         int fd = -1;
 
@@ -590,11 +435,12 @@ hook_release(const Hook *h, GError **error)
         if (it->not_ours || !it->released.owner ||
             it->released.layout_unchanged || !ok)
             continue;
-        ok = dev_fail(h, g_array_index(opened, ManagedDev, i).nv,
-                      g_error_new(DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                                  "'%s' was released but %s", it->file->display,
-                                  it->released.change),
-                      error);
+        ok = daxfile_hook_dev_fail(
+            h, g_array_index(opened, DaxfileHookDev, i).nv,
+            g_error_new(DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+                        "'%s' was released but %s", it->file->display,
+                        it->released.change),
+            error);
     }
     return ok;
 }
@@ -602,7 +448,7 @@ hook_release(const Hook *h, GError **error)
 /* migrate/restore on the destination: the file exists (made when
  * create_missing allows), is provisioned and fits the device. */
 static gboolean
-ensure_file(const Hook *h, const DaxfileNvdimm *nv, const char *path,
+ensure_file(const DaxfileHookCtx *h, const DaxfileNvdimm *nv, const char *path,
             const DaxfileRoot *root, GError **error)
 {
     DaxfileNvdimm mapped = *nv;
@@ -617,7 +463,8 @@ ensure_file(const Hook *h, const DaxfileNvdimm *nv, const char *path,
         return TRUE;
     if (!root->create_missing || !daxfile_nvdimm_check(nv, NULL) ||
         !g_error_matches(local, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND))
-        return dev_fail(h, &mapped, g_steal_pointer(&local), error);
+        return daxfile_hook_dev_fail(h, &mapped, g_steal_pointer(&local),
+                                     error);
     g_clear_error(&local);
     dirfd = daxfile_dir_open_beneath(root->path, dir, &local);
     if (dirfd >= 0) {
@@ -631,13 +478,14 @@ ensure_file(const Hook *h, const DaxfileNvdimm *nv, const char *path,
             f = dev_validate(h, &mapped, root, &local);
     }
     if (!f)
-        return dev_fail(h, &mapped, g_steal_pointer(&local), error);
+        return daxfile_hook_dev_fail(h, &mapped, g_steal_pointer(&local),
+                                     error);
     note(h, &mapped, "created and provisioned on this host");
     return TRUE;
 }
 
 static gboolean
-hook_incoming(const Hook *h, char **ret_stdout, GError **error)
+hook_incoming(const DaxfileHookCtx *h, char **ret_stdout, GError **error)
 {
     g_autoptr(GHashTable) rewrites =
         g_hash_table_new_full(NULL, NULL, NULL, g_free);
@@ -655,7 +503,9 @@ hook_incoming(const Hook *h, char **ret_stdout, GError **error)
         if (mapped)
             g_hash_table_insert(rewrites, GUINT_TO_POINTER(nv->index), mapped);
         if (!dev_root(h, &here, &root, &local))
-            return dev_fail(h, &here, local, error);
+            return daxfile_hook_dev_fail(h, &here, local, error);
+        /* a read-only device's file is never made here: the guest
+         * expects the content it had, not zeros */
         if (nv->readonly || !root)
             continue;
         if (!ensure_file(h, nv, here.path, root, error))
@@ -680,7 +530,7 @@ daxfile_hook_run(const DaxfileHookCall *call, const DaxfileConf *conf,
 {
     g_autoptr(DaxfileDomain) dom = NULL;
     g_autofree char *owner = NULL;
-    Hook h = {call, conf, NULL, NULL, notes};
+    DaxfileHookCtx h = {call, conf, NULL, NULL, notes};
 
     *ret_stdout = NULL;
     if (conf->roots->len == 0 && !conf->device_dax)

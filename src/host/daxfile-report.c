@@ -41,8 +41,7 @@ daxfile_report_new(const char *path, const char *display, guint64 align,
     report->fingerprint = daxfile_extent_map_fingerprint(map);
     report->problems = daxfile_extent_problems(map, align);
     report->layout_ok = report->problems->len == 0;
-    report->dax_effective = fs->dax == DAXFILE_TRI_YES ||
-                            (fs->dax == DAXFILE_TRI_UNKNOWN && fs->map_sync);
+    report->dax_effective = daxfile_fs_dax_effective(fs->dax, fs->map_sync);
     if (!report->dax_effective && !allow_non_dax) {
         DaxfileRange r = {0, report->size, 0, DAXFILE_REASON_NOT_DAX};
 

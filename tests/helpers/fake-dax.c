@@ -14,6 +14,9 @@
  *             MAP_SYNC there, as the kernel would show on real DAX: the
  *             mmap() above notes each such mapping as a file
  *             "PID-START" in $DAXFILE_FAKE_DAX_SYNC.
+ * DAXFILE_FAKE_DAX_NO_STATX=1 plays a kernel without STATX_ATTR_DAX
+ * (before 5.8): statx() reports the attribute for no file, in neither the
+ * mask nor the attributes, while mmap() above still takes MAP_SYNC.
  * Everything else is the real call. On an xfs loop mount the guard's
  * self-test then passes for real (mapped stores survive FS_IMMUTABLE_FL
  * there), and every refusal the guard promises is the kernel's own; on
@@ -76,8 +79,11 @@ statx(int dirfd, const char *path, int flags, unsigned int mask,
         real = (statx_fn)dlsym(RTLD_NEXT, "statx");
     rc = real(dirfd, path, flags, mask, buf);
     saved = errno;
-    if (rc == 0 && S_ISREG(buf->stx_mode) &&
-        faked(buf->stx_dev_major, buf->stx_dev_minor)) {
+    if (rc == 0 && getenv("DAXFILE_FAKE_DAX_NO_STATX")) {
+        buf->stx_attributes_mask &= ~(__u64)STATX_ATTR_DAX;
+        buf->stx_attributes &= ~(__u64)STATX_ATTR_DAX;
+    } else if (rc == 0 && S_ISREG(buf->stx_mode) &&
+               faked(buf->stx_dev_major, buf->stx_dev_minor)) {
         buf->stx_attributes_mask |= STATX_ATTR_DAX;
         buf->stx_attributes |= STATX_ATTR_DAX;
     }

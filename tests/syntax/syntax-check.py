@@ -31,7 +31,9 @@ One TAP result per rule; a failure lists every file that breaks it.
                    (daxfile-conf.c), the components of a trusted lookup
                    (daxfile-trust.c), the domain XML's names and the
                    entries the hook reports (daxfile-domxml.c,
-                   daxfile-hook.c), domain names and QEMU pid files
+                   daxfile-hook.c, daxfile-hook-refs.c), storage pool and
+                   volume names (daxfile-pool.c), domain names and QEMU pid
+                   files
                    (daxfile-virt.c, daxfile-attest.c), a file not created
                    yet (daxfile-create.c), registry owners (daxfile-wipe.c),
                   a device's settings checked before any file is opened
@@ -77,7 +79,8 @@ ESCAPE_ALLOWED = re.compile(r"""^(
     src/common/daxfile-(escape|file|size)\.c
   | src/daxfilectl/[^/]+\.c
   | src/host/daxfile-[a-z]+-json\.c
-  | src/host/daxfile-(conf|trust|domxml|hook|virt|attest|attach|create|wipe)\.c
+  | src/host/daxfile-(conf|trust|domxml|hook|hook-refs|pool|virt|attest|attach
+                      |create|wipe)\.c
   | guest-tools/lib/daxguest-(checks-output|target|bench)\.c
 )$""", re.X)
 PROC_FD = '"/proc/self/fd/'

@@ -364,6 +364,55 @@ test_file_refs(void)
     }
 }
 
+/* <qemu:commandline>: files in QEMU's option syntax (',,' a comma, a
+ * "json:" file name) and in its JSON, relative ones by their keys and by
+ * the options that take a file; a -blockdev's "file" is a node name */
+static void
+test_file_refs_qemu(void)
+{
+    static const char xml[] =
+        "<domain><name>x</name>"
+        "<qemu:commandline xmlns:qemu='http://libvirt.org/schemas/domain/"
+        "qemu/1.0'>"
+        "<qemu:arg value='-blockdev'/><qemu:arg value='{\"driver\":"
+        "\"file\",\"filename\":\"/j1\",\"node-name\":\"n1\"}'/>"
+        "<qemu:arg value='-object'/><qemu:arg value='{\"qom-type\":"
+        "\"memory-backend-file\",\"id\":\"m\",\"mem-path\":"
+        "\"rel/m2\",\"size\":1048576}'/>"
+        "<qemu:arg value='-blockdev'/><qemu:arg value='{\"driver\":"
+        "\"qcow2\",\"node-name\":\"q\",\"file\":{\"driver\":"
+        "\"file\",\"filename\":\"rel/q3\"}}'/>"
+        "<qemu:arg value='-blockdev'/>"
+        "<qemu:arg value='driver=qcow2,node-name=q2,file=n1'/>"
+        "<qemu:arg value='-drive'/><qemu:arg value='file=rel/a,,b,if=none'/>"
+        "<qemu:arg value='-drive'/><qemu:arg value='file=json:{\"driver\":"
+        "\"file\",,\"filename\":\"/j4\"},if=none'/>"
+        "<qemu:arg value='--kernel'/><qemu:arg value='relk'/>"
+        "<qemu:arg value='-m'/><qemu:arg value='512'/>"
+        "<qemu:arg value='-name'/><qemu:arg value='guest=x,debug-threads=on'/>"
+        "</qemu:commandline></domain>";
+    static const char *const want[] = {
+        "2=/j1", "4=rel/m2", "6=rel/q3", "10=rel/a,b", "12=/j4", "14=relk",
+    };
+    g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(xml, strlen(xml), NULL);
+    g_autoptr(GPtrArray) refs = NULL;
+    guint i;
+
+    g_assert_nonnull(dom);
+    refs = daxfile_domain_file_refs(dom);
+    g_assert_cmpuint(refs->len, ==, G_N_ELEMENTS(want));
+    for (i = 0; i < refs->len; i++) {
+        const DaxfileFileRef *r = g_ptr_array_index(refs, i);
+        g_autofree char *where =
+            g_strdup_printf("/domain/qemu:commandline/qemu:arg[%.*s]/@value",
+                            (int)strcspn(want[i], "="), want[i]);
+
+        g_assert_cmpstr(r->where, ==, where);
+        g_assert_cmpstr(r->path, ==, strchr(want[i], '=') + 1);
+        g_assert_cmpint(r->nvdimm, ==, -1);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -377,5 +426,6 @@ main(int argc, char **argv)
     g_test_add_func("/domxml/virtio-pmem", test_virtio_pmem);
     g_test_add_func("/domxml/rewrite", test_rewrite);
     g_test_add_func("/domxml/file-refs", test_file_refs);
+    g_test_add_func("/domxml/file-refs-qemu", test_file_refs_qemu);
     return g_test_run();
 }

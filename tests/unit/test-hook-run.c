@@ -255,10 +255,12 @@ static const Replay stateless[] = {
     {"prepare-also-os-loader", .code = DAXFILE_ERROR_INVALID},
     {"prepare-also-os-nvram", .code = DAXFILE_ERROR_INVALID},
     {"prepare-also-qemu-commandline", .code = DAXFILE_ERROR_INVALID},
+    {"prepare-also-qemu-json-blockdev", .code = DAXFILE_ERROR_INVALID},
+    {"prepare-also-qemu-json-object", .code = DAXFILE_ERROR_INVALID},
+    {"prepare-also-qemu-relative", .code = DAXFILE_ERROR_INVALID},
     /* started without a QEMU: refused before anything is looked at */
     {"started-no-qemu", "started", .code = DAXFILE_ERROR_NOT_FOUND},
     /* left alone */
-    {"prepare-readonly-ignored"},
     {"prepare-unmanaged-ignored"},
     {"prepare-no-nvdimm"},
     {"unknown-op", "frobnicate"},
