@@ -211,51 +211,90 @@ daxfile_static_verify_engaged(const DaxfileFile *f, const struct stat *st,
     return FALSE;
 }
 
+gboolean
+daxfile_static_undo_engage(DaxfileMechanism mech, const DaxfileFile *f,
+                           GError **failure)
+{
+    g_autoptr(GError) local = NULL;
+    GError *why;
+
+    g_return_val_if_fail(failure != NULL && *failure != NULL, FALSE);
+    if (daxfile_static_engage(mech, f, FALSE, 0, &local))
+        return TRUE;
+    why = *failure;
+    *failure = g_error_new(
+        why->domain, why->code,
+        "%s; the %s could not be undone (%s), so its registry entry is kept; fix: run 'daxfile repair' once the filesystem works again",
+        why->message, daxfile_mechanism_to_string(mech), local->message);
+    g_error_free(why);
+    return FALSE;
+}
+
+/* The entry @old (NULL: none) back in place of the one enable put for the
+ * inode @st, after the failure @failure, which is passed on */
+static gboolean
+enable_rollback(DaxfileRegistry *reg, const struct stat *st, DaxfileEntry **old,
+                GError *failure, GError **error)
+{
+    if (*old)
+        daxfile_registry_put(reg, g_steal_pointer(old));
+    else
+        daxfile_registry_remove(reg, st->st_dev, st->st_ino);
+    daxfile_registry_save(reg, NULL);
+    g_propagate_error(error, failure);
+    return FALSE;
+}
+
+/* Engage, check again, log the result in @e */
+static gboolean
+engage_logged(DaxfileRegistry *reg, DaxfileEntry *e, const DaxfileFile *f,
+              const struct stat *st, const DaxfileEnableParams *params,
+              const DaxfileReport *report, DaxfileMechanism mech,
+              GError **error)
+{
+    if (!daxfile_static_engage(mech, f, TRUE, params->align, error))
+        return FALSE;
+    daxfile_test_crash_point("enable-engaged");
+    if (!daxfile_static_verify_engaged(f, st, params, report, mech, error))
+        return FALSE;
+    e->state = DAXFILE_STATE_ENGAGED;
+    daxfile_registry_touch(reg);
+    return daxfile_registry_save(reg, error);
+}
+
 /* Log the intent, engage, log the result. On failure the entry goes back
- * to what it was (a reservation stays a reservation). */
+ * to what it was (a reservation stays a reservation), once the mechanism
+ * is undone: while it cannot be (the flag may be set: a failed fsync
+ * comes after it), the engaging entry stays for 'daxfile repair'. */
 static gboolean
 commit_enable(const DaxfileFile *f, const struct stat *st,
               const DaxfileEnableParams *params, const DaxfileReport *report,
               DaxfileMechanism mech, GError **error)
 {
-    int fd = f->fd;
     g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
+    g_autoptr(DaxfileEntry) old = NULL;
     g_autofree char *abspath = NULL;
-    DaxfileEntry *old;
+    GError *local = NULL;
     DaxfileEntry *e;
 
     if (!reg)
         return FALSE;
-    old = daxfile_registry_lookup(reg, st->st_dev, st->st_ino);
-    old = old ? daxfile_entry_copy(old) : NULL;
+    e = daxfile_registry_lookup(reg, st->st_dev, st->st_ino);
+    old = e ? daxfile_entry_copy(e) : NULL;
     abspath = daxfile_static_fd_abspath(f);
-    e = daxfile_static_entry_new(abspath, fd, st, params, report, mech,
+    e = daxfile_static_entry_new(abspath, f->fd, st, params, report, mech,
                                  DAXFILE_STATE_ENGAGING);
     daxfile_registry_put(reg, e);
-    if (!daxfile_registry_save(reg, error))
-        goto fail;
+    if (!daxfile_registry_save(reg, &local))
+        return enable_rollback(reg, st, &old, local, error);
     daxfile_test_crash_point("enable-logged");
-    if (!daxfile_static_engage(mech, f, TRUE, params->align, error))
-        goto fail;
-    daxfile_test_crash_point("enable-engaged");
-    if (!daxfile_static_verify_engaged(f, st, params, report, mech, error)) {
-        daxfile_static_engage(mech, f, FALSE, 0, NULL);
-        goto fail;
-    }
-    e->state = DAXFILE_STATE_ENGAGED;
-    daxfile_registry_touch(reg);
-    if (daxfile_registry_save(reg, error)) {
-        daxfile_entry_free(old);
+    if (engage_logged(reg, e, f, st, params, report, mech, &local))
         return TRUE;
+    if (!daxfile_static_undo_engage(mech, f, &local)) {
+        g_propagate_error(error, local);
+        return FALSE;
     }
-    daxfile_static_engage(mech, f, FALSE, 0, NULL);
-fail:
-    if (old)
-        daxfile_registry_put(reg, old);
-    else
-        daxfile_registry_remove(reg, st->st_dev, st->st_ino);
-    daxfile_registry_save(reg, NULL);
-    return FALSE;
+    return enable_rollback(reg, st, &old, local, error);
 }
 
 /* Enabling again for the same owner is a no-op, unless the mechanism was

@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The immutable guard's record, with the guard really engaged (an xfs
+loop mount whose files tests/helpers/fake-dax.so makes look like DAX, so
+FS_IMMUTABLE_FL is really set), issue 35:
+
+- that it exists (item 9): on every error path (fsync EIO after the flag,
+  a flag change refused, ENOSPC on the registry), immutable => an entry
+  that says so; tests/helpers/fake-fault.so makes the calls fail.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "helpers"))
+from daxtest import (WRAPPER, EngagedFs, QemuStandIn, Tap,  # noqa: E402
+                     build_path, daxfile, is_immutable, need_root,
+                     one_line_error, tempdir)
+
+M = 1 << 20
+tap = Tap()
+HOOK = build_path("libvirt-hooks", "daxfile-hook")
+FAULT = build_path("tests", "helpers", "fake-fault.so")
+
+
+def domain_xml(path, name="vm1"):
+    return (f"<domain><name>{name}</name><devices><memory model='nvdimm' "
+            f"access='shared'><source><path>{path}</path><alignsize "
+            "unit='KiB'>2048</alignsize><pmem/></source><target><size "
+            "unit='KiB'>8192</size><node>0</node></target></memory>"
+            "</devices></domain>")
+
+
+class World:
+    """A managed root on the engaged filesystem, a state directory, a
+    configuration naming both and the directory of QEMU's pid files"""
+
+    def __init__(self, efs, state):
+        self.efs = efs
+        self.state = state
+        self.root = efs.path("managed")
+        os.mkdir(self.root)
+        self.conf = os.path.join(state, "daxfile.conf")
+        self.pid_dir = os.path.join(state, "qemu")
+        with open(self.conf, "w") as f:
+            f.write(f"[hook]\nmanaged_roots={self.root}\n"
+                    f"trusted_owners=root\nqemu_pid_dir={self.pid_dir}\n")
+        self.env = dict(efs.env, DAXFILE_STATE_DIR=state,
+                        DAXFILE_CONF=self.conf)
+
+    def dx(self, *args, env=None, faults=None):
+        return daxfile(*args, env=self.with_faults(env, faults))
+
+    def with_faults(self, env=None, faults=None):
+        env = dict(self.env, **(env or {}))
+        if faults:
+            env["LD_PRELOAD"] = f"{env.get('LD_PRELOAD', '')} {FAULT}"
+            env["DAXFILE_FAKE_FAULTS"] = faults
+        return env
+
+    def hook(self, op, subop, xml, name="vm1", faults=None):
+        proc = subprocess.run(WRAPPER + [HOOK, name, op, subop, "-"],
+                              input=xml, capture_output=True, text=True,
+                              errors="replace",
+                              env=dict(os.environ,
+                                       **self.with_faults(None, faults)))
+        proc.rc, proc.err = proc.returncode, proc.stderr
+        return proc
+
+    def qemu(self, path, name="vm1"):
+        return QemuStandIn(self.pid_dir, domain_xml(path, name), name,
+                           self.efs.env)
+
+    def create(self, name):
+        path = os.path.join(self.root, name)
+        res = self.dx("create", path, "--size", str(8 * M))
+        assert res.rc == 0, res
+        return path
+
+    def registry(self):
+        path = os.path.join(self.state, "lib", "registry.json")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return json.load(f)["entries"]
+
+    def entry(self, path):
+        st = os.stat(path)
+        return next((e for e in self.registry() if e["dev"] == st.st_dev and
+                     e["ino"] == st.st_ino), None)
+
+    def state_of(self, path):
+        """(immutable, the state of its entry or None)"""
+        e = self.entry(path)
+        return is_immutable(path), e["state"] if e else None
+
+    def recorded(self, path):
+        """Immutable => an entry that says the guard may be on"""
+        imm, state = self.state_of(path)
+        return not imm or state in ("engaging", "engaged", "releasing")
+
+    def reset(self, path):
+        """Back to nothing, whatever a case left: no flag, no entry"""
+        self.dx("repair")
+        subprocess.run(["chattr", "-i", path], capture_output=True)
+        self.dx("disable", path)
+
+    def clean(self, path):
+        self.reset(path)
+        os.unlink(path)
+
+
+# ------------------------------------------------ item 9: error paths
+
+ENABLE_FAULTS = [
+    # (faults, what, the flag after it, the entry after it)
+    ("sync@1", "fsync after the flag fails (EIO)", False, None),
+    ("sync@1,clear@1", "fsync after the flag fails, and so does clearing "
+     "it", True, "engaging"),
+    ("sync@1+", "every fsync after a flag change fails", False,
+     "engaging"),
+    ("set@1", "setting the flag fails (EIO)", False, None),
+    ("registry@2,clear@1", "the registry write after the flag fails "
+     "(ENOSPC), and clearing the flag fails", True, "engaging"),
+    ("registry@2", "the registry write after the flag fails (ENOSPC)",
+     False, None),
+    ("registry@1", "the registry write before the flag fails (ENOSPC)",
+     False, None),
+]
+
+
+def t_enable_faults(w):
+    f = w.create("faults.img")
+    w.dx("selftest", w.root)   # its probe is never faulted, but run it
+    for faults, what, imm, state in ENABLE_FAULTS:
+        res = w.dx("enable", f, faults=faults)
+        after = w.state_of(f)
+        kept = state is None or "daxfile repair" in res.err
+        rep = w.dx("repair")
+        tap.ok(one_line_error(res) and after == (imm, state) and kept and
+               rep.rc == 0 and w.state_of(f) == (False, None),
+               f"enable, {what}: refused in one line; immutable => an entry "
+               f"({after}), and repair finishes", f"{res}\n{rep}")
+        w.reset(f)
+    w.clean(f)
+
+
+HOOK_FAULTS = [
+    ("sync@1", "fsync after the flag fails (EIO)", False, "reserved"),
+    ("sync@1,clear@1", "fsync after the flag fails, and so does clearing "
+     "it", True, "engaged"),
+    ("registry@1", "the registry write fails (ENOSPC)", False, "reserved"),
+]
+
+
+def t_hook_faults(w):
+    f = w.create("hookfaults.img")
+    xml = domain_xml(f)
+    for faults, what, imm, state in HOOK_FAULTS:
+        with w.qemu(f):
+            w.hook("prepare", "begin", xml)
+            res = w.hook("started", "begin", xml, faults=faults)
+            after = w.state_of(f)
+        rel = w.hook("release", "end", xml)
+        tap.ok(res.rc == 1 and len(res.err.splitlines()) == 1 and
+               after == (imm, state) and w.recorded(f) and rel.rc == 0 and
+               w.state_of(f) == (False, None),
+               f"started, {what}: refused; immutable => an engaged entry "
+               f"({after}); the release then clears both",
+               f"{res.err}{rel.err}{after}")
+        w.reset(f)
+    with w.qemu(f):
+        w.hook("prepare", "begin", xml)
+        w.hook("started", "begin", xml)
+        res = w.hook("release", "end", xml, faults="sync@1")
+        after = w.state_of(f)
+    rep = w.dx("repair")
+    tap.ok(res.rc == 1 and after[1] == "engaged" and rep.rc == 0 and
+           w.state_of(f) == (False, None),
+           "release, fsync after clearing the flag fails: the entry stays "
+           "until repair", f"{res.err}{after}\n{rep}")
+    w.clean(f)
+
+
+def t_disable_faults(w):
+    f = w.create("disable.img")
+    for faults, what in (("sync@1", "fsync after clearing the flag fails"),
+                         ("clear@1", "clearing the flag fails"),
+                         ("registry@2", "the last registry write fails")):
+        w.dx("enable", f)
+        res = w.dx("disable", f, faults=faults)
+        after = w.state_of(f)
+        rep = w.dx("repair")
+        tap.ok(one_line_error(res) and after[1] == "releasing" and
+               w.state_of(f) == (False, None) and rep.rc == 0,
+               f"disable, {what}: the entry stays (releasing) until repair",
+               f"{res}\n{after}\n{rep}")
+        w.reset(f)
+    w.clean(f)
+
+
+def main():
+    need_root(tap)
+    with tempdir() as state, EngagedFs() as efs:
+        w = World(efs, state)
+        for func in (t_enable_faults, t_hook_faults, t_disable_faults):
+            tap.subtest(func.__name__, func, w)
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
