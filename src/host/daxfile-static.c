@@ -14,6 +14,7 @@
 #include "daxfile-fiemap.h"
 #include "daxfile-guard.h"
 #include "daxfile-mount.h"
+#include "daxfile-proc.h"
 #include "daxfile-registry.h"
 #include "daxfile-seam.h"
 #include "daxfile-static-priv.h"
@@ -350,6 +351,22 @@ daxfile_static_enable_checks(const DaxfileFile *f, const struct stat *st,
         return NULL;
     daxfile_test_pause_point("enable-checked");
     return g_steal_pointer(&report);
+}
+
+gboolean
+daxfile_static_check_consumer(const DaxfileFile *f, pid_t pid, GError **error)
+{
+    struct stat st;
+
+    if (!daxfile_static_fd_identity(f, &st, error))
+        return FALSE;
+    if (pid > 0 && daxfile_proc_maps_inode(pid, st.st_dev, st.st_ino))
+        return TRUE;
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+        "'%s' is not mapped by process %d, the consumer named; fix: name the process that has it mapped, or none",
+        f->display, (int)pid);
+    return FALSE;
 }
 
 gboolean

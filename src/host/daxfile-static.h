@@ -32,7 +32,9 @@ typedef struct {
     pid_t pid;                  /* consumer process (run), or 0 */
     DaxfileMechanism mechanism; /* NONE = choose */
     const GArray *consumers;    /* pids allowed to hold the file open for
-                                 * writing; NULL = every process mapping it */
+                                 * writing (the domain's attested QEMU,
+                                 * run's command tree, enable --consumer);
+                                 * NULL = none */
     gboolean wait;              /* wait for a concurrent operation on the
                                  * file instead of failing with BUSY */
 } DaxfileEnableParams;
@@ -52,6 +54,10 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileEnableResult,
 gboolean daxfile_static_enable(const DaxfileFile *f,
                                const DaxfileEnableParams *params,
                                DaxfileEnableResult *ret_result, GError **error);
+
+/* Process @pid maps the file @f: it can be named as its consumer */
+gboolean daxfile_static_check_consumer(const DaxfileFile *f, pid_t pid,
+                                       GError **error);
 
 typedef struct {
     DaxfileMechanism mechanism;

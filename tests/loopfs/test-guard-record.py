@@ -4,12 +4,18 @@
 loop mount whose files tests/helpers/fake-dax.so makes look like DAX, so
 FS_IMMUTABLE_FL is really set), issue 35:
 
+- whose it is (item 8): only the consumer named may keep the file open for
+  writing: the domain's attested QEMU at started, `enable --consumer PID`;
+  any other process that maps the file and keeps a writable descriptor
+  (another domain's QEMU included) is refused;
 - that it exists (item 9): on every error path (fsync EIO after the flag,
   a flag change refused, ENOSPC on the registry), immutable => an entry
   that says so; tests/helpers/fake-fault.so makes the calls fail.
 """
 
+import contextlib
 import json
+import mmap
 import os
 import subprocess
 import sys
@@ -113,6 +119,84 @@ class World:
         os.unlink(path)
 
 
+@contextlib.contextmanager
+def foreign_writer(path):
+    """This test process as a foreign writer: it maps the file shared and
+    keeps its O_RDWR descriptor (on xfs, ftruncate() through it works
+    under the flag)"""
+    fd = os.open(path, os.O_RDWR)
+    m = mmap.mmap(fd, 4096, mmap.MAP_SHARED)
+    try:
+        yield fd
+    finally:
+        m.close()
+        os.close(fd)
+
+
+# ------------------------------------------------ item 8: the consumer
+
+
+def t_hook_consumer(w):
+    f = w.create("consumer.img")
+    xml = domain_xml(f)
+    mine = f"process {os.getpid()} "
+    with w.qemu(f) as q:
+        prep = w.hook("prepare", "begin", xml)
+        with foreign_writer(f) as fd:
+            res = w.hook("started", "begin", xml)
+            truncated = res.rc == 0 and try_truncate(fd)
+        tap.ok(prep.rc == 0 and res.rc == 1 and len(res.err.splitlines()) == 1
+               and mine in res.err and "not its consumer" in res.err and
+               w.state_of(f) == (False, "reserved") and not truncated,
+               "started: a process that maps the file and keeps it open for "
+               "writing is not the consumer: refused, in one line naming it",
+               f"{prep.err}{res.err}{w.registry()}")
+        with w.qemu(f, "vm2") as other:
+            res = w.hook("started", "begin", xml)
+        tap.ok(res.rc == 1 and f"process {other.proc.pid} " in res.err and
+               w.state_of(f) == (False, "reserved"),
+               "started: another domain's QEMU mapping the file for writing "
+               "is refused too", res.err)
+        res = w.hook("started", "begin", xml)
+        tap.ok(res.rc == 0 and w.state_of(f) == (True, "engaged"),
+               "started: the domain's own (attested) QEMU keeps its writable "
+               f"descriptor (pid {q.proc.pid})", res.err)
+    res = w.hook("release", "end", xml)
+    tap.ok(res.rc == 0 and w.state_of(f) == (False, None), "released",
+           res.err)
+    w.clean(f)
+
+
+def try_truncate(fd):
+    try:
+        os.ftruncate(fd, 4 * M)
+        return True
+    except OSError:
+        return False
+
+
+def t_enable_consumer(w):
+    f = w.create("enable.img")
+    with foreign_writer(f) as fd:
+        res = w.dx("enable", f)
+        truncated = res.rc == 0 and try_truncate(fd)
+        tap.ok(one_line_error(res) and "not its consumer" in res.err and
+               f"process {os.getpid()} " in res.err and not truncated and
+               w.state_of(f) == (False, None),
+               "enable without --consumer: a process that maps the file and "
+               "keeps it open for writing is refused", res)
+        res = w.dx("enable", f, "--consumer", str(os.getpid()))
+        tap.ok(res.rc == 0 and w.state_of(f) == (True, "engaged"),
+               "enable --consumer PID: that process may keep it", res)
+        w.dx("disable", f)
+    res = w.dx("enable", f, "--consumer", str(os.getppid()))
+    tap.ok(one_line_error(res) and "is not mapped by process" in res.err and
+           "; fix: " in res.err and w.state_of(f) == (False, None),
+           "enable --consumer names a process that does not map the file: "
+           "refused", res)
+    w.clean(f)
+
+
 # ------------------------------------------------ item 9: error paths
 
 ENABLE_FAULTS = [
@@ -206,7 +290,8 @@ def main():
     need_root(tap)
     with tempdir() as state, EngagedFs() as efs:
         w = World(efs, state)
-        for func in (t_enable_faults, t_hook_faults, t_disable_faults):
+        for func in (t_hook_consumer, t_enable_consumer, t_enable_faults,
+                     t_hook_faults, t_disable_faults):
             tap.subtest(func.__name__, func, w)
     return tap.done()
 
