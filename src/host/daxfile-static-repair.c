@@ -5,8 +5,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 
+#include "daxfile-attest.h"
+#include "daxfile-conf.h"
 #include "daxfile-error.h"
 #include "daxfile-fd.h"
 #include "daxfile-file.h"
@@ -215,7 +218,8 @@ daxfile_repair_result_kept(const DaxfileRepairResult *result)
     for (i = 0; i < result->actions->len; i++) {
         const DaxfileRepairAction *a = g_ptr_array_index(result->actions, i);
 
-        n += a->done == DAXFILE_REPAIR_KEPT;
+        n += a->done == DAXFILE_REPAIR_KEPT ||
+             a->done == DAXFILE_REPAIR_KEPT_UNGUARDED;
     }
     return n;
 }
@@ -262,6 +266,50 @@ stamp_left_static(const DaxfileEntry *e, const DaxfileFile *hint,
     }
 }
 
+/* The QEMU of @e's domain (libvirt's pid file names it), in *ret_pid,
+ * when it maps the file @f: the domain runs on it */
+static gboolean
+domain_maps(const DaxfileEntry *e, const DaxfileFile *f, pid_t *ret_pid)
+{
+    g_autoptr(DaxfileConf) conf = NULL;
+
+    if (!e->owner || !g_str_has_prefix(e->owner, "domain:"))
+        return FALSE;
+    conf = daxfile_conf_load(NULL, NULL);
+    *ret_pid = daxfile_attest_qemu_pid(
+        conf ? conf->qemu_pid_dir : DAXFILE_QEMU_PID_DIR,
+        e->owner + strlen("domain:"), daxfile_conf_path(), NULL);
+    return *ret_pid > 0 &&
+           daxfile_proc_maps_inode(*ret_pid, f->st.st_dev, f->st.st_ino);
+}
+
+/* The mechanism of a running domain's file was removed (chattr -i): engage
+ * it again when its QEMU attests as at started and the file passes the
+ * checks enable makes again (daxfile_static_still_engaged()); otherwise
+ * say why. The entry stays either way. */
+static void
+reengage_domain(const DaxfileEntry *e, const DaxfileFile *f, pid_t pid,
+                DaxfileRepairFinding found, DaxfileRepairResult *result)
+{
+    g_autoptr(GArray) qemu = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    g_auto(DaxfileAttestation) a = {0};
+    g_auto(DaxfileEnableResult) r = {0};
+    g_autoptr(GError) local = NULL;
+    gboolean nvdimm = g_strcmp0(e->device, "virtio-pmem") != 0;
+    DaxfileEnableParams params = {
+        .owner = e->owner, .align = e->align, .consumers = qemu};
+
+    g_array_append_val(qemu, pid);
+    if (daxfile_attest(pid, NULL, f, (guint64)f->st.st_size,
+                       nvdimm ? e->align : 0, nvdimm, &a, &local) &&
+        daxfile_static_still_engaged(f, &f->st, &params, e, &r, &local)) {
+        add_action(result, e, found, DAXFILE_REPAIR_REENGAGED);
+        return;
+    }
+    add_action(result, e, found, DAXFILE_REPAIR_KEPT_UNGUARDED)->error =
+        g_strdup(local->message);
+}
+
 /* Repair one entry; TRUE when it is done with (and removed). */
 static gboolean
 repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, DaxfileRepairFinding found,
@@ -271,6 +319,7 @@ repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, DaxfileRepairFinding found,
     g_autoptr(GError) local = NULL;
     g_autoptr(DaxfileFile) f = NULL;
     gboolean gone = FALSE;
+    pid_t qemu = -1;
 
     if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_entry_is_stale(e)) {
         stamp_left_static(
@@ -294,6 +343,11 @@ repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, DaxfileRepairFinding found,
     if (held_by_other(reg, e, f)) {
         add_action(result, e, found, DAXFILE_REPAIR_DROPPED_SUPERSEDED);
         return TRUE;
+    }
+    if (found == DAXFILE_REPAIR_FOUND_MECHANISM_LOST &&
+        domain_maps(e, f, &qemu)) {
+        reengage_domain(e, f, qemu, found, result);
+        return FALSE;
     }
     if (!repair_release(f, e, error))
         return FALSE;

@@ -298,8 +298,30 @@ commit_enable(const DaxfileFile *f, const struct stat *st,
     return enable_rollback(reg, st, &old, local, error);
 }
 
+/* The size and block map of @f are the ones @e recorded at enable */
+static gboolean
+layout_as_recorded(const DaxfileFile *f, const DaxfileEntry *e, GError **error)
+{
+    g_autoptr(DaxfileExtentMap) map =
+        daxfile_fiemap_read(f->fd, f->display, error);
+    g_autofree char *now = NULL;
+
+    if (!map)
+        return FALSE;
+    now = daxfile_extent_map_fingerprint(map);
+    if (e->fingerprint && STREQ(now, e->fingerprint))
+        return TRUE;
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+        "'%s' is no longer as it was made static (its size or block map changed while its %s was removed); fix: stop its consumer, release it and check the file with 'daxfile check'",
+        f->display, daxfile_mechanism_to_string(e->mechanism));
+    return FALSE;
+}
+
 /* Enabling again for the same owner is a no-op, unless the mechanism was
- * lost meanwhile (someone ran chattr -i): then it is engaged again. */
+ * lost meanwhile (someone ran chattr -i): then it is engaged again, if
+ * the layout is still the one recorded and no process but the consumers
+ * holds the file open for writing (before and after engaging). */
 gboolean
 daxfile_static_still_engaged(const DaxfileFile *f, const struct stat *st,
                              const DaxfileEnableParams *params,
@@ -307,16 +329,22 @@ daxfile_static_still_engaged(const DaxfileFile *f, const struct stat *st,
                              DaxfileEnableResult *result, GError **error)
 {
     const char *name = f->display;
+    gboolean guard = cur->mechanism == DAXFILE_MECH_IMMUTABLE;
 
     result->mechanism = cur->mechanism;
     result->already = TRUE;
     if (daxfile_static_mechanism_intact(f, cur) != 0)
         return TRUE;
     if (!daxfile_static_check_cap(name, error) ||
+        !layout_as_recorded(f, cur, error) ||
+        (guard &&
+         !daxfile_static_check_writers(st, params, FALSE, name, error)) ||
         !daxfile_static_engage(cur->mechanism, f, TRUE, cur->align, error))
         return FALSE;
-    if (cur->mechanism == DAXFILE_MECH_IMMUTABLE &&
-        !daxfile_static_check_writers(st, params, TRUE, name, error)) {
+    if ((guard &&
+         !daxfile_static_check_writers(st, params, TRUE, name, error)) ||
+        !layout_as_recorded(f, cur, error)) {
+        /* its entry stays in force either way */
         daxfile_static_engage(cur->mechanism, f, FALSE, 0, NULL);
         return FALSE;
     }

@@ -7,7 +7,8 @@ FS_IMMUTABLE_FL is really set), issue 35:
 - whose it is (item 8): only the consumer named may keep the file open for
   writing: the domain's attested QEMU at started, `enable --consumer PID`;
   any other process that maps the file and keeps a writable descriptor
-  (another domain's QEMU included) is refused;
+  (another domain's QEMU included) is refused. `repair` engages the flag
+  of a running domain again, or says why not; it never drops its entry;
 - that it exists (item 9): on every error path (fsync EIO after the flag,
   a flag change refused, ENOSPC on the registry), immutable => an entry
   that says so; tests/helpers/fake-fault.so makes the calls fail.
@@ -197,6 +198,36 @@ def t_enable_consumer(w):
     w.clean(f)
 
 
+def t_repair_running(w):
+    f = w.create("running.img")
+    xml = domain_xml(f)
+    with w.qemu(f):
+        w.hook("prepare", "begin", xml)
+        w.hook("started", "begin", xml)
+        subprocess.run(["chattr", "-i", f], check=True)
+        res = w.dx("repair")
+        tap.ok(res.rc == 0 and "engaged again" in res.err and
+               w.state_of(f) == (True, "engaged"),
+               "repair: a running domain's flag removed by hand is engaged "
+               "again, its entry kept", res)
+        subprocess.run(["chattr", "-i", f], check=True)
+        with foreign_writer(f):
+            res = w.dx("repair")
+        tap.ok(one_line_error(res) and "not engaged again" in res.err and
+               f"process {os.getpid()} " in res.err and
+               "entry is kept" in res.err and
+               w.state_of(f) == (False, "engaged"),
+               "repair: when it cannot engage it again (a foreign writer) it "
+               "says so in one line and keeps the entry", res)
+        res = w.dx("repair")
+        tap.ok(res.rc == 0 and w.state_of(f) == (True, "engaged"),
+               "repair: engaged again once the writer is gone", res)
+    res = w.dx("repair")
+    tap.ok(res.rc == 0 and w.state_of(f) == (False, None),
+           "repair: once its QEMU is gone the entry is released", res)
+    w.clean(f)
+
+
 # ------------------------------------------------ item 9: error paths
 
 ENABLE_FAULTS = [
@@ -290,8 +321,8 @@ def main():
     need_root(tap)
     with tempdir() as state, EngagedFs() as efs:
         w = World(efs, state)
-        for func in (t_hook_consumer, t_enable_consumer, t_enable_faults,
-                     t_hook_faults, t_disable_faults):
+        for func in (t_hook_consumer, t_enable_consumer, t_repair_running,
+                     t_enable_faults, t_hook_faults, t_disable_faults):
             tap.subtest(func.__name__, func, w)
     return tap.done()
 
