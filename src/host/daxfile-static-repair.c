@@ -114,15 +114,20 @@ needs_inode(const DaxfileEntry *e)
     return e->mechanism == DAXFILE_MECH_KERNEL && !daxfile_entry_is_stale(e);
 }
 
-/* @fd (whose stat is @st) is the entry's inode: the same device and
- * inode, or, where the device number changed (a reboot, another loop
- * device), the same inode number and file handle, its generation
- * included (an xfs f_fsid follows the device number, so it cannot help) */
+/* @fd (whose stat is @st) is the entry's inode: on its filesystem (the
+ * same UUID, where both are known: a device number can hold another
+ * filesystem now), the same device and inode, or, where the device
+ * number changed (a reboot, another loop device), the same inode number
+ * and file handle, its generation included (an xfs f_fsid follows the
+ * device number, so it cannot help) */
 static gboolean
 is_entry_inode(int fd, const struct stat *st, const DaxfileEntry *e)
 {
+    g_autofree char *uuid = e->fs_uuid ? daxfile_fd_fs_uuid(fd) : NULL;
     g_autofree char *handle = NULL;
 
+    if (uuid && STRNEQ(uuid, e->fs_uuid))
+        return FALSE;
     if (st->st_dev == e->dev && st->st_ino == e->ino)
         return TRUE;
     if (st->st_ino != e->ino || !e->handle)
@@ -155,8 +160,10 @@ repair_resolve(const DaxfileEntry *e, const DaxfileFile *hint,
                     "handle");
         return NULL;
     } else {
-        fd = daxfile_handle_reopen(e->handle, e->dev, e->fsid, e->ino, O_RDONLY,
-                                   ret_gone, error);
+        DaxfileFsRef fs = {.dev = e->dev, .uuid = e->fs_uuid, .fsid = e->fsid};
+
+        fd = daxfile_handle_reopen(e->handle, &fs, e->ino, O_RDONLY, ret_gone,
+                                   error);
     }
     if (fd < 0)
         return NULL;

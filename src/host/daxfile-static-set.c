@@ -160,6 +160,7 @@ set_member_device(DaxfileRegistry *reg, Member *m, DaxfileEntry *cur,
         reserve ? DAXFILE_STATE_RESERVED : DAXFILE_STATE_ENGAGED);
     g_clear_pointer(&e->handle, g_free); /* its /dev node: nothing to find */
     g_clear_pointer(&e->fsid, g_free);
+    g_clear_pointer(&e->fs_uuid, g_free);
     if (reserve) {
         e->holder_pid = holder_start ? holder : 0;
         e->holder_start = holder_start;

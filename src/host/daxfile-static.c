@@ -168,6 +168,7 @@ daxfile_static_entry_new(const char *path, int fd, const struct stat *st,
     e->flag_set = mech == DAXFILE_MECH_IMMUTABLE;
     e->handle = daxfile_fd_handle(fd);
     e->fsid = daxfile_fd_fsid(fd);
+    e->fs_uuid = daxfile_fd_fs_uuid(fd);
     return e;
 }
 

@@ -11,7 +11,11 @@ FS_IMMUTABLE_FL is really set), issue 35:
   of a running domain again, or says why not; it never drops its entry;
 - that it exists (item 9): on every error path (fsync EIO after the flag,
   a flag change refused, ENOSPC on the registry), immutable => an entry
-  that says so; tests/helpers/fake-fault.so makes the calls fail.
+  that says so; tests/helpers/fake-fault.so makes the calls fail;
+- where it is (item 11): a filesystem is known by its UUID: an xfs whose
+  old device number holds another xfs is still found and its file
+  released, and an entry of an older daxfile (no UUID) is kept, not
+  dropped.
 """
 
 import contextlib
@@ -20,17 +24,19 @@ import mmap
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (WRAPPER, EngagedFs, QemuStandIn, Tap,  # noqa: E402
-                     build_path, daxfile, is_immutable, need_root,
-                     one_line_error, tempdir)
+                     build_path, daxfile, fake_dax_env, is_immutable,
+                     need_root, one_line_error, tempdir)
 
 M = 1 << 20
 tap = Tap()
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
 FAULT = build_path("tests", "helpers", "fake-fault.so")
+DEAD_PID = 1 << 30   # above pid_max: never alive
 
 
 def domain_xml(path, name="vm1"):
@@ -317,12 +323,126 @@ def t_disable_faults(w):
     w.clean(f)
 
 
+# ------------------------------------------- item 11: the filesystem
+
+
+def blkid_uuid(dev):
+    out = subprocess.run(["blkid", "-p", "-o", "value", "-s", "UUID", dev],
+                         capture_output=True, text=True, check=True).stdout
+    return out.strip().replace("-", "")
+
+
+def sh(*argv):
+    subprocess.run(argv, check=True, capture_output=True)
+
+
+def mkfs_xfs(top, name):
+    image = os.path.join(top, name)
+    with open(image, "wb") as fh:
+        fh.truncate(1024 * M)
+    sh("mkfs.xfs", "-q", "-f", "-m", "reflink=0", "-d", "su=2m,sw=1", image)
+    return image
+
+
+def attach_to(loopdev, image):
+    """@image on the loop device @loopdev (freed asynchronously by the
+    umount before)"""
+    for _ in range(100):
+        if subprocess.run(["losetup", loopdev, image],
+                          capture_output=True).returncode == 0:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def source_of(mnt):
+    return subprocess.run(["findmnt", "-no", "SOURCE", mnt],
+                          capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def renumbered(w, top, variant):
+    """One file static on xfs A; A comes back on another device at another
+    place, and its old device number now holds xfs B (the same f_fsid,
+    made of the device number). variant: "uuid" (FS_IOC_GETFSUUID),
+    "superblock" (a kernel without it), "legacy" (an entry of registry
+    version 1, without a UUID)."""
+    faults = "fsuuid@1+" if variant == "superblock" else None
+    a_img, b_img = mkfs_xfs(top, "a.img"), mkfs_xfs(top, "b.img")
+    a_mnt, a2_mnt, b_mnt = (os.path.join(top, n) for n in ("a", "a2", "b"))
+    for d in (a_mnt, a2_mnt, b_mnt):
+        os.makedirs(d, exist_ok=True)
+    sh("mount", "-o", "loop", a_img, a_mnt)
+    loopdev = source_of(a_mnt)
+    f = os.path.join(a_mnt, "r.img")
+    env = fake_dax_env(a_mnt)
+    w.dx("create", f, "--size", str(8 * M), env=env)
+    res = w.dx("enable", f, "--owner", f"pid:{DEAD_PID}", env=env,
+               faults=faults)
+    e = w.entry(f) or {}
+    uuid_ok = e.get("fs_uuid") == blkid_uuid(loopdev)
+    if variant == "legacy":
+        to_version_1(w)
+    sh("umount", a_mnt)
+    try:
+        if not attach_to(loopdev, b_img):
+            return tap.ok(False, f"{variant}: {loopdev} taken by b.img")
+        sh("mount", loopdev, b_mnt)
+        sh("mount", "-o", "loop", a_img, a2_mnt)
+        moved = os.path.join(a2_mnt, "r.img")
+        rep = w.dx("repair", faults=faults)
+        after = (is_immutable(moved), len(w.registry()))
+        if variant == "legacy":
+            fix = w.dx("repair", "--path", moved)
+            tap.ok(res.rc == 0 and rep.rc == 1 and after == (True, 1) and
+                   "no filesystem UUID" in rep.err and fix.rc == 0 and
+                   not is_immutable(moved) and w.registry() == [],
+                   "an entry without a filesystem UUID (registry version "
+                   "1), its xfs on another device and another xfs on its "
+                   "old one: kept, not dropped; repair --path releases it",
+                   f"{res}\n{rep}\n{fix}")
+        else:
+            tap.ok(res.rc == 0 and uuid_ok and rep.rc == 0 and
+                   "released" in rep.err and after == (False, 0),
+                   f"{variant}: the entry records its filesystem's UUID; "
+                   "its xfs on another device, another xfs on its old one "
+                   "(the same f_fsid): repair finds the file by UUID and "
+                   "releases it", f"{res}\n{e}\n{rep}")
+    finally:
+        subprocess.run(["chattr", "-i", os.path.join(a2_mnt, "r.img")],
+                       capture_output=True)
+        for mnt in (a2_mnt, b_mnt, a_mnt):
+            subprocess.run(["umount", mnt], capture_output=True)
+        subprocess.run(["losetup", "-d", loopdev], capture_output=True)
+        for image in (a_img, b_img):
+            os.unlink(image)
+
+
+def to_version_1(w):
+    """The registry as daxfile wrote it before version 2: no fs_uuid"""
+    path = os.path.join(w.state, "lib", "registry.json")
+    with open(path) as fh:
+        reg = json.load(fh)
+    reg["version"] = 1
+    for e in reg["entries"]:
+        e.pop("fs_uuid", None)
+    with open(path, "w") as fh:
+        json.dump(reg, fh)
+
+
+def t_fs_uuid(w):
+    for variant in ("uuid", "superblock", "legacy"):
+        with tempdir("daxfile-renumbered-") as top:
+            renumbered(w, top, variant)
+
+
 def main():
     need_root(tap)
     with tempdir() as state, EngagedFs() as efs:
         w = World(efs, state)
         for func in (t_hook_consumer, t_enable_consumer, t_repair_running,
-                     t_enable_faults, t_hook_faults, t_disable_faults):
+                     t_enable_faults, t_hook_faults, t_disable_faults,
+                     t_fs_uuid):
             tap.subtest(func.__name__, func, w)
     return tap.done()
 
