@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -12,6 +13,7 @@
 #include "daxfile-fd.h"
 #include "daxfile-file.h"
 #include "daxfile-mount.h"
+#include "daxfile-sysfs.h"
 #include "daxfile-util.h"
 
 #define HANDLE_MAX 128 /* MAX_HANDLE_SZ */
@@ -224,6 +226,82 @@ daxfile_fd_fsid(int fd)
     return fsid_of(fd);
 }
 
+/* FS_IOC_GETFSUUID, which Debian 12's kernel headers lack (and its 6.1
+ * kernel does not answer) */
+struct daxfile_fsuuid2 {
+    guint8 len;
+    guint8 uuid[16];
+};
+#define DAXFILE_FS_IOC_GETFSUUID _IOR(0x15, 0, struct daxfile_fsuuid2)
+
+#define EXT4_SB_OFFSET 1024
+#define EXT4_MAGIC_OFFSET (EXT4_SB_OFFSET + 0x38)
+#define EXT4_UUID_OFFSET (EXT4_SB_OFFSET + 0x68)
+#define XFS_UUID_OFFSET 32
+#define SB_READ 2048
+
+gboolean
+daxfile_superblock_uuid(const guint8 *buf, gsize len, guint8 ret_uuid[16])
+{
+    if (len >= XFS_UUID_OFFSET + 16 && memcmp(buf, "XFSB", 4) == 0) {
+        memcpy(ret_uuid, buf + XFS_UUID_OFFSET, 16);
+        return TRUE;
+    }
+    if (len >= EXT4_UUID_OFFSET + 16 && buf[EXT4_MAGIC_OFFSET] == 0x53 &&
+        buf[EXT4_MAGIC_OFFSET + 1] == 0xef) {
+        memcpy(ret_uuid, buf + EXT4_UUID_OFFSET, 16);
+        return TRUE;
+    }
+    return FALSE;
+}
+
+/* The superblock UUID of block device @dev, read through its node in
+ * /dev (named by sysfs, checked to be that device) */
+static gboolean
+device_uuid(dev_t dev, guint8 ret_uuid[16])
+{
+    g_autofree char *rel =
+        g_strdup_printf("dev/block/%u:%u", major(dev), minor(dev));
+    g_autofree char *name = daxfile_sysfs_link_name(rel);
+    g_autofree char *node = name ? g_build_filename("/dev", name, NULL) : NULL;
+    g_auto(DaxfileFd) fd = -1;
+    guint8 buf[SB_READ];
+    struct stat st;
+
+    if (!node)
+        return FALSE;
+    fd = open(node, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    return fd >= 0 && fstat(fd, &st) == 0 && S_ISBLK(st.st_mode) &&
+           st.st_rdev == dev && pread(fd, buf, sizeof(buf), 0) == SB_READ &&
+           daxfile_superblock_uuid(buf, sizeof(buf), ret_uuid);
+}
+
+static char *
+hex_of(const guint8 *bytes, gsize len)
+{
+    GString *out = g_string_new(NULL);
+    gsize i;
+
+    for (i = 0; i < len; i++)
+        g_string_append_printf(out, "%02x", bytes[i]);
+    return g_string_free(out, FALSE);
+}
+
+char *
+daxfile_fd_fs_uuid(int fd)
+{
+    struct daxfile_fsuuid2 u = {0};
+    guint8 raw[16];
+    struct stat st;
+
+    if (ioctl(fd, DAXFILE_FS_IOC_GETFSUUID, &u) == 0 && u.len > 0 &&
+        u.len <= sizeof(u.uuid))
+        return hex_of(u.uuid, u.len);
+    if (fstat(fd, &st) < 0 || !device_uuid(st.st_dev, raw))
+        return NULL;
+    return hex_of(raw, sizeof(raw));
+}
+
 static struct file_handle *
 handle_parse(const char *text)
 {
@@ -252,28 +330,49 @@ handle_parse(const char *text)
     return g_steal_pointer(&fh);
 }
 
-/* Whether the filesystem of mount fd @mfd has f_fsid @fsid (any, when
- * @fsid is NULL) */
+/* Whether the filesystem of mount fd @mfd has f_fsid @fsid */
 static gboolean
 same_fsid(int mfd, const char *fsid)
 {
     g_autofree char *id = fsid ? fsid_of(mfd) : NULL;
 
-    return !fsid || (id && STREQ(id, fsid));
+    return id && STREQ(id, fsid);
 }
 
-/* Does mount @m hold the filesystem we look for? By device (pass 0) or,
- * for a device that is not mounted, by f_fsid (pass 1). */
+/* How the filesystem of mount @m (open as @mfd) compares with @fs */
+typedef enum {
+    FS_OTHER, /* another filesystem */
+    FS_MAYBE, /* cannot tell (no UUID on one side) */
+    FS_SAME,  /* it: the same UUID, or an ext4 with the same f_fsid */
+} FsMatch;
+
+static FsMatch
+fs_match(const DaxfileMount *m, int mfd, const DaxfileFsRef *fs)
+{
+    g_autofree char *uuid = fs->uuid ? daxfile_fd_fs_uuid(mfd) : NULL;
+
+    if (uuid)
+        return STREQ(uuid, fs->uuid) ? FS_SAME : FS_OTHER;
+    if (!same_fsid(mfd, fs->fsid))
+        return fs->fsid ? FS_OTHER : FS_MAYBE;
+    /* an ext4 f_fsid is made of its UUID, an xfs one of its device */
+    return STREQ(m->fs_type, "ext4") ? FS_SAME : FS_MAYBE;
+}
+
+/* Does mount @m hold the filesystem we look for? By device (pass 0:
+ * unless it is known to hold another one now) or, on other devices, by
+ * UUID or f_fsid (pass 1). The mount fd, and in *ret_match what it is. */
 static int
-candidate_mount(const DaxfileMount *m, int pass, guint64 dev, const char *fsid)
+candidate_mount(const DaxfileMount *m, int pass, const DaxfileFsRef *fs,
+                FsMatch *ret_match)
 {
     g_auto(DaxfileFd) mfd = -1;
-    gboolean same_dev = makedev(m->major, m->minor) == dev;
+    gboolean same_dev = makedev(m->major, m->minor) == fs->dev;
     struct stat st;
 
     if (pass == 0
             ? !same_dev
-            : same_dev || !fsid ||
+            : same_dev || (!fs->uuid && !fs->fsid) ||
                   (STRNEQ(m->fs_type, "ext4") && STRNEQ(m->fs_type, "xfs")))
         return -1;
     /* a real open: open_by_handle_at() refuses an O_PATH mount fd */
@@ -281,15 +380,16 @@ candidate_mount(const DaxfileMount *m, int pass, guint64 dev, const char *fsid)
     if (mfd < 0 || fstat(mfd, &st) < 0 ||
         st.st_dev != makedev(m->major, m->minor))
         return -1; /* over-mounted, or gone meanwhile */
-    if (pass == 1 && !same_fsid(mfd, fsid))
+    *ret_match = fs_match(m, mfd, fs);
+    if (*ret_match == FS_OTHER ||
+        (pass == 1 && *ret_match == FS_MAYBE && !same_fsid(mfd, fs->fsid)))
         return -1;
     return g_steal_fd(&mfd);
 }
 
 int
-daxfile_handle_reopen(const char *handle, guint64 dev, const char *fsid,
-                      guint64 ino, int open_flags, gboolean *ret_gone,
-                      GError **error)
+daxfile_handle_reopen(const char *handle, const DaxfileFsRef *fs, guint64 ino,
+                      int open_flags, gboolean *ret_gone, GError **error)
 {
     g_autofree struct file_handle *fh = handle_parse(handle);
     g_autoptr(GPtrArray) mounts = daxfile_mounts_read(error);
@@ -301,22 +401,22 @@ daxfile_handle_reopen(const char *handle, guint64 dev, const char *fsid,
         return -1;
     for (pass = 0; fh && pass < 2; pass++) {
         for (i = 0; i < mounts->len; i++) {
-            g_auto(DaxfileFd) mfd =
-                candidate_mount(g_ptr_array_index(mounts, i), pass, dev, fsid);
+            const DaxfileMount *m = g_ptr_array_index(mounts, i);
+            FsMatch match = FS_OTHER;
+            g_auto(DaxfileFd) mfd = candidate_mount(m, pass, fs, &match);
             g_auto(DaxfileFd) fd = -1;
             struct stat st;
 
             if (mfd < 0)
                 continue;
             fd = open_by_handle_at(mfd, fh, open_flags | O_CLOEXEC);
-            /* only a mount of the whole filesystem on the very device
-             * can say it is gone (an fsid can repeat on a cloned image),
+            /* only a mount of the whole filesystem on its very device
+             * can say it is gone (a UUID can repeat on a cloned image),
              * and only if that device still holds the filesystem: after
-             * a reboot its number can belong to another one */
-            if (fd < 0 && errno == ESTALE && pass == 0 &&
-                STREQ(((DaxfileMount *)g_ptr_array_index(mounts, i))->root,
-                      "/") &&
-                same_fsid(mfd, fsid))
+             * a reboot its number can belong to another one, and
+             * another xfs there has the same f_fsid */
+            if (fd < 0 && errno == ESTALE && pass == 0 && match == FS_SAME &&
+                STREQ(m->root, "/"))
                 *ret_gone = TRUE;
             if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == ino)
                 return g_steal_fd(&fd);
@@ -325,9 +425,15 @@ daxfile_handle_reopen(const char *handle, guint64 dev, const char *fsid,
     if (*ret_gone)
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
                     "its inode no longer exists");
+    else if (fs->uuid)
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+            "no mounted filesystem holds its inode (filesystem UUID %s, device %u:%u when it was recorded)",
+            fs->uuid, major(fs->dev), minor(fs->dev));
     else
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "no mounted filesystem holds its inode (device %u:%u)",
-                    major(dev), minor(dev));
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+            "no mounted filesystem holds its inode (device %u:%u; its entry records no filesystem UUID, so another xfs on that device cannot be told from its own)",
+            major(fs->dev), minor(fs->dev));
     return -1;
 }

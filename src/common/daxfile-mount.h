@@ -52,14 +52,39 @@ gboolean daxfile_path_is_under(const char *path, const char *dir);
 char *daxfile_fd_handle(int fd);
 char *daxfile_fd_fsid(int fd);
 
+/* The UUID of the filesystem of @fd as 32 lowercase hex digits, NULL when
+ * it cannot be read: FS_IOC_GETFSUUID, or, on a kernel without it, the
+ * UUID in the ext4 or xfs superblock on its block device (root only). It
+ * tells filesystems apart where f_fsid cannot: an xfs's f_fsid is made of
+ * its device number, which another xfs can hold after a reboot. */
+char *daxfile_fd_fs_uuid(int fd);
+
+/* The UUID in an ext4 or xfs superblock: @buf holds the first @len bytes
+ * of the device (2048 are enough); FALSE for anything else */
+gboolean daxfile_superblock_uuid(const guint8 *buf, gsize len,
+                                 guint8 ret_uuid[16]);
+
+/* The filesystem an inode was on, as recorded: the device number it had
+ * (numbers change across reboots and are reused), its UUID (NULL when
+ * unknown: an entry made by an older daxfile) and its f_fsid (made of the
+ * UUID on ext4, of the device number on xfs) */
+typedef struct {
+    guint64 dev;
+    const char *uuid;
+    const char *fsid;
+} DaxfileFsRef;
+
 /* Open the inode of @handle (from daxfile_fd_handle()) again with
- * @open_flags, looking on the mounts of device @dev and, when that device
- * is not mounted (device numbers change across reboots), on mounted ext4
- * and xfs filesystems whose f_fsid is @fsid. Only an inode numbered @ino
- * is accepted. -1 with a NOT_FOUND error when no mounted filesystem has
- * it; *ret_gone is then TRUE when its filesystem is mounted but says the
- * inode no longer exists (ESTALE). Needs CAP_DAC_READ_SEARCH. */
-int daxfile_handle_reopen(const char *handle, guint64 dev, const char *fsid,
+ * @open_flags, looking on the mounts of the filesystem @fs: on its
+ * device when that still holds it, and on mounted ext4 and xfs
+ * filesystems with its UUID (without one: its f_fsid) on other devices.
+ * A filesystem with another UUID is never searched. Only an inode
+ * numbered @ino is accepted. -1 with a NOT_FOUND error when no mounted
+ * filesystem has it; *ret_gone is then TRUE when its very filesystem is
+ * mounted whole on its device (the same UUID; without one, an ext4 of the
+ * same f_fsid) and says the inode no longer exists (ESTALE). Needs
+ * CAP_DAC_READ_SEARCH. */
+int daxfile_handle_reopen(const char *handle, const DaxfileFsRef *fs,
                           guint64 ino, int open_flags, gboolean *ret_gone,
                           GError **error);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile enable PATH [--owner NAME] ...: make a file static now
+ * daxfile enable PATH [--owner NAME] [--consumer PID] ...: make a file
+ * static now
  * daxfile disable PATH [--owner NAME]: release it and compare its layout
  */
 #include <stdio.h>
@@ -16,6 +17,7 @@
 static char *arg_owner;
 static char *arg_align;
 static char *arg_mechanism;
+static gint arg_consumer;
 static gboolean arg_allow_non_dax;
 static gboolean arg_follow;
 
@@ -28,6 +30,10 @@ static const GOptionEntry enable_options[] = {
      "kernel, immutable-guard or verified-only (default: the strongest "
      "available)",
      "NAME"},
+    {"consumer", 0, 0, G_OPTION_ARG_INT, &arg_consumer,
+     "The process that has PATH mapped and may keep it open for writing "
+     "(default: no process may)",
+     "PID"},
     {"allow-non-dax", 0, 0, G_OPTION_ARG_NONE, &arg_allow_non_dax,
      "Register a file without DAX, enforcing nothing (development)", NULL},
     {"follow-symlinks", 0, 0, G_OPTION_ARG_NONE, &arg_follow,
@@ -70,15 +76,26 @@ cmd_enable(int argc, char **argv)
     g_auto(DaxfileEnableResult) result = {0};
     g_autoptr(GError) error = NULL;
     g_autoptr(DaxfileFile) f = NULL;
+    g_autoptr(GArray) consumers = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    pid_t consumer = arg_consumer;
     int ret = CLI_EXIT_OK;
 
     if (!cli_parse_align("enable", arg_align, &params.align, &ret) ||
         !cli_parse_mechanism("enable", arg_mechanism, &params.mechanism, &ret))
         return ret;
+    if (arg_consumer < 0)
+        return cli_usage_error("enable", "--consumer: '%d' is not a process id",
+                               arg_consumer);
     params.owner = arg_owner ? arg_owner : DEFAULT_OWNER;
     params.allow_non_dax = arg_allow_non_dax;
+    if (consumer > 0) {
+        g_array_append_val(consumers, consumer);
+        params.consumers = consumers;
+    }
     f = open_target(argv[1], &error);
-    if (!f || !daxfile_static_enable(f, &params, &result, &error))
+    if (!f ||
+        (consumer > 0 && !daxfile_static_check_consumer(f, consumer, &error)) ||
+        !daxfile_static_enable(f, &params, &result, &error))
         return cli_report_error(error);
     cli_print_enabled(argv[1], &result, params.owner);
     return CLI_EXIT_OK;

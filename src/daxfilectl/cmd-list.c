@@ -83,6 +83,17 @@ repair_done_text(const DaxfileRepairAction *a)
     return g_strdup(why);
 }
 
+/* The line of an entry repair kept for a running domain, unguarded */
+static void
+print_unguarded(const DaxfileRepairAction *a, const char *name)
+{
+    fprintf(
+        stderr,
+        "daxfile: '%s' (%s, owner '%s', %s) is in use by its running domain but was not engaged again: %s; its registry entry is kept\n",
+        name, daxfile_mechanism_to_string(a->mechanism), a->owner,
+        daxfile_repair_finding_describe(a->found), a->error);
+}
+
 /* The lines of what repair did (@kept FALSE), or of the entries it kept,
  * which are errors (@kept TRUE) */
 static void
@@ -96,9 +107,22 @@ print_repair(const DaxfileRepairResult *result, gboolean kept)
         g_autofree char *name = NULL;
         g_autofree char *text = NULL;
 
-        if ((a->done == DAXFILE_REPAIR_KEPT) != kept)
+        if ((a->done == DAXFILE_REPAIR_KEPT ||
+             a->done == DAXFILE_REPAIR_KEPT_UNGUARDED) != kept)
             continue;
         name = daxfile_escape(a->path);
+        if (a->done == DAXFILE_REPAIR_KEPT_UNGUARDED) {
+            print_unguarded(a, name);
+            continue;
+        }
+        if (a->done == DAXFILE_REPAIR_REENGAGED) {
+            fprintf(
+                stderr,
+                "engaged again '%s' (%s, owner '%s'): %s; its domain's QEMU still maps it\n",
+                name, mech, a->owner,
+                daxfile_repair_finding_describe(a->found));
+            continue;
+        }
         if (kept) {
             fprintf(stderr,
                     "daxfile: '%s' (%s, owner '%s', %s) cannot be "

@@ -84,10 +84,9 @@ daxfile_guard_set_durable(const DaxfileFile *f, gboolean on, GError **error)
      * registry records it durably, so the inode must be as durable
      * before the registry moves on (fsync works on an immutable file). */
     if (fsync(fd) < 0) {
-        daxfile_set_error_errno(error, errno,
-                                "Cannot make the immutable flag of '%s' "
-                                "durable (fsync)",
-                                name);
+        daxfile_set_error_errno(
+            error, errno,
+            "Cannot make the immutable flag of '%s' durable (fsync)", name);
         return FALSE;
     }
     return TRUE;

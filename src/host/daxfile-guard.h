@@ -20,7 +20,10 @@ gboolean daxfile_guard_get(const DaxfileFile *f, gboolean *ret_on,
 gboolean daxfile_guard_set(const DaxfileFile *f, gboolean on, GError **error);
 
 /* The same, then fsync() of @f, so that the flag change is on disk before
- * the caller records it (or the release of it) in the registry */
+ * the caller records it (or the release of it) in the registry. FALSE
+ * when either failed: the flag may then be in either state (a failed
+ * fsync comes after the change), so a caller that set it must clear it
+ * again, and keep its registry entry while that fails. */
 gboolean daxfile_guard_set_durable(const DaxfileFile *f, gboolean on,
                                    GError **error);
 

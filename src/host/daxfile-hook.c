@@ -228,9 +228,12 @@ files_new(void)
     return g_ptr_array_new_with_free_func((GDestroyNotify)daxfile_file_free);
 }
 
-/* The static-mode set of @devs over @files (parallel to @devs) */
+/* The static-mode set of @devs over @files (parallel to @devs); at
+ * started, @consumers holds the domain's attested QEMU, the only process
+ * that may keep a file open for writing (NULL elsewhere: none may) */
 static GArray *
-dev_items(const DaxfileHookCtx *h, GArray *devs, GPtrArray *files)
+dev_items(const DaxfileHookCtx *h, GArray *devs, GPtrArray *files,
+          const GArray *consumers)
 {
     GArray *items =
         g_array_sized_new(FALSE, TRUE, sizeof(DaxfileStaticItem), files->len);
@@ -246,6 +249,7 @@ dev_items(const DaxfileHookCtx *h, GArray *devs, GPtrArray *files)
                        .allow_non_dax = d->root && d->root->allow_non_dax,
                        .owner = h->owner,
                        .owner_uuid = h->dom->uuid,
+                       .consumers = consumers,
                        .wait = TRUE},
         };
 
@@ -292,7 +296,7 @@ hook_prepare(const DaxfileHookCtx *h, GError **error)
         return FALSE;
     if (devs->len == 0)
         return TRUE;
-    items = dev_items(h, devs, files);
+    items = dev_items(h, devs, files, NULL);
     if (!daxfile_static_reserve_set((DaxfileStaticItem *)items->data,
                                     items->len, h->call->parent,
                                     h->call->parent_start, &failed, &local))
@@ -335,6 +339,7 @@ hook_engage(const DaxfileHookCtx *h, GError **error)
     g_autoptr(GArray) devs = managed_devices(h, error);
     g_autoptr(GPtrArray) files = files_new();
     g_autoptr(GArray) items = NULL;
+    g_autoptr(GArray) qemu = g_array_new(FALSE, FALSE, sizeof(pid_t));
     g_autofree char *smaps = NULL;
     GError *local = NULL;
     guint failed = 0;
@@ -369,7 +374,9 @@ hook_engage(const DaxfileHookCtx *h, GError **error)
     }
     if (devs->len == 0)
         return TRUE;
-    items = dev_items(h, devs, files);
+    if (pid > 0)
+        g_array_append_val(qemu, pid);
+    items = dev_items(h, devs, files, qemu);
     if (!daxfile_static_enable_set((DaxfileStaticItem *)items->data, items->len,
                                    &failed, &local))
         return set_fail(h, devs, failed, local, error);
@@ -423,7 +430,7 @@ hook_release(const DaxfileHookCtx *h, GError **error)
     }
     if (files->len == 0)
         return TRUE;
-    items = dev_items(h, opened, files);
+    items = dev_items(h, opened, files, NULL);
     ok = daxfile_static_release_set((DaxfileStaticItem *)items->data,
                                     items->len, &failed, &local);
     if (!ok)

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * daxfile-registry-json.c: the registry's on-disk format, a JSON object
- * {"version": 1, "entries": [...]}
+ * {"version": 2, "entries": [...]}
+ *
+ * Version 2 added each entry's "fs_uuid". A version 1 registry is read
+ * as it is (its entries have no fs_uuid: repair identifies their
+ * filesystem by f_fsid as before, and trusts that less) and is written
+ * back as version 2 by the next change; a newer version is refused.
  */
 #include <string.h>
 
@@ -10,7 +15,7 @@
 #include "daxfile-json.h"
 #include "daxfile-registry-json.h"
 
-#define REGISTRY_VERSION 1
+#define REGISTRY_VERSION 2
 
 static const char *
 member_string(JsonObject *obj, const char *key)
@@ -58,11 +63,35 @@ entry_from_json(JsonObject *obj)
         json_object_get_boolean_member_with_default(obj, "flag_set", FALSE);
     e->handle = g_strdup(member_string(obj, "handle"));
     e->fsid = g_strdup(member_string(obj, "fsid"));
+    e->fs_uuid = g_strdup(member_string(obj, "fs_uuid"));
     e->holder_pid =
         json_object_get_int_member_with_default(obj, "holder_pid", 0);
     e->holder_start = (guint64)json_object_get_int_member_with_default(
         obj, "holder_start", 0);
     return g_steal_pointer(&e);
+}
+
+/* A version this daxfile reads: 1 (or none: the first registries) or
+ * REGISTRY_VERSION */
+static gboolean
+version_known(JsonObject *obj, const char *path, GError **error)
+{
+    JsonNode *node = json_object_get_member(obj, "version");
+    gint64 version = 1;
+
+    if (node && JSON_NODE_TYPE(node) == JSON_NODE_VALUE &&
+        json_node_get_value_type(node) == G_TYPE_INT64)
+        version = json_node_get_int(node);
+    else if (node)
+        version = -1;
+    if (version >= 1 && version <= REGISTRY_VERSION)
+        return TRUE;
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+        "Cannot read the registry '%s': its version %" G_GINT64_FORMAT
+        " is not one this daxfile reads (1 to %d); fix: use the daxfile that wrote it",
+        path, version, REGISTRY_VERSION);
+    return FALSE;
 }
 
 gboolean
@@ -89,6 +118,8 @@ daxfile_registry_parse(const char *path, GPtrArray *entries, GError **error)
                     path);
         return FALSE;
     }
+    if (!version_known(json_node_get_object(root), path, error))
+        return FALSE;
     arr = json_object_get_array_member(json_node_get_object(root), "entries");
     for (i = 0; arr && i < json_array_get_length(arr); i++) {
         JsonNode *n = json_array_get_element(arr, i);
@@ -141,6 +172,7 @@ entry_to_json(JsonBuilder *b, const DaxfileEntry *e)
     daxfile_json_add_bool(b, "flag_set", e->flag_set);
     daxfile_json_add_string(b, "handle", e->handle);
     daxfile_json_add_string(b, "fsid", e->fsid);
+    daxfile_json_add_string(b, "fs_uuid", e->fs_uuid);
     if (e->holder_pid) {
         daxfile_json_add_int(b, "holder_pid", e->holder_pid);
         daxfile_json_add_int(b, "holder_start", (gint64)e->holder_start);

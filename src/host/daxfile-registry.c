@@ -44,6 +44,7 @@ daxfile_entry_free(DaxfileEntry *entry)
     g_free(entry->boot_id);
     g_free(entry->handle);
     g_free(entry->fsid);
+    g_free(entry->fs_uuid);
     g_free(entry);
 }
 
@@ -61,6 +62,7 @@ daxfile_entry_copy(const DaxfileEntry *entry)
     copy->boot_id = g_strdup(entry->boot_id);
     copy->handle = g_strdup(entry->handle);
     copy->fsid = g_strdup(entry->fsid);
+    copy->fs_uuid = g_strdup(entry->fs_uuid);
     return copy;
 }
 

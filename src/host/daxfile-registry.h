@@ -57,6 +57,9 @@ typedef struct {
     char *handle;         /* file handle ("TYPE:HEX"): finds the inode again
                            * after a rename or a reboot; NULL when none */
     char *fsid;           /* statfs f_fsid of its filesystem, hex */
+    char *fs_uuid;        /* its filesystem's UUID, hex (what tells it
+                           * from another xfs on the same device number);
+                           * NULL in entries of registry version 1 */
     gint64 holder_pid;    /* reserved: the process that ran the hook (the
                            * libvirtd starting the domain), 0 when unknown */
     guint64 holder_start; /* its start time (/proc/PID/stat), against pid

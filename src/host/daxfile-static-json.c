@@ -15,7 +15,7 @@ DAXFILE_ENUM_IMPL(daxfile_repair_finding, DaxfileRepairFinding,
 
 DAXFILE_ENUM_IMPL(daxfile_repair_done, DaxfileRepairDone,
                   DAXFILE_REPAIR_DONE_LAST, "released", "dropped_file_gone",
-                  "dropped_superseded", "kept");
+                  "dropped_superseded", "kept", "reengaged", "kept_unguarded");
 
 /* MTIME_NONE has no name: "mtime" is null */
 DAXFILE_ENUM_IMPL(daxfile_repair_mtime, DaxfileRepairMtime,

@@ -35,24 +35,22 @@ daxfile_static_check_cap(const char *name, GError **error)
 
 /* The guard stops new writers only: refuse while someone other than the
  * consumer already holds the file open for writing (on xfs such an fd
- * keeps write() and ftruncate() under the flag). */
+ * keeps write() and ftruncate() under the flag). Mapping the file makes
+ * no process a consumer: only the ones the caller names are (the
+ * domain's attested QEMU, run's command, enable --consumer). */
 gboolean
 daxfile_static_check_writers(const struct stat *st,
                              const DaxfileEnableParams *params,
                              gboolean engaged, const char *name, GError **error)
 {
     g_autoptr(GArray) writers = daxfile_proc_writers(st->st_dev, st->st_ino);
-    g_autoptr(GArray) mappers = NULL;
-    const GArray *consumers = params->consumers;
     guint i;
 
-    if (!consumers)
-        consumers = mappers = daxfile_proc_mappers(st->st_dev, st->st_ino);
     for (i = 0; i < writers->len; i++) {
         pid_t pid = g_array_index(writers, pid_t, i);
         g_autofree char *comm = NULL;
 
-        if (daxfile_pid_in(consumers, pid))
+        if (daxfile_pid_in(params->consumers, pid))
             continue;
         comm = daxfile_proc_comm(pid);
         if (engaged)

@@ -55,6 +55,12 @@ gboolean daxfile_static_verify_engaged(const DaxfileFile *f,
                                        const DaxfileEnableParams *params,
                                        const DaxfileReport *report,
                                        DaxfileMechanism mech, GError **error);
+/* Undo @mech on @f after the failure *@failure (set): FALSE when it may
+ * still be in force (its flag may be set), with *@failure saying so; the
+ * file's registry entry must then stay, for 'daxfile repair' or the
+ * release to finish */
+gboolean daxfile_static_undo_engage(DaxfileMechanism mech, const DaxfileFile *f,
+                                    GError **failure);
 /* Enable again for the owner of @cur: engage again what was lost */
 gboolean daxfile_static_still_engaged(const DaxfileFile *f,
                                       const struct stat *st,

@@ -5,8 +5,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 
+#include "daxfile-attest.h"
+#include "daxfile-conf.h"
 #include "daxfile-error.h"
 #include "daxfile-fd.h"
 #include "daxfile-file.h"
@@ -111,15 +114,20 @@ needs_inode(const DaxfileEntry *e)
     return e->mechanism == DAXFILE_MECH_KERNEL && !daxfile_entry_is_stale(e);
 }
 
-/* @fd (whose stat is @st) is the entry's inode: the same device and
- * inode, or, where the device number changed (a reboot, another loop
- * device), the same inode number and file handle, its generation
- * included (an xfs f_fsid follows the device number, so it cannot help) */
+/* @fd (whose stat is @st) is the entry's inode: on its filesystem (the
+ * same UUID, where both are known: a device number can hold another
+ * filesystem now), the same device and inode, or, where the device
+ * number changed (a reboot, another loop device), the same inode number
+ * and file handle, its generation included (an xfs f_fsid follows the
+ * device number, so it cannot help) */
 static gboolean
 is_entry_inode(int fd, const struct stat *st, const DaxfileEntry *e)
 {
+    g_autofree char *uuid = e->fs_uuid ? daxfile_fd_fs_uuid(fd) : NULL;
     g_autofree char *handle = NULL;
 
+    if (uuid && STRNEQ(uuid, e->fs_uuid))
+        return FALSE;
     if (st->st_dev == e->dev && st->st_ino == e->ino)
         return TRUE;
     if (st->st_ino != e->ino || !e->handle)
@@ -152,8 +160,10 @@ repair_resolve(const DaxfileEntry *e, const DaxfileFile *hint,
                     "handle");
         return NULL;
     } else {
-        fd = daxfile_handle_reopen(e->handle, e->dev, e->fsid, e->ino, O_RDONLY,
-                                   ret_gone, error);
+        DaxfileFsRef fs = {.dev = e->dev, .uuid = e->fs_uuid, .fsid = e->fsid};
+
+        fd = daxfile_handle_reopen(e->handle, &fs, e->ino, O_RDONLY, ret_gone,
+                                   error);
     }
     if (fd < 0)
         return NULL;
@@ -215,7 +225,8 @@ daxfile_repair_result_kept(const DaxfileRepairResult *result)
     for (i = 0; i < result->actions->len; i++) {
         const DaxfileRepairAction *a = g_ptr_array_index(result->actions, i);
 
-        n += a->done == DAXFILE_REPAIR_KEPT;
+        n += a->done == DAXFILE_REPAIR_KEPT ||
+             a->done == DAXFILE_REPAIR_KEPT_UNGUARDED;
     }
     return n;
 }
@@ -262,6 +273,50 @@ stamp_left_static(const DaxfileEntry *e, const DaxfileFile *hint,
     }
 }
 
+/* The QEMU of @e's domain (libvirt's pid file names it), in *ret_pid,
+ * when it maps the file @f: the domain runs on it */
+static gboolean
+domain_maps(const DaxfileEntry *e, const DaxfileFile *f, pid_t *ret_pid)
+{
+    g_autoptr(DaxfileConf) conf = NULL;
+
+    if (!e->owner || !g_str_has_prefix(e->owner, "domain:"))
+        return FALSE;
+    conf = daxfile_conf_load(NULL, NULL);
+    *ret_pid = daxfile_attest_qemu_pid(
+        conf ? conf->qemu_pid_dir : DAXFILE_QEMU_PID_DIR,
+        e->owner + strlen("domain:"), daxfile_conf_path(), NULL);
+    return *ret_pid > 0 &&
+           daxfile_proc_maps_inode(*ret_pid, f->st.st_dev, f->st.st_ino);
+}
+
+/* The mechanism of a running domain's file was removed (chattr -i): engage
+ * it again when its QEMU attests as at started and the file passes the
+ * checks enable makes again (daxfile_static_still_engaged()); otherwise
+ * say why. The entry stays either way. */
+static void
+reengage_domain(const DaxfileEntry *e, const DaxfileFile *f, pid_t pid,
+                DaxfileRepairFinding found, DaxfileRepairResult *result)
+{
+    g_autoptr(GArray) qemu = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    g_auto(DaxfileAttestation) a = {0};
+    g_auto(DaxfileEnableResult) r = {0};
+    g_autoptr(GError) local = NULL;
+    gboolean nvdimm = g_strcmp0(e->device, "virtio-pmem") != 0;
+    DaxfileEnableParams params = {
+        .owner = e->owner, .align = e->align, .consumers = qemu};
+
+    g_array_append_val(qemu, pid);
+    if (daxfile_attest(pid, NULL, f, (guint64)f->st.st_size,
+                       nvdimm ? e->align : 0, nvdimm, &a, &local) &&
+        daxfile_static_still_engaged(f, &f->st, &params, e, &r, &local)) {
+        add_action(result, e, found, DAXFILE_REPAIR_REENGAGED);
+        return;
+    }
+    add_action(result, e, found, DAXFILE_REPAIR_KEPT_UNGUARDED)->error =
+        g_strdup(local->message);
+}
+
 /* Repair one entry; TRUE when it is done with (and removed). */
 static gboolean
 repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, DaxfileRepairFinding found,
@@ -271,6 +326,7 @@ repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, DaxfileRepairFinding found,
     g_autoptr(GError) local = NULL;
     g_autoptr(DaxfileFile) f = NULL;
     gboolean gone = FALSE;
+    pid_t qemu = -1;
 
     if (e->mechanism == DAXFILE_MECH_KERNEL && daxfile_entry_is_stale(e)) {
         stamp_left_static(
@@ -294,6 +350,11 @@ repair_entry(DaxfileRegistry *reg, DaxfileEntry *e, DaxfileRepairFinding found,
     if (held_by_other(reg, e, f)) {
         add_action(result, e, found, DAXFILE_REPAIR_DROPPED_SUPERSEDED);
         return TRUE;
+    }
+    if (found == DAXFILE_REPAIR_FOUND_MECHANISM_LOST &&
+        domain_maps(e, f, &qemu)) {
+        reengage_domain(e, f, qemu, found, result);
+        return FALSE;
     }
     if (!repair_release(f, e, error))
         return FALSE;

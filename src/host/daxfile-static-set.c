@@ -35,7 +35,9 @@ typedef struct {
     DaxfileReport *report;   /* what was verified, when it was */
     gboolean skip;           /* its entry was there already */
     gboolean engage;         /* to be made static here */
-    gboolean engaged;        /* its mechanism was engaged here */
+    gboolean touched;        /* its mechanism was engaged here, or
+                              * tried: a failed fsync comes after the
+                              * flag, so it may be in force */
 } Member;
 
 static void
@@ -158,6 +160,7 @@ set_member_device(DaxfileRegistry *reg, Member *m, DaxfileEntry *cur,
         reserve ? DAXFILE_STATE_RESERVED : DAXFILE_STATE_ENGAGED);
     g_clear_pointer(&e->handle, g_free); /* its /dev node: nothing to find */
     g_clear_pointer(&e->fsid, g_free);
+    g_clear_pointer(&e->fs_uuid, g_free);
     if (reserve) {
         e->holder_pid = holder_start ? holder : 0;
         e->holder_start = holder_start;
@@ -229,18 +232,20 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
     return TRUE;
 }
 
-/* Disengage what this set engaged and put the entries back */
+/* Disengage what this set engaged and put the entries back; a member
+ * whose mechanism cannot be undone keeps its entry (in its target state),
+ * and *@failure says so. */
 static void
-set_rollback(DaxfileRegistry *reg, GArray *set)
+set_rollback(DaxfileRegistry *reg, GArray *set, GError **failure)
 {
     guint i;
 
     for (i = 0; i < set->len; i++) {
         Member *m = &g_array_index(set, Member, i);
 
-        if (m->engaged)
-            daxfile_static_engage(m->item->result.mechanism, m->file, FALSE, 0,
-                                  NULL);
+        if (m->touched && !daxfile_static_undo_engage(m->item->result.mechanism,
+                                                      m->file, failure))
+            continue;
         if (m->skip)
             continue;
         if (m->old)
@@ -263,18 +268,21 @@ set_step(DaxfileRegistry *reg, GArray *set, gboolean verify, guint *ret_failed,
         Member *m = &g_array_index(set, Member, i);
         DaxfileStaticItem *it = m->item;
         DaxfileMechanism mech = it->result.mechanism;
+        GError *local = NULL;
         gboolean ok;
 
         if (!m->engage)
             continue;
+        m->touched = TRUE;
         if (verify)
             ok = daxfile_static_verify_engaged(m->file, &m->st, &it->params,
-                                               m->report, mech, error);
+                                               m->report, mech, &local);
         else
-            ok = m->engaged = daxfile_static_engage(mech, m->file, TRUE,
-                                                    it->params.align, error);
+            ok = daxfile_static_engage(mech, m->file, TRUE, it->params.align,
+                                       &local);
         if (!ok) {
-            set_rollback(reg, set);
+            set_rollback(reg, set, &local);
+            g_propagate_error(error, local);
             return member_fail(m, ret_failed);
         }
     }

@@ -14,6 +14,7 @@
 #include "daxfile-fiemap.h"
 #include "daxfile-guard.h"
 #include "daxfile-mount.h"
+#include "daxfile-proc.h"
 #include "daxfile-registry.h"
 #include "daxfile-seam.h"
 #include "daxfile-static-priv.h"
@@ -167,6 +168,7 @@ daxfile_static_entry_new(const char *path, int fd, const struct stat *st,
     e->flag_set = mech == DAXFILE_MECH_IMMUTABLE;
     e->handle = daxfile_fd_handle(fd);
     e->fsid = daxfile_fd_fsid(fd);
+    e->fs_uuid = daxfile_fd_fs_uuid(fd);
     return e;
 }
 
@@ -211,55 +213,116 @@ daxfile_static_verify_engaged(const DaxfileFile *f, const struct stat *st,
     return FALSE;
 }
 
+gboolean
+daxfile_static_undo_engage(DaxfileMechanism mech, const DaxfileFile *f,
+                           GError **failure)
+{
+    g_autoptr(GError) local = NULL;
+    GError *why;
+
+    g_return_val_if_fail(failure != NULL && *failure != NULL, FALSE);
+    if (daxfile_static_engage(mech, f, FALSE, 0, &local))
+        return TRUE;
+    why = *failure;
+    *failure = g_error_new(
+        why->domain, why->code,
+        "%s; the %s could not be undone (%s), so its registry entry is kept; fix: run 'daxfile repair' once the filesystem works again",
+        why->message, daxfile_mechanism_to_string(mech), local->message);
+    g_error_free(why);
+    return FALSE;
+}
+
+/* The entry @old (NULL: none) back in place of the one enable put for the
+ * inode @st, after the failure @failure, which is passed on */
+static gboolean
+enable_rollback(DaxfileRegistry *reg, const struct stat *st, DaxfileEntry **old,
+                GError *failure, GError **error)
+{
+    if (*old)
+        daxfile_registry_put(reg, g_steal_pointer(old));
+    else
+        daxfile_registry_remove(reg, st->st_dev, st->st_ino);
+    daxfile_registry_save(reg, NULL);
+    g_propagate_error(error, failure);
+    return FALSE;
+}
+
+/* Engage, check again, log the result in @e */
+static gboolean
+engage_logged(DaxfileRegistry *reg, DaxfileEntry *e, const DaxfileFile *f,
+              const struct stat *st, const DaxfileEnableParams *params,
+              const DaxfileReport *report, DaxfileMechanism mech,
+              GError **error)
+{
+    if (!daxfile_static_engage(mech, f, TRUE, params->align, error))
+        return FALSE;
+    daxfile_test_crash_point("enable-engaged");
+    if (!daxfile_static_verify_engaged(f, st, params, report, mech, error))
+        return FALSE;
+    e->state = DAXFILE_STATE_ENGAGED;
+    daxfile_registry_touch(reg);
+    return daxfile_registry_save(reg, error);
+}
+
 /* Log the intent, engage, log the result. On failure the entry goes back
- * to what it was (a reservation stays a reservation). */
+ * to what it was (a reservation stays a reservation), once the mechanism
+ * is undone: while it cannot be (the flag may be set: a failed fsync
+ * comes after it), the engaging entry stays for 'daxfile repair'. */
 static gboolean
 commit_enable(const DaxfileFile *f, const struct stat *st,
               const DaxfileEnableParams *params, const DaxfileReport *report,
               DaxfileMechanism mech, GError **error)
 {
-    int fd = f->fd;
     g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
+    g_autoptr(DaxfileEntry) old = NULL;
     g_autofree char *abspath = NULL;
-    DaxfileEntry *old;
+    GError *local = NULL;
     DaxfileEntry *e;
 
     if (!reg)
         return FALSE;
-    old = daxfile_registry_lookup(reg, st->st_dev, st->st_ino);
-    old = old ? daxfile_entry_copy(old) : NULL;
+    e = daxfile_registry_lookup(reg, st->st_dev, st->st_ino);
+    old = e ? daxfile_entry_copy(e) : NULL;
     abspath = daxfile_static_fd_abspath(f);
-    e = daxfile_static_entry_new(abspath, fd, st, params, report, mech,
+    e = daxfile_static_entry_new(abspath, f->fd, st, params, report, mech,
                                  DAXFILE_STATE_ENGAGING);
     daxfile_registry_put(reg, e);
-    if (!daxfile_registry_save(reg, error))
-        goto fail;
+    if (!daxfile_registry_save(reg, &local))
+        return enable_rollback(reg, st, &old, local, error);
     daxfile_test_crash_point("enable-logged");
-    if (!daxfile_static_engage(mech, f, TRUE, params->align, error))
-        goto fail;
-    daxfile_test_crash_point("enable-engaged");
-    if (!daxfile_static_verify_engaged(f, st, params, report, mech, error)) {
-        daxfile_static_engage(mech, f, FALSE, 0, NULL);
-        goto fail;
-    }
-    e->state = DAXFILE_STATE_ENGAGED;
-    daxfile_registry_touch(reg);
-    if (daxfile_registry_save(reg, error)) {
-        daxfile_entry_free(old);
+    if (engage_logged(reg, e, f, st, params, report, mech, &local))
         return TRUE;
+    if (!daxfile_static_undo_engage(mech, f, &local)) {
+        g_propagate_error(error, local);
+        return FALSE;
     }
-    daxfile_static_engage(mech, f, FALSE, 0, NULL);
-fail:
-    if (old)
-        daxfile_registry_put(reg, old);
-    else
-        daxfile_registry_remove(reg, st->st_dev, st->st_ino);
-    daxfile_registry_save(reg, NULL);
+    return enable_rollback(reg, st, &old, local, error);
+}
+
+/* The size and block map of @f are the ones @e recorded at enable */
+static gboolean
+layout_as_recorded(const DaxfileFile *f, const DaxfileEntry *e, GError **error)
+{
+    g_autoptr(DaxfileExtentMap) map =
+        daxfile_fiemap_read(f->fd, f->display, error);
+    g_autofree char *now = NULL;
+
+    if (!map)
+        return FALSE;
+    now = daxfile_extent_map_fingerprint(map);
+    if (e->fingerprint && STREQ(now, e->fingerprint))
+        return TRUE;
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+        "'%s' is no longer as it was made static (its size or block map changed while its %s was removed); fix: stop its consumer, release it and check the file with 'daxfile check'",
+        f->display, daxfile_mechanism_to_string(e->mechanism));
     return FALSE;
 }
 
 /* Enabling again for the same owner is a no-op, unless the mechanism was
- * lost meanwhile (someone ran chattr -i): then it is engaged again. */
+ * lost meanwhile (someone ran chattr -i): then it is engaged again, if
+ * the layout is still the one recorded and no process but the consumers
+ * holds the file open for writing (before and after engaging). */
 gboolean
 daxfile_static_still_engaged(const DaxfileFile *f, const struct stat *st,
                              const DaxfileEnableParams *params,
@@ -267,16 +330,22 @@ daxfile_static_still_engaged(const DaxfileFile *f, const struct stat *st,
                              DaxfileEnableResult *result, GError **error)
 {
     const char *name = f->display;
+    gboolean guard = cur->mechanism == DAXFILE_MECH_IMMUTABLE;
 
     result->mechanism = cur->mechanism;
     result->already = TRUE;
     if (daxfile_static_mechanism_intact(f, cur) != 0)
         return TRUE;
     if (!daxfile_static_check_cap(name, error) ||
+        !layout_as_recorded(f, cur, error) ||
+        (guard &&
+         !daxfile_static_check_writers(st, params, FALSE, name, error)) ||
         !daxfile_static_engage(cur->mechanism, f, TRUE, cur->align, error))
         return FALSE;
-    if (cur->mechanism == DAXFILE_MECH_IMMUTABLE &&
-        !daxfile_static_check_writers(st, params, TRUE, name, error)) {
+    if ((guard &&
+         !daxfile_static_check_writers(st, params, TRUE, name, error)) ||
+        !layout_as_recorded(f, cur, error)) {
+        /* its entry stays in force either way */
         daxfile_static_engage(cur->mechanism, f, FALSE, 0, NULL);
         return FALSE;
     }
@@ -311,6 +380,22 @@ daxfile_static_enable_checks(const DaxfileFile *f, const struct stat *st,
         return NULL;
     daxfile_test_pause_point("enable-checked");
     return g_steal_pointer(&report);
+}
+
+gboolean
+daxfile_static_check_consumer(const DaxfileFile *f, pid_t pid, GError **error)
+{
+    struct stat st;
+
+    if (!daxfile_static_fd_identity(f, &st, error))
+        return FALSE;
+    if (pid > 0 && daxfile_proc_maps_inode(pid, st.st_dev, st.st_ino))
+        return TRUE;
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+        "'%s' is not mapped by process %d, the consumer named; fix: name the process that has it mapped, or none",
+        f->display, (int)pid);
+    return FALSE;
 }
 
 gboolean

@@ -32,7 +32,9 @@ typedef struct {
     pid_t pid;                  /* consumer process (run), or 0 */
     DaxfileMechanism mechanism; /* NONE = choose */
     const GArray *consumers;    /* pids allowed to hold the file open for
-                                 * writing; NULL = every process mapping it */
+                                 * writing (the domain's attested QEMU,
+                                 * run's command tree, enable --consumer);
+                                 * NULL = none */
     gboolean wait;              /* wait for a concurrent operation on the
                                  * file instead of failing with BUSY */
 } DaxfileEnableParams;
@@ -52,6 +54,10 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileEnableResult,
 gboolean daxfile_static_enable(const DaxfileFile *f,
                                const DaxfileEnableParams *params,
                                DaxfileEnableResult *ret_result, GError **error);
+
+/* Process @pid maps the file @f: it can be named as its consumer */
+gboolean daxfile_static_check_consumer(const DaxfileFile *f, pid_t pid,
+                                       GError **error);
 
 typedef struct {
     DaxfileMechanism mechanism;
@@ -161,6 +167,13 @@ typedef enum {
                                         * stays; this one removed */
     DAXFILE_REPAIR_KEPT,               /* its file cannot be found: the
                                         * entry stays (error says why) */
+    DAXFILE_REPAIR_REENGAGED,          /* its domain's QEMU still maps it:
+                                        * the mechanism is engaged again,
+                                        * the entry stays */
+    DAXFILE_REPAIR_KEPT_UNGUARDED,     /* its domain's QEMU still maps it,
+                                        * but it cannot be engaged again
+                                        * (error says why): the entry
+                                        * stays */
     DAXFILE_REPAIR_DONE_LAST
 } DaxfileRepairDone;
 
@@ -194,7 +207,8 @@ void daxfile_repair_result_clear(DaxfileRepairResult *result);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileRepairResult,
                                  daxfile_repair_result_clear)
 
-/* Entries kept (DAXFILE_REPAIR_KEPT) in @result */
+/* Entries kept with an error (DAXFILE_REPAIR_KEPT, _KEPT_UNGUARDED) in
+ * @result */
 guint daxfile_repair_result_kept(const DaxfileRepairResult *result);
 
 /* The finding for people: "left over from an earlier boot", ... */
@@ -205,7 +219,11 @@ const char *daxfile_repair_finding_describe(DaxfileRepairFinding found);
  * whose mechanism outlives it (the immutable flag) is only removed once
  * its inode was found (by its path, by @hint_path when that names the
  * same file, or by its file handle) and released, or is known to be gone;
- * otherwise it stays, as a KEPT action. FALSE only on an error. */
+ * otherwise it stays, as a KEPT action. An entry of a domain whose QEMU
+ * still maps the file but whose mechanism was removed (chattr -i) is
+ * engaged again (REENGAGED) when the QEMU attests and the file passes
+ * the checks, and otherwise stays (KEPT_UNGUARDED). FALSE only on an
+ * error. */
 gboolean daxfile_static_repair(const char *hint_path,
                                DaxfileRepairResult *ret_result, GError **error);
 

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * mountinfo parsing, mount options and filesystem geometry verdicts
+ * mountinfo parsing, mount options and filesystem geometry verdicts, the
+ * filesystem UUID in a superblock
  */
+#include <string.h>
+
 #include "daxfile-fs.h"
+#include "daxfile-mount.h"
 
 /* Lines as the 6.1 guest and the 6.18 host printed them */
 static const char mountinfo[] =
@@ -93,6 +97,33 @@ test_geometry(void)
     check_geometry("tmpfs", "rw", m2, 0, DAXFILE_TRI_UNKNOWN, NULL);
 }
 
+/* The UUID where an ext4 and an xfs superblock keep it (what blkid
+ * prints), nothing from anything else */
+static void
+test_superblock_uuid(void)
+{
+    static const guint8 want[16] = {0x94, 0xab, 0xa2, 0x2a, 0x3d, 0x25,
+                                    0x44, 0x16, 0xbc, 0xa5, 0xd3, 0x9b,
+                                    0x7b, 0x87, 0x1b, 0x93};
+    guint8 buf[2048] = {0};
+    guint8 got[16] = {0};
+
+    g_assert_false(daxfile_superblock_uuid(buf, sizeof(buf), got));
+    memcpy(buf, "XFSB", 4);
+    memcpy(buf + 32, want, 16);
+    g_assert_true(daxfile_superblock_uuid(buf, sizeof(buf), got));
+    g_assert_cmpmem(got, 16, want, 16);
+    g_assert_false(daxfile_superblock_uuid(buf, 40, got));
+    memset(buf, 0, sizeof(buf));
+    memset(got, 0, sizeof(got));
+    buf[1024 + 0x38] = 0x53; /* s_magic 0xef53, little-endian */
+    buf[1024 + 0x39] = 0xef;
+    memcpy(buf + 1024 + 0x68, want, 16);
+    g_assert_true(daxfile_superblock_uuid(buf, sizeof(buf), got));
+    g_assert_cmpmem(got, 16, want, 16);
+    g_assert_false(daxfile_superblock_uuid(buf, 1100, got));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -101,5 +132,6 @@ main(int argc, char **argv)
     g_test_add_func("/fs/mountinfo/prefers-root", test_lookup_prefers_root);
     g_test_add_func("/fs/options", test_options);
     g_test_add_func("/fs/geometry", test_geometry);
+    g_test_add_func("/fs/superblock-uuid", test_superblock_uuid);
     return g_test_run();
 }

@@ -65,6 +65,7 @@ entry_new(const char *path, guint64 ino, const char *owner)
     e->flag_set = TRUE;
     e->handle = g_strdup("1:0a0b0c0d");
     e->fsid = g_strdup("abcd0123");
+    e->fs_uuid = g_strdup("94aba22a3d254416bca5d39b7b871b93");
     return e;
 }
 
@@ -100,6 +101,7 @@ assert_entry_equal(const DaxfileEntry *a, const DaxfileEntry *b)
     g_assert_cmpint(a->flag_set, ==, b->flag_set);
     g_assert_cmpstr(a->handle, ==, b->handle);
     g_assert_cmpstr(a->fsid, ==, b->fsid);
+    g_assert_cmpstr(a->fs_uuid, ==, b->fs_uuid);
     g_assert_cmpint(a->holder_pid, ==, b->holder_pid);
     g_assert_cmpuint(a->holder_start, ==, b->holder_start);
 }
@@ -189,6 +191,62 @@ test_round_trip(void)
     assert_entry_equal(g_ptr_array_index(entries, 1), b);
     g_assert_true(daxfile_registry_lookup(reg, 2049, 13) ==
                   g_ptr_array_index(entries, 1));
+}
+
+/* A registry of version 1 (before fs_uuid) is read as it is, and the
+ * next change writes it back as version 2, its entries still without a
+ * UUID (what the file does not say is not made up) */
+static void
+test_version_1(void)
+{
+    g_autofree char *lib = state_new();
+    g_autofree char *file = registry_file(lib);
+    g_autofree char *old = g_test_build_filename(
+        G_TEST_DIST, "data", "registry", "version-1.json", NULL);
+    g_autofree char *text = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DaxfileRegistry) reg = NULL;
+    DaxfileEntry *e;
+
+    g_assert_true(g_file_get_contents(old, &text, NULL, &error));
+    write_file(file, text);
+    g_clear_pointer(&text, g_free);
+    reg = daxfile_registry_open(&error);
+    g_assert_no_error(error);
+    e = daxfile_registry_lookup(reg, 2049, 12);
+    g_assert_nonnull(e);
+    g_assert_cmpstr(e->fsid, ==, "abcd0123");
+    g_assert_null(e->fs_uuid);
+    g_assert_cmpstr(e->handle, ==, "1:0a0b0c0d");
+    daxfile_registry_touch(reg);
+    reopen(&reg);
+    g_assert_true(g_file_get_contents(file, &text, NULL, &error));
+    g_assert_nonnull(strstr(text, "\"version\" : 2"));
+    g_assert_null(daxfile_registry_lookup(reg, 2049, 12)->fs_uuid);
+}
+
+/* A registry of a version this daxfile does not know is refused, in one
+ * line naming it, and left as it is */
+static void
+test_version_newer(void)
+{
+    g_autofree char *lib = state_new();
+    g_autofree char *file = registry_file(lib);
+    g_autofree char *text = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DaxfileRegistry) reg = NULL;
+    const char *newer = "{\"version\": 3, \"entries\": []}";
+
+    write_file(file, newer);
+    reg = daxfile_registry_open(&error);
+    g_assert_null(reg);
+    g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED);
+    g_assert_nonnull(strstr(error->message, file));
+    g_assert_nonnull(strstr(error->message, "version 3"));
+    g_assert_nonnull(strstr(error->message, "; fix: "));
+    g_assert_null(strchr(error->message, '\n'));
+    g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
+    g_assert_cmpstr(text, ==, newer);
 }
 
 /* put replaces the entry of the same inode; remove; each change saved */
@@ -398,6 +456,8 @@ main(int argc, char **argv)
     g_test_add_func("/registry/dirs", test_dirs);
     g_test_add_func("/registry/round-trip", test_round_trip);
     g_test_add_func("/registry/put-remove", test_put_remove);
+    g_test_add_func("/registry/version-1", test_version_1);
+    g_test_add_func("/registry/version-newer", test_version_newer);
     g_test_add_func("/registry/recover/leftover-tmp", test_recover_tmp);
     g_test_add_func("/registry/recover/corrupt", test_corrupt);
     g_test_add_func("/registry/lock", test_lock);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 # static: daxfile enable/disable/run on real fsdax, ext4 and xfs.
-# A consumer (stand-in for QEMU) holds a MAP_SYNC mapping; enable engages the
+# A consumer (stand-in for QEMU) holds a MAP_SYNC mapping and its writable
+# descriptor (named with enable --consumer); enable engages the
 # strongest mechanism the running kernel offers; stores to write-faulted,
 # read-faulted and never-faulted pages keep working; every layout-changing
 # operation is refused; disable restores them and the data is intact.
@@ -167,7 +168,8 @@ check_fs() {
             sh -c "exec 5<>$f; daxfile enable $f --owner w && daxfile disable $f"
     else
         dx_run "$fs: another owner's writable fd blocks enable" expect_fail \
-            "open for writing by process" sh -c "exec 5<>$f; daxfile enable $f; exit \$?"
+            "open for writing by process" \
+            sh -c "exec 5<>$f; daxfile enable $f --consumer $CPID; exit \$?"
     fi
     dx_run "$fs: enable without CAP_LINUX_IMMUTABLE is refused" expect_fail \
         "CAP_LINUX_IMMUTABLE" daxfile-nocap daxfile enable "$f" --owner t
@@ -175,7 +177,7 @@ check_fs() {
         "chattr +i $f && { daxfile enable $f 2>&1 | tee /tmp/e.out; };
          chattr -i $f; grep -q 'daxfile did not set the flag' /tmp/e.out"
     dx_run "$fs: enable engages $mech" sh -c \
-        "daxfile enable $f --owner test 2>&1 | tee /tmp/e.out;
+        "daxfile enable $f --owner test --consumer $CPID 2>&1 | tee /tmp/e.out;
          grep -q 'is now static ($mech' /tmp/e.out"
     dx_run "$fs: status --json reports mechanism and owner" status_has "$f" \
         '"enabled" : true' "\"mechanism\" : \"$mech\"" '"owner" : "test"' \
