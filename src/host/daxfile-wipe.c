@@ -19,6 +19,7 @@
 #include "daxfile-guard.h"
 #include "daxfile-kernel.h"
 #include "daxfile-mmap.h"
+#include "daxfile-proc.h"
 #include "daxfile-registry.h"
 #include "daxfile-size.h"
 #include "daxfile-wipe.h"
@@ -65,8 +66,50 @@ mark(int fd, const char *name, guint64 done, gboolean durable, GError **error)
     return TRUE;
 }
 
+/* At most this many processes are named in a message */
+#define USERS_NAMED 4
+
+/* No process but this one maps @f or holds it open (@st: its stat): a
+ * QEMU the registry does not know (a hot-plugged device, another
+ * domain's <disk>, a domain started before daxfile was installed) or any
+ * other program would see its memory or data zeroed under it. */
+static gboolean
+unused(const DaxfileFile *f, const struct stat *st, GError **error)
+{
+    g_autoptr(GArray) users = S_ISCHR(st->st_mode)
+                                  ? daxfile_proc_users_rdev(st->st_rdev)
+                                  : daxfile_proc_users(st->st_dev, st->st_ino);
+    g_autoptr(GString) who = g_string_new(NULL);
+    guint i;
+
+    if (users->len == 0)
+        return TRUE;
+    for (i = 0; i < users->len && i < USERS_NAMED; i++) {
+        const DaxfileProcUser *u = &g_array_index(users, DaxfileProcUser, i);
+        g_autofree char *comm = daxfile_proc_comm(u->pid);
+        g_autofree char *shown = daxfile_escape(comm);
+        const char *how = "holds it open";
+
+        if (u->use == (DAXFILE_PROC_MAPS | DAXFILE_PROC_OPEN))
+            how = "maps it and holds it open";
+        else if (u->use == DAXFILE_PROC_MAPS)
+            how = "maps it";
+        g_string_append_printf(who, "%spid %d (%s) %s", i ? ", " : "",
+                               (int)u->pid, shown, how);
+    }
+    if (users->len > USERS_NAMED)
+        g_string_append_printf(who, ", and %u more processes",
+                               users->len - USERS_NAMED);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+        "'%s' is in use: %s, and a wipe would zero what it reads; fix: stop that process first, then wipe it again",
+        f->display, who->str);
+    return FALSE;
+}
+
 /* No owner may hold it: a registry entry, the immutable flag, the
- * kernel's static mode (@reg: the registry, locked) */
+ * kernel's static mode, a process that maps it or holds it open (@reg:
+ * the registry, locked) */
 static gboolean
 unheld(DaxfileRegistry *reg, const DaxfileFile *f, const struct stat *st,
        GError **error)
@@ -99,7 +142,7 @@ unheld(DaxfileRegistry *reg, const DaxfileFile *f, const struct stat *st,
                     name);
         return FALSE;
     }
-    return TRUE;
+    return unused(f, st, error);
 }
 
 /* A device-dax device no domain holds (registry key: its device number,
@@ -124,7 +167,7 @@ device_unheld(DaxfileRegistry *reg, const struct stat *st, const DaxfileFile *f,
                     owner);
         return FALSE;
     }
-    if (!daxfile_devdax_check_mode(d, name, error))
+    if (!daxfile_devdax_check_mode(d, name, error) || !unused(f, st, error))
         return FALSE;
     if (ret_dev)
         *ret_dev = g_steal_pointer(&d);

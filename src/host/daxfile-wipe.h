@@ -11,7 +11,8 @@
  * attribute user.daxfile.wipe (how far it got): every check, attach and
  * the hook refuse such a file (reason wipe_unfinished), and the next wipe
  * goes on from there. No registry entry is made, so nothing is left
- * claimed by an interrupted wipe.
+ * claimed by an interrupted wipe. A wipe is refused while any process
+ * maps the file or holds it open.
  */
 #pragma once
 
@@ -63,7 +64,8 @@ gboolean daxfile_wipe_check(const DaxfileFile *f, GError **error);
 
 /* Wipe the regular file @f (opened for writing).
  * Refused while the registry holds the file (reserved or static, for any
- * owner) or it is immutable or kernel-static. FALSE with @error set on a
+ * owner), it is immutable or kernel-static, or any process but this one
+ * maps it or holds it open (named in the error). FALSE with @error set on a
  * refusal, a failure, an interruption (@ret->interrupted) or a read-back
  * that is not all zeros. */
 gboolean daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
