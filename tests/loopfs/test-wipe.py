@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """daxfile wipe on a real (non-DAX) xfs loop mount, as root: zeros read
 back with their digest, refusals while anyone holds the file (a domain, a
-static owner, a process that maps it or holds it open, a device-dax
-device's too: /dev/zero made one by a fake sysfs), an interrupted wipe
-that nothing can use until it is finished and that resumes, and SIGKILL
-at random points. The MAP_SYNC path needs real DAX (the vm and chain
-suites)."""
+static owner, a process that maps it or holds it open), an interrupted
+wipe that nothing can use until it is finished and that resumes (by
+itself, or by daxfile repair), SIGKILL at random points, and a device-dax
+device (/dev/zero made one by a fake sysfs) whose killed wipe the hook
+refuses until repair finishes it. The MAP_SYNC path needs real DAX (the
+vm and chain suites)."""
 
 import hashlib
 import json
@@ -290,12 +291,66 @@ def t_in_use(w):
            "(by its device number); wiped once it is gone", (res, again))
 
 
+def maps(pid, what):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return what in f.read()
+    except OSError:
+        return False
+
+
+def t_owed(w):
+    """a wipe owed is recorded: daxfile repair finishes an interrupted
+    one; a device-dax device, which can carry no mark, is refused by the
+    hook after its wipe was killed, until repair finishes it"""
+    size = 256 * M
+    f = w.create("owed.img", size, 7)
+    p = w.popen("wipe", f)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and p.poll() is None and \
+            not (mark(f) or 0) > 0:
+        time.sleep(0.005)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=120)
+    rep = w.dx("repair")
+    tap.ok(p.returncode == 130 and rep.rc == 0 and f"wiped '{f}'" in rep.err
+           and mark(f) is None and digest(f) == zeros_digest(size),
+           "daxfile repair finishes an interrupted wipe", (p.returncode, rep))
+    os.unlink(f)
+    w.write_conf("device_dax=true\n")
+    with tempdir() as tmp:
+        dd = FakeDevdax(tmp, size=512 * M, node="/dev/zero")
+        p = w.popen("wipe", "/dev/zero", env=dd.env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and p.poll() is None and \
+                not maps(p.pid, "/dev/zero"):
+            time.sleep(0.001)
+        p.kill()
+        p.communicate()
+        prep = w.hook("/dev/zero", "prepare", "begin", 512 * M, dd.env)
+        tap.ok(p.returncode == -9 and prep.returncode == 1 and
+               b"a wipe that did not finish" in prep.stderr and
+               b"daxfile repair" in prep.stderr and
+               len(prep.stderr.splitlines()) == 1,
+               "a device-dax wipe killed: the hook refuses the device at "
+               "prepare, naming why and the fix", (p.returncode, prep.stderr))
+        rep = w.dx("repair", env=dd.env)
+        prep = w.hook("/dev/zero", "prepare", "begin", 512 * M, dd.env)
+        w.hook("/dev/zero", "release", "end", 512 * M, dd.env)
+        tap.ok(rep.rc == 0 and "wiped '/dev/zero'" in rep.err and
+               prep.returncode == 0,
+               "daxfile repair finishes it; then the device is usable",
+               (rep, prep.stderr))
+    w.write_conf()
+
+
 def main():
     need_root(tap)
-    tap.plan(14)
+    tap.plan(17)
     with tempdir() as state, LoopFs("xfs", size_mib=1536) as fs:
         w = World(fs, state)
-        for func in (t_wipe, t_refusals, t_interrupted, t_killed, t_in_use):
+        for func in (t_wipe, t_refusals, t_interrupted, t_killed, t_in_use,
+                     t_owed):
             tap.subtest(func.__name__, func, w)
     return tap.done()
 
