@@ -145,6 +145,8 @@ cmd_repair(int argc, char **argv)
 {
     g_auto(DaxfileRepairResult) result = {0};
     g_autoptr(GError) error = NULL;
+    gboolean wipes = FALSE;
+    int rc;
 
     if (!daxfile_static_repair(arg_path, &result, &error))
         return cli_report_error(error);
@@ -153,11 +155,14 @@ cmd_repair(int argc, char **argv)
     else
         print_repair(&result, FALSE);
     print_repair(&result, TRUE);
+    /* then the wipes owed (daxfile-wipes.h), which a registry entry of
+     * the same file, released above, would have refused */
+    rc = cli_wipe_resume(&wipes);
     if (daxfile_repair_result_kept(&result) > 0)
         return CLI_EXIT_FAILURE;
-    if (result.actions->len == 0 && !arg_json)
+    if (result.actions->len == 0 && !wipes && !arg_json)
         fprintf(stderr, "nothing to repair\n");
-    return CLI_EXIT_OK;
+    return rc;
 }
 
 const CliVerb cmd_list_verb = {
@@ -174,7 +179,7 @@ const CliVerb cmd_repair_verb = {
     .dispatch = cmd_repair,
     .summary = "Finish interrupted operations, drop stale entries",
     .params = "",
-    .description = "Finish or roll back interrupted enable/disable, and "
-                   "release entries whose consumer, start or boot is gone.",
+    .description =
+        "Finish or roll back interrupted enable/disable, release entries whose consumer, start or boot is gone, and finish interrupted or pending wipes.",
     .options = repair_options,
 };

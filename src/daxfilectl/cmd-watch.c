@@ -12,7 +12,7 @@
 #include "daxfile-error.h"
 #include "daxfile-escape.h"
 #include "daxfile-size.h"
-#include "daxfile-virt.h"
+#include "daxfile-watch.h"
 #include "daxfilectl.h"
 
 /* nothing to do (EX_CONFIG): daxfile-watch.service takes it as success */
@@ -34,49 +34,86 @@ on_signal(int sig)
     g_atomic_int_set(&stop, 1);
 }
 
+/* An event about a wipe that 'daxfile wipe' began and did not finish
+ * (no domain): the watch finishes those too */
+static void
+report_manual(const DaxfileWatchEvent *ev, const char *path)
+{
+    g_autofree char *size =
+        ev->wipe ? daxfile_size_format(ev->wipe->size) : NULL;
+
+    if (ev->kind == DAXFILE_WATCH_WIPED) {
+        fprintf(
+            stderr,
+            "%s: finished the wipe of '%s' that had not finished: %s read back as zeros (sha256 %s)\n",
+            cli_program(), path, size, ev->wipe->sha256);
+    } else if (ev->kind == DAXFILE_WATCH_KEPT) {
+        fprintf(stderr, "%s: dropped the wipe owed on '%s': %s\n",
+                cli_program(), path, ev->why);
+    } else {
+        fprintf(
+            stderr,
+            "%s: cannot finish the wipe of '%s' yet: %s; the wipe stays owed and is tried again\n",
+            cli_program(), path, ev->why);
+    }
+}
+
+static void
+report_failed(const DaxfileWatchEvent *ev, const char *path, const char *dom)
+{
+    if (!path)
+        fprintf(stderr, "%s: cannot read the wipes owed: %s\n", cli_program(),
+                ev->why);
+    else if (ev->pending)
+        fprintf(
+            stderr,
+            "%s: cannot wipe '%s' of undefined domain '%s' yet: %s; the wipe stays owed and is tried again\n",
+            cli_program(), path, dom, ev->why);
+    else
+        fprintf(stderr, "%s: cannot wipe '%s' of undefined domain '%s': %s\n",
+                cli_program(), path, dom, ev->why);
+}
+
 /* One line on stderr per event: it is a log, stdout stays empty */
 static void
 report(const DaxfileWatchEvent *ev, gpointer data)
 {
     g_autofree char *path = ev->path ? daxfile_escape(ev->path) : NULL;
     g_autofree char *dom = ev->domain ? daxfile_escape(ev->domain) : NULL;
-    g_autofree char *size = NULL;
+    g_autofree char *size =
+        ev->wipe ? daxfile_size_format(ev->wipe->size) : NULL;
 
-    switch (ev->kind) {
-    case DAXFILE_WATCH_READY:
-        fprintf(stderr,
-                "%s: watching %u defined domains (%u files to wipe "
-                "when undefined)\n",
-                cli_program(), ev->domains, ev->files);
-        break;
-    case DAXFILE_WATCH_WIPED:
-        size = daxfile_size_format(ev->wipe->size);
-        fprintf(stderr,
-                "%s: wiped '%s' of undefined domain '%s': %s read "
-                "back as zeros (sha256 %s)\n",
-                cli_program(), path, dom, size, ev->wipe->sha256);
-        break;
-    case DAXFILE_WATCH_KEPT:
+    if (path && !dom && ev->kind != DAXFILE_WATCH_READY)
+        report_manual(ev, path);
+    else if (ev->kind == DAXFILE_WATCH_READY)
+        fprintf(
+            stderr,
+            "%s: watching %u defined domains (%u files to wipe when undefined)\n",
+            cli_program(), ev->domains, ev->files);
+    else if (ev->kind == DAXFILE_WATCH_WIPED)
+        fprintf(
+            stderr,
+            "%s: wiped '%s' of undefined domain '%s': %s read back as zeros (sha256 %s)\n",
+            cli_program(), path, dom, size, ev->wipe->sha256);
+    else if (ev->kind == DAXFILE_WATCH_KEPT)
         fprintf(stderr, "%s: kept '%s' of undefined domain '%s': %s\n",
                 cli_program(), path, dom, ev->why);
-        break;
-    case DAXFILE_WATCH_WAITING:
+    else if (ev->kind == DAXFILE_WATCH_WAITING)
+        fprintf(
+            stderr,
+            "%s: domain '%s' was undefined while it runs: its files are wiped when it stops\n",
+            cli_program(), dom);
+    else if (ev->kind == DAXFILE_WATCH_FAILED)
+        report_failed(ev, path, dom);
+    else if (ev->kind == DAXFILE_WATCH_UNREADABLE)
+        fprintf(
+            stderr,
+            "%s: domain '%s' cannot be read (%s): it counts as defined, and nothing of it is wiped\n",
+            cli_program(), dom, ev->why);
+    else if (ev->kind == DAXFILE_WATCH_LOST)
         fprintf(stderr,
-                "%s: domain '%s' was undefined while it runs: its "
-                "files are wiped when it stops\n",
-                cli_program(), dom);
-        break;
-    case DAXFILE_WATCH_FAILED:
-        fprintf(stderr, "%s: cannot wipe '%s' of undefined domain '%s': %s\n",
-                cli_program(), path, dom, ev->why);
-        break;
-    case DAXFILE_WATCH_LOST:
-        fprintf(stderr,
-                "%s: lost the connection to libvirt (%s); "
-                "reconnecting\n",
+                "%s: lost the connection to libvirt (%s); reconnecting\n",
                 cli_program(), ev->why);
-        break;
-    }
     fflush(stderr);
 }
 

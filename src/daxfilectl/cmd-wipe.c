@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "daxfile-conf.h"
 #include "daxfile-error.h"
+#include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-size.h"
 #include "daxfile-wipe-json.h"
@@ -98,6 +100,66 @@ cli_wipe(const DaxfileFile *f, gboolean json)
     if (!json)
         print_result(name, &result);
     return CLI_EXIT_OK;
+}
+
+/* One line about a record repair took up; TRUE when it is left */
+static gboolean
+print_resumed(const DaxfileWipeResumed *w)
+{
+    g_autofree char *path = daxfile_escape(w->record->path);
+    g_autofree char *dom =
+        w->record->domain ? daxfile_escape(w->record->domain) : NULL;
+    g_autofree char *size = NULL;
+
+    switch (w->done) {
+    case DAXFILE_WIPE_RESUME_WIPED:
+        size = daxfile_size_format(w->result.size);
+        fprintf(
+            stderr,
+            "wiped '%s' (its wipe was owed since %s): %s read back as zeros (sha256 %s)\n",
+            path, w->record->since, size, w->result.sha256);
+        return FALSE;
+    case DAXFILE_WIPE_RESUME_DROPPED:
+        fprintf(
+            stderr,
+            "dropped the wipe owed on '%s' since %s: the file no longer exists\n",
+            path, w->record->since);
+        return FALSE;
+    case DAXFILE_WIPE_RESUME_UNDECIDED:
+        fprintf(
+            stderr,
+            "%s: '%s' is to be wiped for undefined domain '%s' once no other domain uses it, which only 'daxfile watch' can tell; fix: start 'daxfile watch' (daxfile-watch.service)\n",
+            cli_program(), path, dom);
+        return TRUE;
+    case DAXFILE_WIPE_RESUME_KEPT:
+        fprintf(stderr,
+                "%s: the wipe owed on '%s' since %s is not finished: %s\n",
+                cli_program(), path, w->record->since, w->error);
+        return TRUE;
+    }
+    return TRUE;
+}
+
+int
+cli_wipe_resume(gboolean *ret_any)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(DaxfileConf) conf = daxfile_conf_load(NULL, NULL);
+    g_autoptr(GPtrArray) done = NULL;
+    struct sigaction sa = {.sa_handler = on_signal};
+    gboolean left = FALSE;
+    guint i;
+
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    done = daxfile_wipe_resume(conf, &cancel, &error);
+    *ret_any = done && done->len > 0;
+    if (!done)
+        return cli_report_error(error);
+    for (i = 0; i < done->len; i++)
+        left = print_resumed(g_ptr_array_index(done, i)) || left;
+    return left ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
 }
 
 static int

@@ -109,6 +109,11 @@ int cli_print_disabled(const char *path, const DaxfileDisableResult *result);
  * progress, the result line or @json), returning the exit status */
 int cli_wipe(const DaxfileFile *f, gboolean json);
 
+/* daxfile repair's part for wipes: finish every wipe owed that needs no
+ * libvirt (daxfile_wipe_resume()), one line each on stderr; *@ret_any:
+ * there was a record. CLI_EXIT_FAILURE when one is left. */
+int cli_wipe_resume(gboolean *ret_any);
+
 /* The verbs (cli-verbs.h): daxfile's */
 extern const CliVerb cmd_create_verb;
 extern const CliVerb cmd_check_verb;

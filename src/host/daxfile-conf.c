@@ -11,6 +11,7 @@
 #include "daxfile-error.h"
 #include "daxfile-escape.h"
 #include "daxfile-fd.h"
+#include "daxfile-file.h"
 #include "daxfile-mount.h"
 #include "daxfile-trust.h"
 #include "daxfile-util.h"
@@ -647,4 +648,31 @@ daxfile_conf_trusts_uid(const DaxfileConf *conf, uid_t uid)
             return TRUE;
     }
     return FALSE;
+}
+
+DaxfileFile *
+daxfile_conf_open_managed(const DaxfileConf *conf, const DaxfileRoot *root,
+                          const char *path, DaxfileOpenFlags flags,
+                          GError **error)
+{
+    g_autoptr(DaxfileFile) f =
+        daxfile_file_open_beneath(root->path, path, flags, error);
+
+    if (!f)
+        return NULL;
+    if (f->st.st_nlink > 1) {
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+            "'%s' has %lu hard links, and a hard link can lead outside the managed root; fix: give the domain a file of its own ('daxfile create')",
+            f->display, (unsigned long)f->st.st_nlink);
+        return NULL;
+    }
+    if (!daxfile_conf_trusts_uid(conf, f->st.st_uid)) {
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+            "'%s' is owned by uid %u, which is not in trusted_owners of '%s'; fix: chown it to root, or trust that user",
+            f->display, (unsigned)f->st.st_uid, conf->path);
+        return NULL;
+    }
+    return g_steal_pointer(&f);
 }

@@ -30,6 +30,8 @@
 #include <glib.h>
 #include <sys/types.h>
 
+#include "daxfile-file.h"
+
 G_BEGIN_DECLS
 
 typedef struct {
@@ -97,5 +99,15 @@ gboolean daxfile_path_is_plain(const char *path);
 char *daxfile_conf_map_path(const DaxfileConf *conf, const char *path);
 
 gboolean daxfile_conf_trusts_uid(const DaxfileConf *conf, uid_t uid);
+
+/* Open @path, which lies lexically under the managed root @root, as the
+ * hook places a domain's file: beneath the root with no symbolic link
+ * and no ".." (daxfile_file_open_beneath()), owned by a user in
+ * trusted_owners, and with one link (a hard link can lead outside the
+ * root). The hook and daxfile watch both open files this way. */
+DaxfileFile *daxfile_conf_open_managed(const DaxfileConf *conf,
+                                       const DaxfileRoot *root,
+                                       const char *path, DaxfileOpenFlags flags,
+                                       GError **error);
 
 G_END_DECLS

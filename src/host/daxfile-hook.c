@@ -51,27 +51,8 @@ static DaxfileFile *
 dev_open(const DaxfileHookCtx *h, const DaxfileNvdimm *nv,
          const DaxfileRoot *root, GError **error)
 {
-    g_autoptr(DaxfileFile) f = daxfile_file_open_beneath(
-        root->path, nv->path, DAXFILE_OPEN_READ, error);
-
-    if (!f)
-        return NULL;
-    if (f->st.st_nlink > 1) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
-                    "'%s' has %lu hard links, and a hard link can lead "
-                    "outside the managed root; fix: give the domain a file "
-                    "of its own ('daxfile create')",
-                    f->display, (unsigned long)f->st.st_nlink);
-        return NULL;
-    }
-    if (!daxfile_conf_trusts_uid(h->conf, f->st.st_uid)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
-                    "'%s' is owned by uid %u, which is not in trusted_owners "
-                    "of '%s'; fix: chown it to root, or trust that user",
-                    f->display, (unsigned)f->st.st_uid, h->conf->path);
-        return NULL;
-    }
-    return g_steal_pointer(&f);
+    return daxfile_conf_open_managed(h->conf, root, nv->path, DAXFILE_OPEN_READ,
+                                     error);
 }
 
 /* A device-dax device: the device settings as for a file, then the

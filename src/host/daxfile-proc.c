@@ -147,20 +147,34 @@ fd_is_writable(pid_t pid, const char *fd)
     return (value & O_ACCMODE) != O_RDONLY;
 }
 
+/* A descriptor of @pid (its number @fd) refers to what @key matches, and
+ * is open for writing when @writable asks for it */
 static gboolean
-pid_writes_inode(pid_t pid, guint64 dev, guint64 ino)
+fd_matches(pid_t pid, const char *fd, const MapKey *key, gboolean writable)
+{
+    g_autofree char *link = g_strdup_printf("/proc/%d/fd/%s", (int)pid, fd);
+    struct stat st;
+
+    if (stat(link, &st) < 0)
+        return FALSE;
+    if (key->rdev) {
+        if (!S_ISCHR(st.st_mode) || st.st_rdev != key->rdev)
+            return FALSE;
+    } else if (st.st_ino != key->ino || st.st_dev != key->dev) {
+        return FALSE;
+    }
+    return !writable || fd_is_writable(pid, fd);
+}
+
+static gboolean
+pid_holds(pid_t pid, const MapKey *key, gboolean writable)
 {
     g_autofree char *fddir = g_strdup_printf("/proc/%d/fd", (int)pid);
     g_autoptr(GDir) dir = g_dir_open(fddir, 0, NULL);
     const char *name;
 
     while (dir && (name = g_dir_read_name(dir))) {
-        g_autofree char *link = g_build_filename(fddir, name, NULL);
-        struct stat st;
-
-        if (stat(link, &st) < 0 || st.st_ino != ino || st.st_dev != dev)
-            continue;
-        if (fd_is_writable(pid, name))
+        if (fd_matches(pid, name, key, writable))
             return TRUE;
     }
     return FALSE;
@@ -171,16 +185,66 @@ daxfile_proc_writers(guint64 dev, guint64 ino)
 {
     g_autoptr(GArray) pids = proc_pids();
     GArray *out = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    MapKey key = {.dev = dev, .ino = ino};
     pid_t self = getpid();
     guint i;
 
     for (i = 0; i < pids->len; i++) {
         pid_t pid = g_array_index(pids, pid_t, i);
 
-        if (pid != self && pid_writes_inode(pid, dev, ino))
+        if (pid != self && pid_holds(pid, &key, TRUE))
             g_array_append_val(out, pid);
     }
     return out;
+}
+
+static gint
+pid_cmp(gconstpointer a, gconstpointer b)
+{
+    pid_t x = *(const pid_t *)a;
+    pid_t y = *(const pid_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+static GArray *
+users(const MapKey *key)
+{
+    g_autoptr(GArray) pids = proc_pids();
+    GArray *out = g_array_new(FALSE, FALSE, sizeof(DaxfileProcUser));
+    pid_t self = getpid();
+    guint i;
+
+    g_array_sort(pids, pid_cmp);
+    for (i = 0; i < pids->len; i++) {
+        DaxfileProcUser u = {.pid = g_array_index(pids, pid_t, i)};
+
+        if (u.pid == self)
+            continue;
+        if (pid_maps(u.pid, key))
+            u.use |= DAXFILE_PROC_MAPS;
+        if (pid_holds(u.pid, key, FALSE))
+            u.use |= DAXFILE_PROC_OPEN;
+        if (u.use)
+            g_array_append_val(out, u);
+    }
+    return out;
+}
+
+GArray *
+daxfile_proc_users(guint64 dev, guint64 ino)
+{
+    MapKey key = {.dev = dev, .ino = ino};
+
+    return users(&key);
+}
+
+GArray *
+daxfile_proc_users_rdev(dev_t rdev)
+{
+    MapKey key = {.rdev = rdev};
+
+    return users(&key);
 }
 
 /* The fields of /proc/PID/stat after "pid (comm)", from "state" on */

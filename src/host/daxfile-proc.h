@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile-proc.h: which processes map a file or hold it open for writing
+ * daxfile-proc.h: which processes map a file or hold it open (for
+ * writing)
  */
 #pragma once
 
@@ -23,6 +24,27 @@ GArray *daxfile_proc_mappers_rdev(dev_t rdev);
 /* PIDs (GArray of pid_t) holding an fd open for writing on the inode,
  * the calling process excluded */
 GArray *daxfile_proc_writers(guint64 dev, guint64 ino);
+
+/* How a process uses a file (DaxfileProcUser.use, flags) */
+typedef enum {
+    DAXFILE_PROC_MAPS = 1 << 0, /* it has a mapping of the file */
+    DAXFILE_PROC_OPEN = 1 << 1, /* it holds a descriptor of it (any mode,
+                                 * O_PATH too) */
+} DaxfileProcUse;
+
+typedef struct {
+    pid_t pid;
+    guint use; /* DaxfileProcUse */
+} DaxfileProcUser;
+
+/* Every process but the calling one that maps inode @dev/@ino or holds a
+ * descriptor of it (GArray of DaxfileProcUser), in pid order */
+GArray *daxfile_proc_users(guint64 dev, guint64 ino);
+
+/* The same for the character device @rdev, by whatever node a process
+ * maps or opened it (QEMU under libvirt: a node of its own /dev); a
+ * mapping is found through /proc/PID/map_files (root only) */
+GArray *daxfile_proc_users_rdev(dev_t rdev);
 
 /* @pid and every descendant of it (GArray of pid_t) */
 GArray *daxfile_proc_tree(pid_t pid);

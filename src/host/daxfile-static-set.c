@@ -14,6 +14,7 @@
 #include "daxfile-seam.h"
 #include "daxfile-static-priv.h"
 #include "daxfile-static.h"
+#include "daxfile-wipe.h"
 
 void
 daxfile_static_item_clear(DaxfileStaticItem *item)
@@ -189,6 +190,12 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
 
     if (daxfile_static_owner_conflict(cur, it->params.owner, m->name, error) ||
         daxfile_static_interrupted(cur, m->name, error))
+        return FALSE;
+    /* a wipe owed (an undefined domain's, an interrupted one) comes first:
+     * checked under the inode lock, which a wipe takes to record it */
+    if (reserve && !cur &&
+        !daxfile_wipe_refuse_pending(m->st.st_dev, m->st.st_ino, m->name,
+                                     error))
         return FALSE;
     if (S_ISCHR(m->st.st_mode))
         return set_member_device(reg, m, cur, reserve, holder, holder_start);

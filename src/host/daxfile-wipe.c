@@ -19,9 +19,12 @@
 #include "daxfile-guard.h"
 #include "daxfile-kernel.h"
 #include "daxfile-mmap.h"
+#include "daxfile-mount.h"
+#include "daxfile-proc.h"
 #include "daxfile-registry.h"
 #include "daxfile-size.h"
 #include "daxfile-wipe.h"
+#include "daxfile-wipes.h"
 
 /* zeroed and made durable between two progress marks */
 #define WIPE_CHUNK (8u << 20)
@@ -65,8 +68,50 @@ mark(int fd, const char *name, guint64 done, gboolean durable, GError **error)
     return TRUE;
 }
 
+/* At most this many processes are named in a message */
+#define USERS_NAMED 4
+
+/* No process but this one maps @f or holds it open (@st: its stat): a
+ * QEMU the registry does not know (a hot-plugged device, another
+ * domain's <disk>, a domain started before daxfile was installed) or any
+ * other program would see its memory or data zeroed under it. */
+static gboolean
+unused(const DaxfileFile *f, const struct stat *st, GError **error)
+{
+    g_autoptr(GArray) users = S_ISCHR(st->st_mode)
+                                  ? daxfile_proc_users_rdev(st->st_rdev)
+                                  : daxfile_proc_users(st->st_dev, st->st_ino);
+    g_autoptr(GString) who = g_string_new(NULL);
+    guint i;
+
+    if (users->len == 0)
+        return TRUE;
+    for (i = 0; i < users->len && i < USERS_NAMED; i++) {
+        const DaxfileProcUser *u = &g_array_index(users, DaxfileProcUser, i);
+        g_autofree char *comm = daxfile_proc_comm(u->pid);
+        g_autofree char *shown = daxfile_escape(comm);
+        const char *how = "holds it open";
+
+        if (u->use == (DAXFILE_PROC_MAPS | DAXFILE_PROC_OPEN))
+            how = "maps it and holds it open";
+        else if (u->use == DAXFILE_PROC_MAPS)
+            how = "maps it";
+        g_string_append_printf(who, "%spid %d (%s) %s", i ? ", " : "",
+                               (int)u->pid, shown, how);
+    }
+    if (users->len > USERS_NAMED)
+        g_string_append_printf(who, ", and %u more processes",
+                               users->len - USERS_NAMED);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+        "'%s' is in use: %s, and a wipe would zero what it reads; fix: stop that process first, then wipe it again",
+        f->display, who->str);
+    return FALSE;
+}
+
 /* No owner may hold it: a registry entry, the immutable flag, the
- * kernel's static mode (@reg: the registry, locked) */
+ * kernel's static mode, a process that maps it or holds it open (@reg:
+ * the registry, locked) */
 static gboolean
 unheld(DaxfileRegistry *reg, const DaxfileFile *f, const struct stat *st,
        GError **error)
@@ -99,7 +144,7 @@ unheld(DaxfileRegistry *reg, const DaxfileFile *f, const struct stat *st,
                     name);
         return FALSE;
     }
-    return TRUE;
+    return unused(f, st, error);
 }
 
 /* A device-dax device no domain holds (registry key: its device number,
@@ -124,7 +169,7 @@ device_unheld(DaxfileRegistry *reg, const struct stat *st, const DaxfileFile *f,
                     owner);
         return FALSE;
     }
-    if (!daxfile_devdax_check_mode(d, name, error))
+    if (!daxfile_devdax_check_mode(d, name, error) || !unused(f, st, error))
         return FALSE;
     if (ret_dev)
         *ret_dev = g_steal_pointer(&d);
@@ -163,16 +208,50 @@ daxfile_wipe_check(const DaxfileFile *f, GError **error)
            unheld(reg, f, &st, error);
 }
 
-/* unheld(), under the registry lock, which the hook takes too, and the
- * progress mark set (durably) before it is dropped, so a domain's
- * prepare after that sees an unfinished wipe */
+/* The record of the wipe of @f (daxfile-wipes.h), durable before its
+ * first byte is zeroed; a record daxfile watch made stays, now decided */
+static gboolean
+record_begin(const DaxfileFile *f, GError **error)
+{
+    g_autoptr(DaxfileWipeRecord) r = NULL;
+    guint64 dev, ino;
+
+    daxfile_wipe_key(f, &dev, &ino);
+    if (!daxfile_wipe_record_find(dev, ino, &r, error))
+        return FALSE;
+    if (r && r->state == DAXFILE_WIPE_WIPING)
+        return TRUE;
+    if (r)
+        r->state = DAXFILE_WIPE_WIPING;
+    else
+        r = daxfile_wipe_record_new(f, DAXFILE_WIPE_WIPING, NULL, NULL);
+    return daxfile_wipe_record_save(r, error);
+}
+
+/* Every byte read back as zero: the record goes */
+static gboolean
+record_end(const DaxfileFile *f, GError **error)
+{
+    guint64 dev, ino;
+
+    daxfile_wipe_key(f, &dev, &ino);
+    return daxfile_wipe_record_remove(dev, ino, error);
+}
+
+/* unheld(), under the inode lock and the registry lock, which the hook
+ * takes too; then the record and the progress mark, set (durably) before
+ * the locks are dropped, so a domain's prepare after that sees an
+ * unfinished wipe */
 static gboolean
 claim(const DaxfileFile *f, const struct stat *st, guint64 *ret_done,
       GError **error)
 {
-    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
+    g_auto(DaxfileFd) lock = daxfile_registry_lock_inode(
+        st->st_dev, st->st_ino, f->display, TRUE, error);
+    g_autoptr(DaxfileRegistry) reg = NULL;
 
-    if (!reg || !unheld(reg, f, st, error))
+    if (lock < 0 || !(reg = daxfile_registry_open(error)) ||
+        !unheld(reg, f, st, error) || !record_begin(f, error))
         return FALSE;
     if (!daxfile_wipe_pending(f->fd, ret_done))
         *ret_done = 0;
@@ -238,8 +317,8 @@ read_back(const unsigned char *map, guint64 size, DaxfileWipeResult *ret)
 
 /* A device-dax device: zeroed through its own mapping (synchronous: no
  * page cache, no metadata), while the registry lock of the device keeps a
- * domain's start waiting; nothing marks a partial wipe (a device has no
- * extended attributes): run it again. */
+ * domain's start waiting; a device has no extended attributes, so its
+ * wipe record (daxfile-wipes.h) alone marks a partial wipe. */
 static gboolean
 wipe_device(const DaxfileFile *f, const struct stat *st,
             const DaxfileWipeParams *p, DaxfileWipeResult *ret, GError **error)
@@ -257,7 +336,8 @@ wipe_device(const DaxfileFile *f, const struct stat *st,
     if (!reg)
         return FALSE;
     lock = daxfile_registry_lock_inode(st->st_rdev, 0, name, FALSE, error);
-    if (lock < 0 || !device_unheld(reg, st, f, &d, error))
+    if (lock < 0 || !device_unheld(reg, st, f, &d, error) ||
+        !record_begin(f, error))
         return FALSE;
     g_clear_pointer(&reg, daxfile_registry_free);
     ret->size = d->size;
@@ -299,11 +379,10 @@ wipe_device(const DaxfileFile *f, const struct stat *st,
         g_autofree char *all = daxfile_size_format(d->size);
 
         munmap(map, d->size);
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                    "the wipe of '%s' (%s) was interrupted after %s of %s; "
-                    "fix: run 'daxfile wipe' on it again (a device keeps "
-                    "no mark: it holds old data past that point)",
-                    name, d->name, have, all);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+            "the wipe of '%s' (%s) was interrupted after %s of %s; fix: run 'daxfile wipe' on it again, or 'daxfile repair' (until then no domain may use it)",
+            name, d->name, have, all);
         return FALSE;
     }
     read_back(map, d->size, ret);
@@ -317,7 +396,7 @@ wipe_device(const DaxfileFile *f, const struct stat *st,
             name, d->name, ret->first_nonzero);
         return FALSE;
     }
-    return TRUE;
+    return record_end(f, error);
 }
 
 gboolean
@@ -431,5 +510,141 @@ daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
                                 name);
         return FALSE;
     }
-    return TRUE;
+    return record_end(f, error);
+}
+
+gboolean
+daxfile_wipe_refuse_pending(guint64 dev, guint64 ino, const char *name,
+                            GError **error)
+{
+    g_autoptr(DaxfileWipeRecord) r = NULL;
+    g_autofree char *domain = NULL;
+
+    if (!daxfile_wipe_record_find(dev, ino, &r, error))
+        return FALSE;
+    if (!r)
+        return TRUE;
+    if (!r->domain) {
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+            "'%s' has a wipe that did not finish (begun %s), and no domain may use it before it does; fix: run 'daxfile wipe' on it again, or 'daxfile repair'",
+            name, r->since);
+        return FALSE;
+    }
+    domain = daxfile_escape(r->domain);
+    if (r->state == DAXFILE_WIPE_UNDEFINED)
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+            "'%s' is to be wiped: domain '%s', which used it, was undefined (wipe_on_undefine=true) at %s; fix: let 'daxfile watch' (daxfile-watch.service) decide and wipe it, or give this domain another file",
+            name, domain, r->since);
+    else
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+            "'%s' is being wiped for domain '%s', which was undefined (wipe_on_undefine=true) at %s, and no domain may use it before the wipe finishes; fix: let 'daxfile watch' finish it, or run 'daxfile repair'",
+            name, domain, r->since);
+    return FALSE;
+}
+
+DaxfileFile *
+daxfile_wipe_open_placed(const DaxfileConf *conf, const char *path,
+                         GError **error)
+{
+    const DaxfileRoot *root = conf && daxfile_path_is_plain(path)
+                                  ? daxfile_conf_managed_root(conf, path)
+                                  : NULL;
+
+    if (root)
+        return daxfile_conf_open_managed(conf, root, path, DAXFILE_OPEN_WRITE,
+                                         error);
+    return daxfile_wipe_open(path, FALSE, error);
+}
+
+DaxfileFile *
+daxfile_wipe_record_open(const DaxfileWipeRecord *r, const DaxfileConf *conf,
+                         GError **error)
+{
+    g_autoptr(DaxfileFile) f = daxfile_wipe_open_placed(conf, r->path, error);
+    g_autofree char *handle = NULL;
+    guint64 dev, ino;
+
+    if (!f)
+        return NULL;
+    daxfile_wipe_key(f, &dev, &ino);
+    if (!S_ISCHR(f->st.st_mode))
+        handle = daxfile_fd_handle(f->fd);
+    if (dev != r->dev || ino != r->ino ||
+        (r->handle && g_strcmp0(handle, r->handle) != 0)) {
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "'%s' is no longer the file whose wipe was recorded at %s (it was replaced since); fix: find that file and wipe it with 'daxfile wipe', or remove its record from the wipes directory of daxfile's state",
+            f->display, r->since);
+        return NULL;
+    }
+    return g_steal_pointer(&f);
+}
+
+void
+daxfile_wipe_resumed_free(DaxfileWipeResumed *w)
+{
+    if (!w)
+        return;
+    daxfile_wipe_record_free(w->record);
+    daxfile_wipe_result_clear(&w->result);
+    g_free(w->error);
+    g_free(w);
+}
+
+/* Finish the wipe of @w->record, or say why not */
+static void
+resume_one(DaxfileWipeResumed *w, const DaxfileConf *conf,
+           volatile gint *cancel)
+{
+    const DaxfileWipeRecord *r = w->record;
+    const DaxfileWipeParams params = {.cancel = cancel};
+    g_autoptr(GError) local = NULL;
+    g_autoptr(DaxfileFile) f = NULL;
+
+    if (r->state == DAXFILE_WIPE_UNDEFINED) {
+        w->done = DAXFILE_WIPE_RESUME_UNDECIDED;
+        return;
+    }
+    f = daxfile_wipe_record_open(r, conf, &local);
+    if (!f && g_error_matches(local, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND) &&
+        daxfile_wipe_record_remove(r->dev, r->ino, NULL)) {
+        w->done = DAXFILE_WIPE_RESUME_DROPPED;
+        return;
+    }
+    if (f && daxfile_wipe(f, &params, &w->result, &local)) {
+        w->done = DAXFILE_WIPE_RESUME_WIPED;
+        return;
+    }
+    w->done = DAXFILE_WIPE_RESUME_KEPT;
+    w->error = g_strdup(local->message);
+}
+
+GPtrArray *
+daxfile_wipe_resume(const DaxfileConf *conf, volatile gint *cancel,
+                    GError **error)
+{
+    g_autoptr(GPtrArray) records = daxfile_wipe_records(error);
+    g_autoptr(GPtrArray) out = NULL;
+    guint i;
+
+    if (!records)
+        return NULL;
+    out = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)daxfile_wipe_resumed_free);
+    for (i = 0; i < records->len; i++) {
+        DaxfileWipeResumed *w = g_new0(DaxfileWipeResumed, 1);
+
+        w->record = g_steal_pointer(&g_ptr_array_index(records, i));
+        g_ptr_array_add(out, w);
+        if (cancel && g_atomic_int_get(cancel)) {
+            w->done = DAXFILE_WIPE_RESUME_KEPT;
+            w->error = g_strdup("interrupted before it began");
+            continue;
+        }
+        resume_one(w, conf, cancel);
+    }
+    return g_steal_pointer(&out);
 }

@@ -11,13 +11,18 @@
  * attribute user.daxfile.wipe (how far it got): every check, attach and
  * the hook refuse such a file (reason wipe_unfinished), and the next wipe
  * goes on from there. No registry entry is made, so nothing is left
- * claimed by an interrupted wipe.
+ * claimed by an interrupted wipe; a wipe record (daxfile-wipes.h), which
+ * a device-dax device gets too, has the hook refuse it and daxfile
+ * repair finish it. A wipe is refused while any process maps the file or
+ * holds it open.
  */
 #pragma once
 
 #include <glib.h>
 
+#include "daxfile-conf.h"
 #include "daxfile-file.h"
+#include "daxfile-wipes.h"
 
 G_BEGIN_DECLS
 
@@ -63,10 +68,60 @@ gboolean daxfile_wipe_check(const DaxfileFile *f, GError **error);
 
 /* Wipe the regular file @f (opened for writing).
  * Refused while the registry holds the file (reserved or static, for any
- * owner) or it is immutable or kernel-static. FALSE with @error set on a
+ * owner), it is immutable or kernel-static, or any process but this one
+ * maps it or holds it open (named in the error). FALSE with @error set on a
  * refusal, a failure, an interruption (@ret->interrupted) or a read-back
  * that is not all zeros. */
 gboolean daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
                       DaxfileWipeResult *ret, GError **error);
+
+/* The hook's check at prepare: FALSE with @error naming @name (a display
+ * name), why and the fix when the file or device of key @dev/@ino
+ * (daxfile_wipe_key()) has a wipe record */
+gboolean daxfile_wipe_refuse_pending(guint64 dev, guint64 ino, const char *name,
+                                     GError **error);
+
+/* Open @path for a wipe as the hook places a domain's file: under a
+ * managed root of @conf (NULL: none), daxfile_conf_open_managed() (no
+ * symbolic link in any component, trusted owner, one link); elsewhere by
+ * its own name, daxfile_wipe_open() without following a link (a
+ * device-dax device) */
+DaxfileFile *daxfile_wipe_open_placed(const DaxfileConf *conf, const char *path,
+                                      GError **error);
+
+/* Open the file or device of @r for its wipe (daxfile_wipe_open_placed());
+ * NOT_FOUND when it is gone, INVALID when it is not the same file any
+ * more (key and file handle) */
+DaxfileFile *daxfile_wipe_record_open(const DaxfileWipeRecord *r,
+                                      const DaxfileConf *conf, GError **error);
+
+/* What daxfile_wipe_resume() did about one record */
+typedef enum {
+    DAXFILE_WIPE_RESUME_WIPED,     /* finished: zeros read back, record
+                                    * removed (@result) */
+    DAXFILE_WIPE_RESUME_DROPPED,   /* its file no longer exists: record
+                                    * removed */
+    DAXFILE_WIPE_RESUME_UNDECIDED, /* DAXFILE_WIPE_UNDEFINED: only daxfile
+                                    * watch can tell whether another domain
+                                    * uses it; kept */
+    DAXFILE_WIPE_RESUME_KEPT,      /* not finished (@error); kept */
+} DaxfileWipeResumeDone;
+
+typedef struct {
+    DaxfileWipeRecord *record;
+    DaxfileWipeResumeDone done;
+    DaxfileWipeResult result;
+    char *error;
+} DaxfileWipeResumed;
+
+void daxfile_wipe_resumed_free(DaxfileWipeResumed *w);
+
+/* Finish every wipe owed that needs no libvirt (daxfile repair): each
+ * record in state wiping, its file opened by daxfile_wipe_record_open()
+ * with @conf, then daxfile_wipe() (@cancel: as DaxfileWipeParams). One
+ * DaxfileWipeResumed per record, oldest first; NULL with @error only when
+ * the records cannot be read. */
+GPtrArray *daxfile_wipe_resume(const DaxfileConf *conf, volatile gint *cancel,
+                               GError **error);
 
 G_END_DECLS

@@ -294,6 +294,37 @@ def tempdir(prefix="daxfile-test-"):
         shutil.rmtree(d, ignore_errors=True)
 
 
+class FakeDevdax:
+    """A sysfs tree (DAXFILE_SYSFS_ROOT) in which the character device
+    @node (/dev/null, 1:3, unless told) is the device-dax device dax0.0:
+    @size bytes, @align pages, bound to @driver. daxfile opens the node,
+    finds it a dax device there, and checks, reserves and wipes it by its
+    device number (a wipe needs a node that maps: /dev/zero)."""
+
+    PATH = "/dev/null"
+
+    def __init__(self, tmp, size=64 << 20, align=2 << 20,
+                 driver="device_dax", node=PATH):
+        self.path = node
+        self.root = os.path.join(tmp, "sys")
+        dev = os.path.join(self.root, "devices", "platform", "dax0", "dax0.0")
+        bus = os.path.join(self.root, "bus", "dax")
+        rdev = os.stat(node).st_rdev
+        os.makedirs(dev)
+        os.makedirs(os.path.join(bus, "drivers", driver))
+        os.makedirs(os.path.join(self.root, "dev", "char"))
+        for attr, value in (("size", size), ("align", align)):
+            with open(os.path.join(dev, attr), "w") as f:
+                f.write(f"{value}\n")
+        os.symlink(os.path.relpath(bus, dev), os.path.join(dev, "subsystem"))
+        os.symlink(os.path.relpath(os.path.join(bus, "drivers", driver), dev),
+                   os.path.join(dev, "driver"))
+        os.symlink("../../devices/platform/dax0/dax0.0",
+                   os.path.join(self.root, "dev", "char",
+                                f"{os.major(rdev)}:{os.minor(rdev)}"))
+        self.env = {"DAXFILE_SYSFS_ROOT": self.root}
+
+
 FAKE_DAX = build_path("tests", "helpers", "fake-dax.so")
 FS_IOC_GETFLAGS = 0x80086601
 FS_IMMUTABLE_FL = 0x10

@@ -31,8 +31,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from daxtest import (EngagedFs, QemuStandIn, Tap, daxfile,  # noqa: E402
-                     need_root, tempdir)
+from daxtest import (EngagedFs, FakeDevdax, QemuStandIn, Tap,  # noqa: E402
+                     daxfile, need_root, tempdir)
 from hookworld import (PREPARED, STARTED, STOPPED, Case, Step,  # noqa: E402
                        World, check_case)
 
@@ -313,32 +313,6 @@ def virtio_pmem_device(tap, w):
                  "prepare-virtio-pmem-no-size"):
         check(tap, w, name)
     os.unlink(f)
-
-
-class FakeDevdax:
-    """A sysfs tree (DAXFILE_SYSFS_ROOT) in which the character device
-    /dev/null (1:3) is the device-dax device dax0.0: @size bytes, @align
-    pages, bound to @driver. The hook opens /dev/null, finds it a dax
-    device there, and checks and reserves it by its device number."""
-
-    PATH = "/dev/null"
-
-    def __init__(self, tmp, size=64 * M, align=2 * M, driver="device_dax"):
-        self.root = os.path.join(tmp, "sys")
-        dev = os.path.join(self.root, "devices", "platform", "dax0", "dax0.0")
-        bus = os.path.join(self.root, "bus", "dax")
-        os.makedirs(dev)
-        os.makedirs(os.path.join(bus, "drivers", driver))
-        os.makedirs(os.path.join(self.root, "dev", "char"))
-        for attr, value in (("size", size), ("align", align)):
-            with open(os.path.join(dev, attr), "w") as f:
-                f.write(f"{value}\n")
-        os.symlink(os.path.relpath(bus, dev), os.path.join(dev, "subsystem"))
-        os.symlink(os.path.relpath(os.path.join(bus, "drivers", driver), dev),
-                   os.path.join(dev, "driver"))
-        os.symlink("../../devices/platform/dax0/dax0.0",
-                   os.path.join(self.root, "dev", "char", "1:3"))
-        self.env = {"DAXFILE_SYSFS_ROOT": self.root}
 
 
 def device_dax(tap, w):

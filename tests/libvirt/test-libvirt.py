@@ -2,23 +2,21 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """daxfile with a real libvirtd (root): `daxfile attach`, the qemu.d hook at
 prepare/started/stopped/release, refusals shown by `virsh start`, two domains
-racing for one file, detach, `daxfile watch` wiping at undefine. The daemon is the running one, or one started
-here (and stopped after); the hook and a config drop-in are installed for the
-test and removed after. Guests are TCG with the VM harness's kernel.
+racing for one file, detach (`daxfile watch`: test-watch.py). The daemon is
+the running one, or one started here (and stopped after); the hook and a
+config drop-in are installed for the test and removed after. Guests are TCG
+with the VM harness's kernel.
 """
 
 import os
-import re
-import signal
 import subprocess
 import sys
 import threading
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-from daxtest import DAXFILE, Tap, build_path, daxfile, need_root  # noqa: E402
+from daxtest import Tap, build_path, daxfile, need_root  # noqa: E402
 import libvirt_env as lv  # noqa: E402
 
 lv.daxfile_vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
@@ -286,131 +284,15 @@ def test_attach_prerequisites(w):
            "attach to an unknown domain fails clearly", res)
 
 
-class Watcher:
-    """`daxfile watch`, its stderr lines collected"""
-
-    def __init__(self):
-        self.lines = []
-        self.cond = threading.Condition()
-        self.proc = subprocess.Popen([DAXFILE, "watch"], text=True,
-                                     stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stderr:
-            with self.cond:
-                self.lines.append(line.rstrip("\n"))
-                self.cond.notify_all()
-
-    def wait(self, text, timeout=60):
-        """the first line since the last wait that holds @text, or None"""
-        end = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for i, line in enumerate(self.lines):
-                    if text in line:
-                        del self.lines[:i + 1]
-                        return line
-                left = end - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None:
-                    return None
-                self.cond.wait(left)
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return None
-
-
-def ready_counts(line):
-    """(domains, files) of a "watching N defined domains (M files" line"""
-    m = re.search(r"watching (\d+) defined domains \((\d+) files",
-                  line or "")
-    return (int(m.group(1)), int(m.group(2))) if m else (-100, -100)
-
-
-def scribble(path):
-    with open(path, "r+b") as f:
-        f.write(b"\xa5" * M)
-
-
-def test_watch(w):
-    """wipe_on_undefine: an undefined domain's file is wiped, one another
-    domain still uses is kept, one undefined while it runs is wiped when
-    it stops"""
-    tap = w.tap
-    watcher = Watcher()
-    try:
-        first = watcher.wait("watching")
-        d0, f0 = ready_counts(first)
-        tap.ok(first is not None,
-               "daxfile watch connects and learns the defined domains",
-               watcher.lines)
-        a, b, c, d = dom("wa"), dom("wb"), dom("wc"), dom("wd")
-        fa, fb, fd = w.path("wa.img"), w.path("wb.img"), w.path("wd.img")
-        ok = all(w.define(n).returncode == 0 for n in (a, b, c, d))
-        for name, f, new in ((a, fa, True), (b, fb, True), (c, fb, False),
-                             (d, fd, True)):
-            res = daxfile("attach", name, f, "--allow-non-dax",
-                          *(["--create", "--size", "64M"] if new else []))
-            ok = ok and res.rc == 0
-        for f in (fa, fb, fd):
-            scribble(f)
-        # attach changes the definitions without an event: the watcher
-        # sees them at its next rescan, and says so
-        seen = watcher.wait(f"watching {d0 + 4} defined domains ({f0 + 4} "
-                            f"files")
-        tap.ok(ok and seen, "four domains: a, b and c sharing one file, d; "
-               "the watcher sees their files", seen)
-        lv.virsh("undefine", a)
-        line = watcher.wait(f"'{fa}'")
-        tap.ok(line and line.startswith("daxfile: wiped") and zeros(fa),
-               "undefine a: its file is wiped and reads back as zeros", line)
-        lv.virsh("undefine", b)
-        line = watcher.wait(f"'{fb}'")
-        tap.ok(line and "kept" in line and c in line and not zeros(fb),
-               "undefine b: the file c still uses is kept", line)
-        start = lv.virsh("start", "--paused", d)
-        lv.virsh("undefine", d)
-        line = watcher.wait("while it runs")
-        tap.ok(start.returncode == 0 and line and d in line and
-               not zeros(fd), "undefine d while it runs: nothing yet "
-               "(QEMU has the file)", (start.stderr, line))
-        lv.virsh("destroy", d)
-        line = watcher.wait(f"'{fd}'")
-        tap.ok(line and line.startswith("daxfile: wiped") and zeros(fd),
-               "d stops: its file is wiped", line)
-        if w.daemon.restart():
-            lost = watcher.wait("lost the connection")
-            back = watcher.wait(f"watching {d0 + 1} defined domains "
-                                f"({f0 + 1} files")
-            tap.ok(lost and back, "libvirtd restarts: the watcher says so, "
-                   "reconnects and knows c again", (lost, back))
-        else:
-            tap.skip("libvirtd restarts: the watcher reconnects",
-                     "the running libvirtd is not the test's to restart")
-        lv.virsh("undefine", c)
-        line = watcher.wait(f"'{fb}'")
-        tap.ok(line and line.startswith("daxfile: wiped") and zeros(fb),
-               "undefine c, the last user of b's file: now it is wiped", line)
-    finally:
-        rc = watcher.stop()
-    tap.ok(rc == 0, "daxfile watch exits 0 on SIGTERM", rc)
-
-
 def main():
     tap = Tap()
     need_root(tap)
-    tap.plan(23 + 4 + 9)
+    tap.plan(23 + 4)
     bins = [build_path("tests", "vm", "dax-probe")]
     with lv.Libvirtd() as daemon, lv.LoopDir() as loop:
         image = lv.GuestImage(loop.tmp, bins)
         hook = lv.Hook(build_path("libvirt-hooks", "daxfile-hook"),
-                       PREFIX, [loop.path], extra="wipe_on_undefine=true\n")
+                       PREFIX, [loop.path])
         w = World(tap, daemon, loop, image)
         try:
             hook.install(daemon)
@@ -419,7 +301,6 @@ def main():
             tap.subtest("race", test_race, w)
             tap.subtest("attach prerequisites", test_attach_prerequisites, w)
             tap.subtest("virtio-pmem", test_virtio_pmem, w)
-            tap.subtest("wipe on undefine", test_watch, w)
         finally:
             w.cleanup()
             hook.remove()

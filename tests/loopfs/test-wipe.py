@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """daxfile wipe on a real (non-DAX) xfs loop mount, as root: zeros read
-back with their digest, refusals while anyone holds the file, an
-interrupted wipe that nothing can use until it is finished and that
-resumes, and SIGKILL at random points. The MAP_SYNC path needs real DAX
-(the vm and chain suites)."""
+back with their digest, refusals while anyone holds the file (a domain, a
+static owner, a process that maps it or holds it open), an interrupted
+wipe that nothing can use until it is finished and that resumes (by
+itself, or by daxfile repair), SIGKILL at random points, and a device-dax
+device (/dev/zero made one by a fake sysfs) whose killed wipe the hook
+refuses until repair finishes it. The MAP_SYNC path needs real DAX (the
+vm and chain suites)."""
 
 import hashlib
 import json
@@ -17,8 +20,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
-from daxtest import (DAXFILE, WRAPPER, LoopFs, Tap, build_path,  # noqa
-                     daxfile, need_root, one_line_error, tempdir)
+from daxtest import (DAXFILE, WRAPPER, FakeDevdax, LoopFs, Tap,  # noqa
+                     build_path, daxfile, need_root, one_line_error, tempdir)
 
 M = 1 << 20
 XATTR = "user.daxfile.wipe"
@@ -61,29 +64,35 @@ class World:
     def __init__(self, fs, state):
         self.fs = fs
         self.conf = os.path.join(state, "daxfile.conf")
-        with open(self.conf, "w") as f:
-            f.write(f"[hook]\nmanaged_roots={fs.mnt}\nallow_non_dax=true\n"
-                    "trusted_owners=root\n")
+        self.write_conf()
         self.env = {"DAXFILE_STATE_DIR": state, "DAXFILE_CONF": self.conf}
 
-    def dx(self, *args):
-        return daxfile(*args, env=self.env)
+    def write_conf(self, extra=""):
+        with open(self.conf, "w") as f:
+            f.write(f"[hook]\nmanaged_roots={self.fs.mnt}\n"
+                    f"allow_non_dax=true\ntrusted_owners=root\n{extra}")
 
-    def popen(self, *args):
+    def dx(self, *args, env=None):
+        return daxfile(*args, env=dict(self.env, **(env or {})))
+
+    def popen(self, *args, env=None):
         return subprocess.Popen(WRAPPER + [DAXFILE] + list(args),
-                                env=dict(os.environ, **self.env),
+                                env=dict(os.environ, **self.env,
+                                         **(env or {})),
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
-    def hook(self, path, op, subop):
+    def hook(self, path, op, subop, size=None, env=None):
+        size = os.path.getsize(path) if size is None else size
         xml = ("<domain><name>vm1</name><devices><memory model='nvdimm' "
                f"access='shared'><source><path>{path}</path><alignsize "
                "unit='KiB'>2048</alignsize><pmem/></source><target><size "
-               f"unit='KiB'>{os.path.getsize(path) >> 10}</size><node>0"
+               f"unit='KiB'>{size >> 10}</size><node>0"
                "</node></target></memory></devices></domain>")
         return subprocess.run(WRAPPER + [HOOK, "vm1", op, subop, "-"],
                               input=xml.encode(), capture_output=True,
-                              env=dict(os.environ, **self.env))
+                              env=dict(os.environ, **self.env,
+                                       **(env or {})))
 
     def create(self, name, size, seed):
         path = self.fs.path(name)
@@ -225,12 +234,123 @@ def t_killed(w):
     os.unlink(f)
 
 
+def holder(path, mapped=False):
+    """A process that maps @path (and closes its descriptor), or holds it
+    open read-only"""
+    if not mapped:
+        with open(path, "rb") as f:
+            return subprocess.Popen(["sleep", "600"], stdin=f)
+    proc = subprocess.Popen(
+        [sys.executable, "-c",
+         "import mmap, sys\n"
+         f"f = open({path!r}, 'rb')\n"
+         "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\nf.close()\n"
+         "print('mapped', flush=True)\nsys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc.stdout.readline()
+    return proc
+
+
+def ended(proc):
+    proc.kill()
+    proc.wait()
+
+
+def t_in_use(w):
+    """a process that maps the file or holds it open: refused, naming it;
+    a device-dax device by its device number"""
+    f = w.create("used.img", 16 * M, 6)
+    before = digest(f)
+    p = holder(f, mapped=True)
+    res = w.dx("wipe", f)
+    ended(p)
+    tap.ok(res.rc == 1 and one_line_error(res) and
+           f"pid {p.pid} (python3) maps it" in res.err and "fix:" in res.err
+           and digest(f) == before and mark(f) is None,
+           "refused while a process maps the file, naming its pid and "
+           "command; contents untouched", res)
+    p = holder(f)
+    res = w.dx("wipe", f)
+    ended(p)
+    again = w.dx("wipe", f)
+    tap.ok(res.rc == 1 and one_line_error(res) and
+           f"pid {p.pid} (sleep) holds it open" in res.err and
+           again.rc == 0 and digest(f) == zeros_digest(16 * M),
+           "refused while a process holds it open; wiped once it is gone",
+           (res, again))
+    os.unlink(f)
+    with tempdir() as tmp:
+        dd = FakeDevdax(tmp, size=16 * M, node="/dev/zero")
+        p = holder("/dev/zero")
+        res = w.dx("wipe", "/dev/zero", env=dd.env)
+        ended(p)
+        again = w.dx("wipe", "/dev/zero", env=dd.env)
+    tap.ok(res.rc == 1 and one_line_error(res) and
+           f"pid {p.pid} (sleep) holds it open" in res.err and again.rc == 0,
+           "a device-dax device: refused while a process holds it open "
+           "(by its device number); wiped once it is gone", (res, again))
+
+
+def maps(pid, what):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return what in f.read()
+    except OSError:
+        return False
+
+
+def t_owed(w):
+    """a wipe owed is recorded: daxfile repair finishes an interrupted
+    one; a device-dax device, which can carry no mark, is refused by the
+    hook after its wipe was killed, until repair finishes it"""
+    size = 256 * M
+    f = w.create("owed.img", size, 7)
+    p = w.popen("wipe", f)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and p.poll() is None and \
+            not (mark(f) or 0) > 0:
+        time.sleep(0.005)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=120)
+    rep = w.dx("repair")
+    tap.ok(p.returncode == 130 and rep.rc == 0 and f"wiped '{f}'" in rep.err
+           and mark(f) is None and digest(f) == zeros_digest(size),
+           "daxfile repair finishes an interrupted wipe", (p.returncode, rep))
+    os.unlink(f)
+    w.write_conf("device_dax=true\n")
+    with tempdir() as tmp:
+        dd = FakeDevdax(tmp, size=512 * M, node="/dev/zero")
+        p = w.popen("wipe", "/dev/zero", env=dd.env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and p.poll() is None and \
+                not maps(p.pid, "/dev/zero"):
+            time.sleep(0.001)
+        p.kill()
+        p.communicate()
+        prep = w.hook("/dev/zero", "prepare", "begin", 512 * M, dd.env)
+        tap.ok(p.returncode == -9 and prep.returncode == 1 and
+               b"a wipe that did not finish" in prep.stderr and
+               b"daxfile repair" in prep.stderr and
+               len(prep.stderr.splitlines()) == 1,
+               "a device-dax wipe killed: the hook refuses the device at "
+               "prepare, naming why and the fix", (p.returncode, prep.stderr))
+        rep = w.dx("repair", env=dd.env)
+        prep = w.hook("/dev/zero", "prepare", "begin", 512 * M, dd.env)
+        w.hook("/dev/zero", "release", "end", 512 * M, dd.env)
+        tap.ok(rep.rc == 0 and "wiped '/dev/zero'" in rep.err and
+               prep.returncode == 0,
+               "daxfile repair finishes it; then the device is usable",
+               (rep, prep.stderr))
+    w.write_conf()
+
+
 def main():
     need_root(tap)
-    tap.plan(11)
+    tap.plan(17)
     with tempdir() as state, LoopFs("xfs", size_mib=1536) as fs:
         w = World(fs, state)
-        for func in (t_wipe, t_refusals, t_interrupted, t_killed):
+        for func in (t_wipe, t_refusals, t_interrupted, t_killed, t_in_use,
+                     t_owed):
             tap.subtest(func.__name__, func, w)
     return tap.done()
 

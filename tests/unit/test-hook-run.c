@@ -20,6 +20,7 @@
 #include "daxfile-hook.h"
 #include "daxfile-registry.h"
 #include "daxfile-test-util.h"
+#include "daxfile-wipes.h"
 
 #define M (G_GUINT64_CONSTANT(1) << 20)
 
@@ -305,6 +306,36 @@ test_lifecycle(void)
     g_assert_cmpstr(reg, ==, "");
 }
 
+/* a file whose wipe is owed (daxfile-wipes.h: an undefined domain's, a
+ * wipe cut short) is refused at prepare, naming why and the fix, and
+ * nothing is reserved; once the record is gone it is accepted */
+static void
+test_wipe_owed(void)
+{
+    g_autoptr(DaxfileConf) conf = conf_new("");
+    g_autofree char *xml = data_file("prepare-ok", ".xml");
+    g_autofree char *path = g_build_filename(root, "vm1.img", NULL);
+    g_autoptr(DaxfileFile) f = daxfile_file_open(path, DAXFILE_OPEN_READ, NULL);
+    g_autoptr(DaxfileWipeRecord) r =
+        daxfile_wipe_record_new(f, DAXFILE_WIPE_UNDEFINED, "gone", "u-1");
+    g_autofree char *out = NULL;
+    g_autofree char *notes = NULL;
+    g_autofree char *reg = NULL;
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true(daxfile_wipe_record_save(r, &error));
+    g_assert_false(hook(conf, "prepare", "begin", xml, &out, &notes, &error));
+    g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY);
+    g_assert_true(g_str_has_prefix(error->message, "domain 'vm1' "));
+    g_assert_nonnull(strstr(error->message, "is to be wiped: domain 'gone'"));
+    g_assert_nonnull(strstr(error->message, "; fix: let 'daxfile watch'"));
+    reg = registry();
+    g_assert_cmpstr(reg, ==, "");
+    g_assert_true(daxfile_wipe_record_remove(r->dev, r->ino, NULL));
+    replay(conf, &(Replay){"prepare-ok"});
+    replay(conf, &(Replay){"release-again", "release", "end", "prepare-ok"});
+}
+
 /* migrate and restore: a file there is left as it is; a mapped path is
  * printed rewritten, its missing file made with create_missing and used
  * as it is the next time */
@@ -499,5 +530,6 @@ main(int argc, char **argv)
     }
     g_test_add_func("/hook/replay-lifecycle", test_lifecycle);
     g_test_add_func("/hook/replay-migrate", test_migrate);
+    g_test_add_func("/hook/wipe-owed", test_wipe_owed);
     return daxfile_test_run();
 }

@@ -165,6 +165,7 @@ test_self(void)
  * CHILD_FORK, made a child of its own) and waits, until child_stop() */
 typedef enum {
     CHILD_MAP,    /* maps @path shared */
+    CHILD_MAPPED, /* maps @path shared and closes its descriptor */
     CHILD_READ,   /* holds @path open read-only */
     CHILD_WRITE,  /* holds @path open write-only */
     CHILD_FORK,   /* has a child of its own, waiting too */
@@ -189,13 +190,16 @@ child_main(ChildWhat what, const char *path, int ready, int go)
             close(fd);
     }
     fd = -1;
-    if (what == CHILD_MAP || what == CHILD_READ)
+    if (what == CHILD_MAP || what == CHILD_MAPPED || what == CHILD_READ)
         fd = open(path, O_RDONLY | O_CLOEXEC);
     else if (what == CHILD_WRITE)
         fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (what == CHILD_MAP && (fd < 0 || mmap(NULL, 4096, PROT_READ, MAP_SHARED,
-                                             fd, 0) == MAP_FAILED))
+    if ((what == CHILD_MAP || what == CHILD_MAPPED) &&
+        (fd < 0 ||
+         mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED))
         _exit(1);
+    if (what == CHILD_MAPPED)
+        close(fd);
     if (what == CHILD_FORK && (grandchild = fork()) == 0) {
         close(ready);
         while (read(go, &c, 1) > 0)
@@ -316,6 +320,58 @@ test_writers(void)
     unlink(path);
 }
 
+static guint
+use_of(GArray *users, pid_t pid)
+{
+    guint i;
+
+    for (i = 0; i < users->len; i++) {
+        const DaxfileProcUser *u = &g_array_index(users, DaxfileProcUser, i);
+
+        if (u->pid == pid)
+            return u->use;
+    }
+    return 0;
+}
+
+/* Who uses a file, for a wipe: a process that only maps it, one that
+ * only holds it open (read-only), one that does both; never the calling
+ * process, whatever it holds; nobody once they are gone. A character
+ * device is found by its device number, whatever node names it. */
+static void
+test_users(void)
+{
+    struct stat st, null;
+    g_autofree char *path = scratch_file(&st);
+    int own = open(path, O_RDWR | O_CLOEXEC);
+    Child mapped = child_start(CHILD_MAPPED, path);
+    Child reader = child_start(CHILD_READ, path);
+    Child both = child_start(CHILD_MAP, path);
+    Child dev = child_start(CHILD_READ, "/dev/null");
+    g_autoptr(GArray) users = daxfile_proc_users(st.st_dev, st.st_ino);
+    g_autoptr(GArray) devs = NULL;
+    g_autoptr(GArray) after = NULL;
+
+    g_assert_cmpint(own, >=, 0);
+    g_assert_cmpint(stat("/dev/null", &null), ==, 0);
+    g_assert_cmpuint(users->len, ==, 3);
+    g_assert_cmpuint(use_of(users, mapped.pid), ==, DAXFILE_PROC_MAPS);
+    g_assert_cmpuint(use_of(users, reader.pid), ==, DAXFILE_PROC_OPEN);
+    g_assert_cmpuint(use_of(users, both.pid), ==,
+                     DAXFILE_PROC_MAPS | DAXFILE_PROC_OPEN);
+    g_assert_cmpuint(use_of(users, getpid()), ==, 0);
+    devs = daxfile_proc_users_rdev(null.st_rdev);
+    g_assert_cmpuint(use_of(devs, dev.pid), ==, DAXFILE_PROC_OPEN);
+    child_stop(&mapped);
+    child_stop(&reader);
+    child_stop(&both);
+    child_stop(&dev);
+    after = daxfile_proc_users(st.st_dev, st.st_ino);
+    g_assert_cmpuint(after->len, ==, 0);
+    close(own);
+    unlink(path);
+}
+
 /* A process and its descendants, found by their parents in /proc */
 static void
 test_tree(void)
@@ -419,6 +475,7 @@ main(int argc, char **argv)
     g_test_add_func("/proc/smaps/to-json", test_mapping_json);
     g_test_add_func("/proc/scan/mappers", test_mappers);
     g_test_add_func("/proc/scan/writers", test_writers);
+    g_test_add_func("/proc/scan/users", test_users);
     g_test_add_func("/proc/scan/tree", test_tree);
     g_test_add_func("/proc/scan/stat", test_stat);
     g_test_add_func("/proc/pid-in", test_pid_in);
