@@ -272,7 +272,8 @@ watch_refs(Watch *w, char **ret_why)
 
 /* The domain of @refs that names the file @f (whose record says @path):
  * by that name, or by what its name leads to (a device-dax device: its
- * device number), or NULL */
+ * device number; a block device: what backs it, and one that cannot be
+ * told counts as naming it), or NULL */
 static const char *
 used_elsewhere(GPtrArray *refs, const DaxfileFile *f, const char *path)
 {
@@ -293,8 +294,9 @@ used_elsewhere(GPtrArray *refs, const DaxfileFile *f, const char *path)
             continue;
         }
         g_array_set_size(ids, 0);
-        daxfile_path_identities(ref->path, ids);
-        if (daxfile_identities_have(ids, f->st.st_dev, f->st.st_ino))
+        /* what a reference leads to that cannot be told may be this file */
+        if (!daxfile_path_identities(ref->path, ids, NULL) ||
+            daxfile_identities_have(ids, f->st.st_dev, f->st.st_ino))
             return ref->domain;
     }
     return NULL;
