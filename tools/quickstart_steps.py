@@ -167,6 +167,8 @@ class Steps:
     def end(self, title, t0, error=None):
         self.current = None
         took = time.monotonic() - t0
+        self.log(f"-- step {self.n}: {took:.1f} s"
+                 + (f", failed: {error}" if error else ""))
         if self.tap:
             with self.lock:
                 self.tap.ok(error is None, title)
