@@ -1,14 +1,20 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The README's quickstart, end to end, as a newcomer runs it: in its
-default mode (an emulated pmem host: the file static under libvirt on
-real fsdax, layout changes refused, data verified across a power-off;
---runs N runs it N times in a row, each about 3 minutes), then in
-development mode (--dev) while libvirtd is already running with a domain
-of someone else's. Every run reaches the success summary and leaves
-nothing of its own behind on this machine (no domain, hook, mount, loop
-device, registry entry, NVDIMM backing file or boot files); the
-development run reuses the daemon and leaves the other domain alone.
+"""The README's quickstart, end to end, as a newcomer runs it: `./quickstart`
+from a fresh copy of this checkout in a place no other test uses, under
+/tmp (which the emulated pmem host mounts afresh), in a directory only
+root can enter (as /root is), its name with a space and a non-ASCII
+letter. It installs (nothing: CI has it all), builds, and runs the default
+mode (an emulated pmem host: the file static under libvirt on real fsdax,
+layout changes refused, data verified across a power-off; --runs N runs
+it N times); it never stays silent for more than PROGRESS_GAP seconds.
+From the same copy the suites that run programs as an unprivileged user
+(unit, test-host-helper, test-bad-inputs) pass. Then development mode
+(--dev) while libvirtd is already running with a domain of someone else's.
+Every run reaches the success summary and leaves nothing of its own
+behind on this machine (no domain, hook, mount, loop device, registry
+entry, NVDIMM backing file or boot files); the development run reuses the
+daemon and leaves the other domain alone.
 """
 
 import argparse
@@ -17,6 +23,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
@@ -24,9 +32,12 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
 from daxtest import BUILDDIR, SRCDIR, Tap, daxfile, need_root  # noqa: E402
 import libvirt_env as lv  # noqa: E402
 
-lv.daxfile_vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
-
 BYSTANDER = f"daxfile-bystander-{os.getpid()}"
+# the longest a quickstart may stay silent (it says something every 8 s
+# while a step runs; this leaves room for a loaded machine)
+PROGRESS_GAP = 15
+# what the unprivileged-user suites are, in the copy's build
+AS_NOBODY = ["--suite", "unit", "test-host-helper", "test-bad-inputs"]
 
 
 def ours_left(logs=None):
@@ -53,27 +64,109 @@ def ours_left(logs=None):
              if "daxfile-quickstart-" in e["path"]])
 
 
-def quickstart(tap, name, args, want):
-    """Run it; ok when it reaches its summary with every @want in it and
-    leaves nothing behind but its logs"""
-    proc = subprocess.run(["/usr/bin/python3",
-                           os.path.join(SRCDIR, "tools", "quickstart.py"),
-                           "--build-dir", BUILDDIR] + args,
-                          capture_output=True, text=True, timeout=900)
-    out = proc.stdout + proc.stderr
-    missing = [w for w in want if w not in proc.stdout]
-    tap.ok(proc.returncode == 0 and "Proven in" in proc.stdout and
-           not missing, f"{name} reaches the success summary", out if
-           proc.returncode else f"missing {missing} in:\n{out}")
-    m = re.search(r"^Logs: (/var/tmp/daxfile-quickstart-\S+)$", proc.stdout,
-                  re.M)
-    logs = m.group(1) if m else None
+def copy_checkout(dst):
+    """This checkout's files (tracked and new ones, as they are now) in
+    @dst: what `git clone` of it gives, with the work in progress"""
+    files = subprocess.run(["git", "-C", SRCDIR, "ls-files", "-z", "-co",
+                            "--exclude-standard"], capture_output=True,
+                           check=True).stdout.split(b"\0")
+    for name in filter(None, files):
+        src = os.path.join(SRCDIR.encode(), name)
+        if not os.path.lexists(src):  # deleted, not committed yet
+            continue
+        out = os.path.join(dst.encode(), name)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        shutil.copy2(src, out, follow_symlinks=False)
+
+
+def timed_run(argv, cwd, timeout):
+    """(status, output, the longest silence in s) of @argv"""
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True,
+                            errors="replace")
+    out, gap, last = [], 0.0, None
+    deadline = time.monotonic() + timeout
+    for line in proc.stdout:
+        now = time.monotonic()
+        if last is not None:
+            gap = max(gap, now - last)
+        last = now
+        out.append(line)
+        if now > deadline:
+            proc.kill()
+            out.append(f"(killed after {timeout} s)\n")
+            break
+    return proc.wait(), "".join(out), gap
+
+
+def logs_of(out):
+    m = re.search(r"^Logs: (/var/tmp/daxfile-quickstart-\S+)$", out, re.M)
+    return m.group(1) if m else None
+
+
+def check_left(tap, name, out, rc):
+    logs = logs_of(out)
     left = ours_left(logs)
     tap.ok(logs and left == [], f"{name} leaves nothing behind but its logs",
            left if logs else out)
-    if logs and proc.returncode == 0:
+    if logs and rc == 0:
         shutil.rmtree(logs)
-    tap.diag(proc.stdout)
+
+
+def newcomer(tap, checkout, run):
+    """./quickstart in @checkout, as the README says"""
+    name = f"./quickstart run {run} from {checkout}"
+    rc, out, gap = timed_run(["./quickstart"], checkout, 1200)
+    missing = [w for w in EMULATED if w not in out]
+    tap.ok(rc == 0 and "Proven in" in out and not missing,
+           f"{name} reaches the success summary",
+           out if rc else f"missing {missing} in:\n{out}")
+    tap.ok(gap <= PROGRESS_GAP, f"{name}: never silent for more than "
+           f"{PROGRESS_GAP} s (longest: {gap:.1f} s)", out)
+    check_left(tap, name, out, rc)
+    tap.diag(out)
+
+
+def as_nobody(tap, checkout):
+    """The suites that run programs as an unprivileged user, from the copy
+    (its build made by ./quickstart, the test seams added)"""
+    build = os.path.join(checkout, "build")
+    steps = [["meson", "configure", build, "-Dtest_seams=true"],
+             ["meson", "compile", "-C", build],
+             ["meson", "test", "-C", build, "--print-errorlogs"] + AS_NOBODY]
+    for argv in steps:
+        res = subprocess.run(argv, cwd=checkout, capture_output=True,
+                             text=True, errors="replace")
+        if res.returncode != 0:
+            break
+    tap.ok(res.returncode == 0, "from a copy in a mode-0700 directory: "
+           + " ".join(AS_NOBODY) + " pass", res.stdout[-6000:] +
+           res.stderr[-3000:])
+
+
+def dev_mode(tap):
+    """--dev beside another domain, with the daemon already running"""
+    with lv.Libvirtd(), lv.LoopDir() as loop:
+        xml = lv.domain_xml(BYSTANDER, "/nonexistent-kernel", "/nonexistent",
+                            "", "/dev/null", "/dev/null")
+        lv.define(xml, loop.tmp, BYSTANDER)
+        before = lv.virsh("dumpxml", "--inactive", BYSTANDER).stdout
+        try:
+            proc = subprocess.run(
+                ["/usr/bin/python3", os.path.join(SRCDIR, "tools",
+                                                  "quickstart.py"),
+                 "--build-dir", BUILDDIR, "--dev"], capture_output=True,
+                text=True, timeout=900)
+            out = proc.stdout + proc.stderr
+            missing = [w for w in DEV if w not in proc.stdout]
+            tap.ok(proc.returncode == 0 and not missing,
+                   "./quickstart --dev reaches the success summary",
+                   out if proc.returncode else f"missing {missing} in:\n{out}")
+            check_left(tap, "./quickstart --dev", out, proc.returncode)
+            tap.ok(lv.virsh("dumpxml", "--inactive", BYSTANDER).stdout ==
+                   before, "the other domain is untouched")
+        finally:
+            lv.cleanup_domain(BYSTANDER)
 
 
 # what the default mode proves, in its summary's words
@@ -92,21 +185,17 @@ def main():
     runs = ap.parse_args().runs
     tap = Tap()
     need_root(tap)
-    tap.plan(2 * runs + 3)
-    for i in range(1, runs + 1):
-        quickstart(tap, f"./quickstart run {i} (emulated pmem host)", [],
-                   EMULATED)
-    with lv.Libvirtd(), lv.LoopDir() as loop:
-        xml = lv.domain_xml(BYSTANDER, "/nonexistent-kernel", "/nonexistent",
-                            "", "/dev/null", "/dev/null")
-        lv.define(xml, loop.tmp, BYSTANDER)
-        before = lv.virsh("dumpxml", "--inactive", BYSTANDER).stdout
-        try:
-            quickstart(tap, "./quickstart --dev", ["--dev"], DEV)
-            tap.ok(lv.virsh("dumpxml", "--inactive", BYSTANDER).stdout ==
-                   before, "the other domain is untouched")
-        finally:
-            lv.cleanup_domain(BYSTANDER)
+    tap.plan(3 * runs + 4)
+    top = tempfile.mkdtemp(prefix="daxfile-newcomer.", dir="/tmp")
+    try:
+        checkout = os.path.join(top, "daxfile checkout \u00fc")
+        copy_checkout(checkout)
+        for i in range(1, runs + 1):
+            newcomer(tap, checkout, i)
+        as_nobody(tap, checkout)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    dev_mode(tap)
     return tap.done()
 
 
