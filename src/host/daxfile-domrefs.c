@@ -29,41 +29,36 @@ daxfile_file_ref_free(DaxfileFileRef *ref)
 /* Attributes that name a file wherever they appear; "dev" only on
  * <source> (elsewhere it is a target name: <target dev='vda'>). */
 static const char *const file_attrs[] = {
-    "file", "path", "dir", "socket", "evdev", "template", "rendernode",
+    "file", "path", "dir", "socket", "evdev", "template", "rendernode", NULL,
 };
 
 /* Elements whose text is a file: <os> boot files, <emulator>, memory
  * devices' <source><path>, host device <block>/<char>, ACPI <table>,
  * smartcard <database>, rng <backend>, blkiotune <path>. */
 static const char *const file_texts[] = {
-    "kernel", "initrd", "dtb",  "loader", "nvram",    "emulator",
-    "path",   "block",  "char", "table",  "database", "backend",
+    "kernel", "initrd", "dtb",   "loader",   "nvram",   "emulator", "path",
+    "block",  "char",   "table", "database", "backend", NULL,
 };
 
 /* QEMU options whose argument is a file */
 static const char *const qemu_file_options[] = {
     "-kernel", "-initrd",   "-dtb",      "-bios",       "-hda", "-hdb",
     "-hdc",    "-hdd",      "-cdrom",    "-fda",        "-fdb", "-sd",
-    "-pflash", "-mtdblock", "-mem-path", "-readconfig",
+    "-pflash", "-mtdblock", "-mem-path", "-readconfig", NULL,
 };
 
 /* Keys that name a file, in QEMU's option syntax and in its JSON (the
  * last component of a dotted key: "file.filename"); "file" of -blockdev
  * is a child node's name, not a file */
 static const char *const qemu_file_keys[] = {
-    "file", "filename", "mem-path", "path", "logfile", "romfile",
+    "file", "filename", "mem-path", "path", "logfile", "romfile", NULL,
 };
 
+/* @name (NULL: none) is in the NULL-terminated @list */
 static gboolean
-in_list(const char *name, const char *const *list, gsize n)
+in_list(const char *name, const char *const *list)
 {
-    gsize i;
-
-    for (i = 0; name && i < n; i++) {
-        if (STREQ(name, list[i]))
-            return TRUE;
-    }
-    return FALSE;
+    return name && g_strv_contains(list, name);
 }
 
 static void
@@ -99,7 +94,7 @@ qemu_file_key(const QemuArg *q, const char *key)
     last = last ? last + 1 : key;
     if (STREQ(last, "file") && q->option && STREQ(q->option, "-blockdev"))
         return FALSE;
-    return in_list(last, qemu_file_keys, G_N_ELEMENTS(qemu_file_keys));
+    return in_list(last, qemu_file_keys);
 }
 
 static void qemu_json(const QemuArg *q, const char *key, JsonNode *node);
@@ -238,8 +233,7 @@ qemu_commandline(GPtrArray *refs, xmlNode *cmdline)
         } else if ((opt = qemu_option(value))) {
             g_free(option);
             option = g_strdup(opt);
-            file_next = in_list(opt, qemu_file_options,
-                                G_N_ELEMENTS(qemu_file_options));
+            file_next = in_list(opt, qemu_file_options);
         } else if (value[0] != '{' || !qemu_json_text(&q, value)) {
             qemu_opts(&q, value);
         }
@@ -270,11 +264,11 @@ collect_refs(xmlNode *node, gint nvdimm, guint *n_nvdimm, GPtrArray *refs)
             continue;
         if (qemu && STREQ(an, "value"))
             qemu_opts(&q, v);
-        else if (in_list(an, file_attrs, G_N_ELEMENTS(file_attrs)) ||
+        else if (in_list(an, file_attrs) ||
                  (STREQ(an, "dev") && STREQ(name, "source")))
             add_ref(refs, (xmlNode *)a, v, -1);
     }
-    if (!qemu && in_list(name, file_texts, G_N_ELEMENTS(file_texts))) {
+    if (!qemu && in_list(name, file_texts)) {
         g_autofree char *text = daxfile_xml_text(node);
         gboolean own = nvdimm >= 0 && STREQ(name, "path") && node->parent &&
                        STREQ((const char *)node->parent->name, "source") &&

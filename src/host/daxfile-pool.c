@@ -14,27 +14,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlDoc, xmlFreeDoc)
 
 /* Pools whose volume NAME is TARGET/NAME: a file, or a device node */
 static const char *const placed_types[] = {
-    "dir", "fs", "netfs", "vstorage", "logical", "disk", "zfs",
+    "dir", "fs", "netfs", "vstorage", "logical", "disk", "zfs", NULL,
 };
 
 /* Pools whose volumes QEMU reaches over the network: no file here */
 static const char *const network_types[] = {
-    "rbd",
-    "gluster",
-    "sheepdog",
-    "iscsi-direct",
+    "rbd", "gluster", "sheepdog", "iscsi-direct", NULL,
 };
 
+/* @name (NULL: none) is in the NULL-terminated @list */
 static gboolean
-in_list(const char *name, const char *const *list, gsize n)
+in_list(const char *name, const char *const *list)
 {
-    gsize i;
-
-    for (i = 0; name && i < n; i++) {
-        if (STREQ(name, list[i]))
-            return TRUE;
-    }
-    return FALSE;
+    return name && g_strv_contains(list, name);
 }
 
 /* A single path component, nothing that could lead out of a directory */
@@ -114,9 +106,9 @@ daxfile_pool_volume_path(const char *state_dir, const char *pool,
     type = daxfile_xml_attr(node, "type");
     target = daxfile_xml_text(
         daxfile_xml_child(daxfile_xml_child(node, "target"), "path"));
-    if (in_list(type, network_types, G_N_ELEMENTS(network_types)))
+    if (in_list(type, network_types))
         return TRUE;
-    if (!in_list(type, placed_types, G_N_ELEMENTS(placed_types)) || !target ||
+    if (!in_list(type, placed_types) || !target ||
         !g_path_is_absolute(g_strstrip(target))) {
         g_autofree char *shown_type = daxfile_escape(type ? type : "");
 
