@@ -249,7 +249,8 @@ dx_run "fake kernel: disable releases through daxctl()" fake_disable
 # A crash while the guard is engaged leaves the flag set, but never without
 # a registry entry that list shows and repair clears.
 crash_engaged() {
-    DAXFILE_TEST_CRASH=enable-engaged daxfile enable /mnt/fk/vm.img
+    DAXFILE_TEST_CRASH=enable-engaged daxfile enable /mnt/fk/vm.img \
+        --consumer "$CPID"
     [ $? -eq 137 ] && refused /mnt/fk/vm.img rename
 }
 listed_engaging() {
