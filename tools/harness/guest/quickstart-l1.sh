@@ -12,8 +12,9 @@ echo "# quickstart-step $title"
 for f in "$DAXFILE_SRCDIR/tools/quickstart.py" \
     "$DAXFILE_BUILDDIR/src/daxfilectl/daxfile"; do
     if [ ! -e "$f" ]; then
-        dx_not_ok "$title" "'$f' is not there in the emulated host: the real host's share of that directory did not mount (its console has the 9p error)" \
-            "\$ ls -ld '${f%/*}'" "$(ls -ld "${f%/*}" 2>&1)"
+        dx_not_ok "$title" "'$f' is not there in the emulated host: the real host's share of that directory did not mount (its console has the 9p error)"
+        dx_diag "\$ ls -ld '${f%/*}'"
+        dx_diag "$(ls -ld "${f%/*}" 2>&1)"
         dx_done
     fi
 done
