@@ -5,8 +5,9 @@ silent: a line at least every --every seconds saying what it is doing.
 
   progress.py [--log FILE] [--every S] --what TEXT -- COMMAND [ARG...]
 
---log FILE  the command's output goes to FILE; every S seconds a line
-            "  <what>: 41 s: <its last line>". On failure: the command,
+--log FILE  the command's output goes to FILE; a line "  <what> ..." as
+            it starts, and every S seconds "  <what>: 41 s: <its last
+            line>". On failure: the command,
             its exit status and the last 20 lines of FILE.
 (no --log)  the output passes through; when the command printed nothing
             for S seconds a line "  ... <what>: 41 s, running: <tests>"
@@ -104,6 +105,8 @@ def pump(src, dst, last):
 
 def run(args):
     out = open(args.log, "ab") if args.log else sys.stdout.buffer
+    if args.log:
+        print(f"  {args.what} ...", file=sys.stderr, flush=True)
     start = time.monotonic()
     proc = subprocess.Popen(args.command, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -133,7 +136,7 @@ def run(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--log")
-    p.add_argument("--every", type=float, default=10)
+    p.add_argument("--every", type=float, default=8)
     p.add_argument("--what", required=True)
     p.add_argument("command", nargs="+")
     args = p.parse_args()

@@ -19,7 +19,7 @@ import time
 import traceback
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROGRESS_EVERY = 8    # seconds between progress lines while a step runs
+PROGRESS_EVERY = 7    # at most this many seconds without a whole line
 TAIL = 20             # console lines shown with a failure
 STEP = "# quickstart-step "          # inside the emulated host: a step begins
 FACT = "# quickstart-fact "          # ... a fact for the summary (JSON)
@@ -102,7 +102,8 @@ class Steps:
             sys.stdout.write(text + ("\n" if newline else ""))
             sys.stdout.flush()
             self.open_line = not newline
-            self.said = time.monotonic()
+            if newline:  # a reader sees whole lines only
+                self.said = time.monotonic()
 
     def status(self, what):
         """What the step under way is doing (a text, or a callable that
@@ -114,7 +115,7 @@ class Steps:
             time.sleep(0.5)
             cur = self.current
             now = time.monotonic()
-            if cur is None or now - max(self.said, cur[1]) < PROGRESS_EVERY:
+            if cur is None or now - self.said < PROGRESS_EVERY:
                 continue
             what = self.what
             try:

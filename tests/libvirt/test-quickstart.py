@@ -33,9 +33,9 @@ from daxtest import BUILDDIR, SRCDIR, Tap, daxfile, need_root  # noqa: E402
 import libvirt_env as lv  # noqa: E402
 
 BYSTANDER = f"daxfile-bystander-{os.getpid()}"
-# the longest a quickstart may stay silent (it says something every 8 s
-# while a step runs; this leaves room for a loaded machine)
-PROGRESS_GAP = 15
+# the longest a quickstart may stay silent (it prints a whole line at
+# least every 7-8 s: the bound, with room for a loaded machine)
+PROGRESS_GAP = 10
 # what the unprivileged-user suites are, in the copy's build
 AS_NOBODY = ["--suite", "unit", "test-host-helper", "test-bad-inputs"]
 
