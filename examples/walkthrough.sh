@@ -4,8 +4,17 @@
 # in development mode on a machine without pmem (README.md says what changes
 # on a real pmem host). Needs daxfile installed (meson install, or the
 # daxfile .deb: it puts the hook in /etc/libvirt/hooks/qemu.d/daxfile) and a
-# running libvirtd. It cleans up after itself.
+# running libvirtd. It cleans up after itself. With --host-only it stops
+# after step 3: the steps that need no libvirtd.
 set -eu
+host_only=
+case "${1-}" in
+--host-only) host_only=yes ;;
+"") ;;
+*)
+    echo "walkthrough.sh: unknown argument '$1'; see the comment at its top" >&2
+    exit 2 ;;
+esac
 # a fresh directory per run, so that two runs never share a loop image
 WORK=${WORK:-$(mktemp -d /var/tmp/daxfile-walkthrough.XXXXXX)}
 GUEST=${GUEST:-daxfile-walkthrough}
@@ -14,8 +23,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 step() { printf '\n== %s\n' "$*"; }
 cleanup() {
-    virsh destroy "$GUEST" >/dev/null 2>&1 || true
-    virsh undefine "$GUEST" >/dev/null 2>&1 || true
+    if [ -z "$host_only" ]; then
+        virsh destroy "$GUEST" >/dev/null 2>&1 || true
+        virsh undefine "$GUEST" >/dev/null 2>&1 || true
+    fi
     rm -f /etc/daxfile/daxfile.conf.d/walkthrough.conf
     umount "$WORK/pmem" 2>/dev/null || true
     rm -rf --one-file-system "$WORK"
@@ -42,6 +53,10 @@ CONF
 step "3. Make a provisioned, verified backing file"
 daxfile create "$WORK/pmem/guest1.img" --size 1G --allow-non-dax
 daxfile check --allow-non-dax "$WORK/pmem/guest1.img"
+if [ -n "$host_only" ]; then
+    step "Done (--host-only: steps 4 to 7 need a running libvirtd)"
+    exit 0
+fi
 
 step "4. A guest, and the file wired into it as an nvdimm"
 # The example domain without its disk, as a TCG guest (no KVM needed); it

@@ -15,7 +15,9 @@ void daxfile_test_golden(const char *relpath, const char *actual);
 void daxfile_test_rmtree(const char *path);
 
 /* The test program's scratch directory, made on the first call
- * (daxfile-test-@name-XXXXXX in the temp dir; later calls return it). */
+ * (daxfile-test-@name-XXXXXX in the temp dir, or in /var/tmp when files
+ * there report no extents: tmpfs, Debian 13's /tmp; later calls return
+ * it). */
 const char *daxfile_test_scratch(const char *name);
 
 /* g_test_run(), then the scratch directory removed */

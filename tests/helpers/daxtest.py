@@ -7,6 +7,8 @@ a pass or a skip. Skips are only for what the environment truly lacks.
 
 import atexit
 import contextlib
+import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -15,6 +17,7 @@ import re
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -285,9 +288,29 @@ def require_seams(*binaries):
                      "-Dtest_seams=true (./run-tests does)")
 
 
+FS_IOC_FIEMAP = 0xC020660B  # _IOWR('f', 11, struct fiemap)
+
+
+@functools.cache
+def scratch_base():
+    """The temp dir (TMPDIR, else /tmp) when a file made there answers
+    FS_IOC_FIEMAP, else /var/tmp: tmpfs (Debian 13's /tmp) does not, and
+    daxfile reads the extents of the files the tests make"""
+    base = tempfile.gettempdir()
+    # struct fiemap: fm_start, fm_length (all), flags, mapped, count 0
+    request = struct.pack("=QQIIII", 0, 2**64 - 1, 0, 0, 0, 0)
+    try:
+        with tempfile.TemporaryFile(dir=base) as f:
+            fcntl.ioctl(f.fileno(), FS_IOC_FIEMAP, request)
+    except OSError:
+        return "/var/tmp"
+    return base
+
+
 @contextlib.contextmanager
 def tempdir(prefix="daxfile-test-"):
-    d = tempfile.mkdtemp(prefix=prefix)
+    """A scratch directory (in scratch_base()), removed at the end"""
+    d = tempfile.mkdtemp(prefix=prefix, dir=scratch_base())
     try:
         yield d
     finally:
