@@ -79,11 +79,19 @@ def copy_checkout(dst):
         shutil.copy2(src, out, follow_symlinks=False)
 
 
+def newcomer_env():
+    """The environment of a person's shell: none of the variables meson's
+    test environment sets (DAXFILE_BUILDDIR would make the copy's
+    ./quickstart build into, and reconfigure, this build directory)"""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("DAXFILE_", "G_TEST_", "MESON_"))}
+
+
 def timed_run(argv, cwd, timeout):
     """(status, output, the longest silence in s) of @argv"""
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True,
-                            errors="replace")
+                            errors="replace", env=newcomer_env())
     out, gap, last = [], 0.0, None
     deadline = time.monotonic() + timeout
     for line in proc.stdout:
@@ -136,7 +144,8 @@ def as_nobody(tap, checkout):
              ["meson", "test", "-C", build, "--print-errorlogs"] + AS_NOBODY]
     for argv in steps:
         res = subprocess.run(argv, cwd=checkout, capture_output=True,
-                             text=True, errors="replace")
+                             text=True, errors="replace",
+                             env=newcomer_env())
         if res.returncode != 0:
             break
     tap.ok(res.returncode == 0, "from a copy in a mode-0700 directory: "
