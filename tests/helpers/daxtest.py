@@ -52,13 +52,21 @@ WRAPPER = os.environ.get("DAXFILE_WRAPPER", "").split()
 DAXFILE = os.environ.get("DAXFILE_BIN", build_path("src", "daxfilectl", "daxfile"))
 
 
-VALGRIND_NOTE = re.compile(r"^--\d+-- .*\n?", re.M)
+VALGRIND_NOTE = re.compile(
+    r"^(--\d+-- .*"
+    r"|==\d+== Warning: noted but unhandled ioctl 0x[0-9a-f]+ with no "
+    r"size/direction hints\."
+    r"|==\d+==    This could cause spurious value errors to appear\."
+    r"|==\d+==    See README_MISSING_SYSCALL_OR_IOCTL for guidance on "
+    r"writing a proper wrapper\.)\n?", re.M)
 
 
 def strip_valgrind_notes(text):
-    """valgrind's own notes ("--PID-- WARNING: unhandled syscall") are not
-    the program's output; its errors ("==PID==") are kept and also change
-    the exit status (--error-exitcode)."""
+    """valgrind's own notes ("--PID-- WARNING: unhandled syscall", and the
+    three lines it prints the first time it meets an ioctl it has no
+    wrapper for, such as LOOP_GET_STATUS64) are not the program's output;
+    its errors ("==PID==") are kept and also change the exit status
+    (--error-exitcode)."""
     return VALGRIND_NOTE.sub("", text) if WRAPPER else text
 
 
