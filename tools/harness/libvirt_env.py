@@ -66,6 +66,30 @@ def terminate(pid, timeout=30):
     return False
 
 
+def kvm_node_mismatch():
+    """Why libvirtd would probe QEMU again at every call, or None: QEMU's
+    probe finds KVM where libvirt's check, as the qemu user, finds
+    /dev/kvm closed (measured: 'KVM was enabled when probing, but it is
+    not available now', 30-45 s per virsh define). Seen when a chroot with
+    another 'kvm' gid shared /dev and its packages' scripts chgrp'ed the
+    node."""
+    import grp
+    try:
+        st = os.stat("/dev/kvm")
+        kvm = grp.getgrnam("kvm").gr_gid
+    except (OSError, KeyError):
+        return None
+    if st.st_gid == kvm or st.st_mode & 0o006:
+        return None
+    try:
+        group = grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        group = str(st.st_gid)
+    return (f"/dev/kvm belongs to group '{group}', not 'kvm' (udev's "
+            "rule): libvirtd will probe QEMU again at every call, 30 s "
+            "each; 'chgrp kvm /dev/kvm' restores it")
+
+
 class Libvirtd:
     """The system daemon: reused when running, else started and stopped."""
 
@@ -81,6 +105,9 @@ class Libvirtd:
             return False
 
     def __enter__(self):
+        why = kvm_node_mismatch()
+        if why:
+            log(why)
         if self.running():
             log("using the running libvirtd")
             return self
