@@ -487,8 +487,9 @@ daxfile_static_release_inode(const DaxfileFile *f, const DaxfileEntry *e,
         return FALSE;
     result->mechanism = e->mechanism;
     result->owner = g_strdup(e->owner);
-    if (daxfile_static_entry_is_device(e))
-        result->layout_unchanged = TRUE; /* it has no block map */
+    /* a device has no block map; an unguarded file was promised nothing */
+    if (daxfile_static_entry_is_device(e) || e->unguarded)
+        result->layout_unchanged = TRUE;
     else
         compare_layout(f, e, result);
     return TRUE;
