@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include "daxfile-conf.h"
 #include "daxfile-domxml.h"
 
 G_BEGIN_DECLS
@@ -19,11 +20,14 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileAttachResult,
                                  daxfile_attach_result_clear)
 
 /* Check the domain's prerequisites, then virDomainAttachDeviceFlags with
- * AFFECT_CONFIG (and AFFECT_LIVE when the domain runs and booted with an
- * nvdimm, which is when QEMU can hot-plug one) for @nv, a device that
- * daxfile_nvdimm_check() passed. @uri NULL = default. */
+ * AFFECT_CONFIG for @nv, a device that daxfile_nvdimm_check() passed.
+ * When the domain runs and booted with an nvdimm, which is when QEMU can
+ * hot-plug one, also AFFECT_LIVE (only that, for a transient domain),
+ * with everything the hook does at a start around it, as @conf says
+ * (daxfile_virt_plug_attach()): libvirt runs no hook at hot-plug. @uri
+ * NULL = default. */
 gboolean daxfile_virt_attach(const char *uri, const char *domain,
-                             const DaxfileNvdimm *nv,
+                             const DaxfileConf *conf, const DaxfileNvdimm *nv,
                              DaxfileAttachResult *ret_result, GError **error);
 
 /* Remove the nvdimm backed by @path from the persistent definition (QEMU
