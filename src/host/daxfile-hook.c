@@ -263,9 +263,9 @@ set_fail(const DaxfileHookCtx *h, GArray *devs, guint failed, GError *local,
     return FALSE;
 }
 
-/* The registry holds @f for this domain already */
+/* The registry has an entry for @f (of any owner) */
 static gboolean
-held_here(const DaxfileHookCtx *h, const DaxfileFile *f)
+registry_has(const DaxfileFile *f)
 {
     g_autoptr(GPtrArray) entries = daxfile_static_list(NULL);
     gboolean device = S_ISCHR(f->st.st_mode);
@@ -276,8 +276,7 @@ held_here(const DaxfileHookCtx *h, const DaxfileFile *f)
     for (i = 0; entries && i < entries->len; i++) {
         const DaxfileEntry *e = g_ptr_array_index(entries, i);
 
-        if (e->dev == dev && e->ino == ino &&
-            g_strcmp0(e->owner, h->owner) == 0)
+        if (e->dev == dev && e->ino == ino)
             return TRUE;
     }
     return FALSE;
@@ -286,12 +285,13 @@ held_here(const DaxfileHookCtx *h, const DaxfileFile *f)
 /* No process but @allowed maps the file @f: another domain's QEMU that
  * hot-plugged it (libvirt runs no hook then) or any other program would
  * share the memory of this domain's device. At prepare (@allowed: none,
- * or the QEMU a device is being hot-plugged into) the registry holding
- * the file for this domain already excuses them (an incoming migration
- * on this host); at started, only the attested QEMU may map it. */
+ * or the QEMU a device is being hot-plugged into) a file the registry
+ * has is left to the reservation, which refuses another owner by name
+ * and lets this domain take its own (an incoming migration on this
+ * host); at started, only the attested QEMU may map it. */
 static gboolean
-dev_check_mappers(const DaxfileHookCtx *h, const DaxfileFile *f,
-                  const GArray *allowed, gboolean prepare, GError **error)
+dev_check_mappers(const GArray *allowed, const DaxfileFile *f, gboolean prepare,
+                  GError **error)
 {
     g_autoptr(GArray) pids =
         S_ISCHR(f->st.st_mode)
@@ -304,7 +304,7 @@ dev_check_mappers(const DaxfileHookCtx *h, const DaxfileFile *f,
     for (i = 0; i < pids->len && !other; i++)
         if (!daxfile_pid_in(allowed, g_array_index(pids, pid_t, i)))
             other = g_array_index(pids, pid_t, i);
-    if (!other || (prepare && held_here(h, f)))
+    if (!other || (prepare && registry_has(f)))
         return TRUE;
     comm = daxfile_proc_comm(other);
     g_set_error(
@@ -334,7 +334,7 @@ daxfile_hook_prepare_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
 
         if (f)
             g_ptr_array_add(files, f);
-        if (!f || !dev_check_mappers(h, f, h->mappers, TRUE, &local))
+        if (!f || !dev_check_mappers(h->mappers, f, TRUE, &local))
             return daxfile_hook_dev_fail(h, d->nv, local, error);
     }
     if (!daxfile_hook_check_refs(h, devs, files, error))
@@ -384,7 +384,7 @@ attest(const DaxfileHookCtx *h, const DaxfileNvdimm *nv, pid_t pid,
     g_array_append_val(qemu, pid);
     if (daxfile_attest(pid, smaps, f, nv->size, nvdimm ? nv->alignsize : 0,
                        nvdimm, &a, &local) &&
-        dev_check_mappers(h, f, qemu, FALSE, &local))
+        dev_check_mappers(qemu, f, FALSE, &local))
         return TRUE;
     return daxfile_hook_dev_fail(h, nv, local, error);
 }
