@@ -28,6 +28,14 @@ static const GOptionEntry attach_options[] = {
     {NULL},
 };
 
+static const char *
+attached_how(const DaxfileAttachResult *result)
+{
+    if (result->transient)
+        return "live";
+    return result->live ? "live and persistent" : "persistent";
+}
+
 static int
 cmd_attach(int argc, char **argv)
 {
@@ -55,9 +63,9 @@ cmd_attach(int argc, char **argv)
         !(conf = daxfile_conf_load(NULL, &error)) ||
         !daxfile_virt_attach(arg_uri, argv[1], conf, &spec, &result, &error))
         return cli_report_error(error);
-    fprintf(stderr, "attached '%s' to domain '%s'%s%s%s\n", path, argv[1],
-            result.live ? " (live and persistent)" : " (persistent)",
-            result.note ? ": " : "", result.note ? result.note : "");
+    fprintf(stderr, "attached '%s' to domain '%s' (%s)%s%s\n", path, argv[1],
+            attached_how(&result), result.note ? ": " : "",
+            result.note ? result.note : "");
     return CLI_EXIT_OK;
 }
 

@@ -148,8 +148,10 @@ daxfile_virt_attach(const char *uri, const char *domain,
         return FALSE;
     }
     /* a transient domain has no definition to add it to */
-    flags =
-        persistent ? flags | VIR_DOMAIN_AFFECT_LIVE : VIR_DOMAIN_AFFECT_LIVE;
+    flags = VIR_DOMAIN_AFFECT_LIVE;
+    if (persistent)
+        flags |= VIR_DOMAIN_AFFECT_CONFIG;
+    ret_result->transient = !persistent;
     return daxfile_virt_plug_attach(dom, conf, nv, xml, flags,
                                     &ret_result->live, error);
 }

@@ -11,8 +11,9 @@
 G_BEGIN_DECLS
 
 typedef struct {
-    gboolean live; /* also hot-plugged into the running domain */
-    char *note;    /* e.g. why it waits for the next boot */
+    gboolean live;      /* hot-plugged into the running domain */
+    gboolean transient; /* ...only: the domain has no definition */
+    char *note;         /* e.g. why it waits for the next boot */
 } DaxfileAttachResult;
 
 void daxfile_attach_result_clear(DaxfileAttachResult *result);
