@@ -452,8 +452,9 @@ watch_process(Watch *w)
 }
 
 /* The files of @wd, the undefined domain @uuid, recorded as owed, each
- * opened as the hook opens it. FALSE when a record could not be written
- * (the domain is kept, and this is tried again). */
+ * opened as the hook opens it, read-only: a domain undefined while it
+ * runs may hold its file immutable until it stops. FALSE when a record
+ * could not be written (the domain is kept, and this is tried again). */
 static gboolean
 watch_queue(Watch *w, const char *uuid, const WatchDomain *wd)
 {
@@ -464,7 +465,7 @@ watch_queue(Watch *w, const char *uuid, const WatchDomain *wd)
         const char *path = g_ptr_array_index(wd->paths, i);
         g_autoptr(GError) error = NULL;
         g_autoptr(DaxfileFile) f =
-            daxfile_wipe_open_placed(w->conf, path, &error);
+            daxfile_wipe_open_placed(w->conf, path, FALSE, &error);
         g_autoptr(DaxfileWipeRecord) r = NULL;
 
         if (!f &&
