@@ -565,35 +565,6 @@ watch_rescan(Watch *w)
     return TRUE;
 }
 
-static int
-on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
-             void *opaque)
-{
-    Watch *w = opaque;
-    char uuid[VIR_UUID_STRING_BUFLEN];
-
-    if (virDomainGetUUIDString(dom, uuid) < 0)
-        return 0;
-    switch (event) {
-    case VIR_DOMAIN_EVENT_DEFINED:
-        watch_scan(w, dom, w->domains);
-        break;
-    case VIR_DOMAIN_EVENT_UNDEFINED:
-        /* a rename: DEFINED (detail RENAMED) follows, same UUID */
-        if (detail == VIR_DOMAIN_EVENT_UNDEFINED_RENAMED)
-            break;
-        watch_settle(w, uuid);
-        watch_process(w);
-        break;
-    case VIR_DOMAIN_EVENT_STOPPED:
-        watch_process(w);
-        break;
-    default:
-        break;
-    }
-    return 0;
-}
-
 /* What became of a hot-plugged device (daxfile-virt-plug.c) */
 static void
 on_plugged(const DaxfilePlugResult *r, gpointer data)
@@ -626,6 +597,37 @@ on_device_added(virConnectPtr conn, virDomainPtr dom, const char *alias,
 
     if (daxfile_virt_plug_added(dom, w->conf, alias, &r))
         on_plugged(&r, w);
+}
+
+static int
+on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
+             void *opaque)
+{
+    Watch *w = opaque;
+    char uuid[VIR_UUID_STRING_BUFLEN];
+
+    if (virDomainGetUUIDString(dom, uuid) < 0)
+        return 0;
+    switch (event) {
+    case VIR_DOMAIN_EVENT_DEFINED:
+        watch_scan(w, dom, w->domains);
+        break;
+    case VIR_DOMAIN_EVENT_UNDEFINED:
+        /* a rename: DEFINED (detail RENAMED) follows, same UUID */
+        if (detail == VIR_DOMAIN_EVENT_UNDEFINED_RENAMED)
+            break;
+        watch_settle(w, uuid);
+        watch_process(w);
+        break;
+    case VIR_DOMAIN_EVENT_STOPPED:
+        watch_process(w);
+        /* a file it held may be another domain's hot-plugged device */
+        daxfile_virt_plug_scan(w->conn, w->conf, on_plugged, w);
+        break;
+    default:
+        break;
+    }
+    return 0;
 }
 
 static void
