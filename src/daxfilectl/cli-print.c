@@ -99,8 +99,12 @@ print_static(const DaxfileStaticState *state)
     printf("static:       %s (%s, %s for '%s' since %s%s)\n",
            daxfile_static_state_enabled(state) ? "yes" : "no",
            daxfile_mechanism_to_string(e->mechanism),
-           daxfile_entry_state_to_string(e->state), e->owner, e->since,
+           e->unguarded ? "unguarded" : daxfile_entry_state_to_string(e->state),
+           e->owner, e->since,
            daxfile_entry_is_stale(e) ? ", STALE: run 'daxfile repair'" : "");
+    if (e->unguarded)
+        printf("unguarded:    a live hot-plugged device, not static: %s\n",
+               e->unguarded);
     if (state->layout_unchanged != DAXFILE_TRI_UNKNOWN)
         printf("layout:       %s since it was made static\n",
                state->layout_unchanged ? "unchanged" : "CHANGED");

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "daxfile-attach.h"
+#include "daxfile-conf.h"
 #include "daxfile-nvdimm.h"
 #include "daxfile-virt.h"
 #include "daxfilectl.h"
@@ -27,12 +28,21 @@ static const GOptionEntry attach_options[] = {
     {NULL},
 };
 
+static const char *
+attached_how(const DaxfileAttachResult *result)
+{
+    if (result->transient)
+        return "live";
+    return result->live ? "live and persistent" : "persistent";
+}
+
 static int
 cmd_attach(int argc, char **argv)
 {
     g_auto(DaxfileNvdimm) spec = {0};
     g_auto(DaxfileAttachResult) result = {0};
     g_autoptr(DaxfileReport) created = NULL;
+    g_autoptr(DaxfileConf) conf = NULL;
     g_autoptr(GError) error = NULL;
     g_autofree char *path = NULL;
     DaxfileAttachOptions opts = {.create = arg_create,
@@ -50,11 +60,12 @@ cmd_attach(int argc, char **argv)
     if (created)
         fprintf(stderr, "created '%s'\n", created->path);
     if (!daxfile_attach_check(&spec, &opts, created, &error) ||
-        !daxfile_virt_attach(arg_uri, argv[1], &spec, &result, &error))
+        !(conf = daxfile_conf_load(NULL, &error)) ||
+        !daxfile_virt_attach(arg_uri, argv[1], conf, &spec, &result, &error))
         return cli_report_error(error);
-    fprintf(stderr, "attached '%s' to domain '%s'%s%s%s\n", path, argv[1],
-            result.live ? " (live and persistent)" : " (persistent)",
-            result.note ? ": " : "", result.note ? result.note : "");
+    fprintf(stderr, "attached '%s' to domain '%s' (%s)%s%s\n", path, argv[1],
+            attached_how(&result), result.note ? ": " : "",
+            result.note ? result.note : "");
     return CLI_EXIT_OK;
 }
 

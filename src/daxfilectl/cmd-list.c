@@ -34,7 +34,7 @@ print_entry(const DaxfileEntry *e)
     g_autofree char *path = daxfile_escape(e->path);
 
     printf("%-40s %-9s %-16s %-20s %s%s\n", path,
-           daxfile_entry_state_to_string(e->state),
+           e->unguarded ? "unguarded" : daxfile_entry_state_to_string(e->state),
            daxfile_mechanism_to_string(e->mechanism), e->owner, e->since,
            daxfile_entry_is_stale(e) ? "  (stale: run 'daxfile repair')" : "");
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile watch [--connect URI]: follow libvirt's domains and wipe what an
+ * daxfile watch [--connect URI]: follow libvirt's domains, make static
+ * the pmem devices hot-plugged into running ones, and wipe what an
  * undefined domain leaves behind, where daxfile.conf asks for it
- * (wipe_on_undefine). libvirt has no hook at undefine, so this is a client
- * of its event API, run as a service (daxfile-watch.service).
+ * (wipe_on_undefine). libvirt has no hook at hot-plug or undefine, so
+ * this is a client of its event API, run as a service
+ * (daxfile-watch.service).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -74,6 +76,28 @@ report_failed(const DaxfileWatchEvent *ev, const char *path, const char *dom)
                 cli_program(), path, dom, ev->why);
 }
 
+/* A device hot-plugged into a running domain */
+static void
+report_plug(const DaxfileWatchEvent *ev, const char *path, const char *dom)
+{
+    g_autofree char *dev = daxfile_escape(ev->device ? ev->device : "?");
+
+    if (ev->kind == DAXFILE_WATCH_PLUGGED)
+        fprintf(stderr,
+                "%s: made '%s' static, hot-plugged into domain '%s' as %s\n",
+                cli_program(), path, dom, dev);
+    else if (ev->kind == DAXFILE_WATCH_UNGUARDED)
+        fprintf(
+            stderr,
+            "%s: '%s' hot-plugged into domain '%s' as %s is NOT static: %s; it is held for the domain, unguarded, until it stops\n",
+            cli_program(), path, dom, dev, ev->why);
+    else
+        fprintf(
+            stderr,
+            "%s: '%s' hot-plugged into domain '%s' as %s is NOT static: %s\n",
+            cli_program(), path, dom, dev, ev->why);
+}
+
 /* One line on stderr per event: it is a log, stdout stays empty */
 static void
 report(const DaxfileWatchEvent *ev, gpointer data)
@@ -83,7 +107,11 @@ report(const DaxfileWatchEvent *ev, gpointer data)
     g_autofree char *size =
         ev->wipe ? daxfile_size_format(ev->wipe->size) : NULL;
 
-    if (path && !dom && ev->kind != DAXFILE_WATCH_READY)
+    if (ev->kind == DAXFILE_WATCH_PLUGGED ||
+        ev->kind == DAXFILE_WATCH_UNGUARDED ||
+        ev->kind == DAXFILE_WATCH_PLUG_REFUSED)
+        report_plug(ev, path ? path : "?", dom ? dom : "?");
+    else if (path && !dom && ev->kind != DAXFILE_WATCH_READY)
         report_manual(ev, path);
     else if (ev->kind == DAXFILE_WATCH_READY)
         fprintf(
@@ -117,17 +145,12 @@ report(const DaxfileWatchEvent *ev, gpointer data)
     fflush(stderr);
 }
 
-/* Something in the configuration asks for wipes */
+/* The configuration manages something: hot-plugs to take up, and
+ * maybe wipes */
 static gboolean
-wants_wipes(const DaxfileConf *conf)
+manages(const DaxfileConf *conf)
 {
-    guint i;
-
-    for (i = 0; i < conf->roots->len; i++)
-        if (((DaxfileRoot *)g_ptr_array_index(conf->roots, i))
-                ->wipe_on_undefine)
-            return TRUE;
-    return conf->wipe_devdax;
+    return conf->roots->len > 0 || conf->device_dax;
 }
 
 static int
@@ -140,14 +163,13 @@ cmd_watch(int argc, char **argv)
     conf = daxfile_conf_load(NULL, &error);
     if (!conf)
         return cli_report_error(error);
-    if (!wants_wipes(conf)) {
+    if (!manages(conf)) {
         g_autofree char *name = daxfile_escape(conf->path);
 
-        g_set_error(&error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Nothing to watch: no managed root of '%s' has "
-                    "wipe_on_undefine=true; fix: set it in its [hook] "
-                    "section or a drop-in (daxfile.conf(5))",
-                    name);
+        g_set_error(
+            &error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Nothing to watch: '%s' names no managed root and no device_dax; fix: set managed_roots in its [hook] section or a drop-in (daxfile.conf(5))",
+            name);
         cli_report_error(error);
         return WATCH_EXIT_NOTHING;
     }
@@ -163,8 +185,9 @@ const CliVerb cmd_watch_verb = {
     .dispatch = cmd_watch,
     .summary = CMD_WATCH_SUMMARY,
     .params = "",
-    .description = "Follow libvirt's domains and wipe the files of a domain "
-                   "that is undefined, under the managed roots with "
+    .description = "Follow libvirt's domains: make static the pmem devices "
+                   "hot-plugged into running ones, and wipe the files of a "
+                   "domain that is undefined, under the managed roots with "
                    "wipe_on_undefine=true, once no other domain uses them.",
     .options = watch_options,
     .too_many = "no arguments expected",

@@ -141,4 +141,4 @@ extern const CliVerb cmd_watch_verb;
 #define CMD_ATTACH_SUMMARY "Attach a file to a libvirt domain as an nvdimm"
 #define CMD_DETACH_SUMMARY "Remove a file's nvdimm from a libvirt domain"
 #define CMD_DOMAIN_XML_SUMMARY "Print the nvdimm device XML for a file"
-#define CMD_WATCH_SUMMARY "Wipe the files of domains when they are undefined"
+#define CMD_WATCH_SUMMARY "Guard hot-plugs, wipe files of undefined domains"

@@ -15,6 +15,7 @@
 #include "daxfile-identity.h"
 #include "daxfile-hook-priv.h"
 #include "daxfile-hook.h"
+#include "daxfile-proc.h"
 #include "daxfile-registry.h"
 #include "daxfile-size.h"
 #include "daxfile-static.h"
@@ -32,6 +33,18 @@ daxfile_hook_dev_label(const DaxfileHookCtx *h, const DaxfileNvdimm *nv)
                                     nv->index);
 
     return g_strdup_printf("domain '%s' %s '%s'", dom, dev, path);
+}
+
+char *
+daxfile_hook_dev_cause(const DaxfileHookCtx *h, const DaxfileNvdimm *nv,
+                       const char *message)
+{
+    g_autofree char *label = daxfile_hook_dev_label(h, nv);
+    g_autofree char *prefix = g_strconcat(label, ": ", NULL);
+
+    if (g_str_has_prefix(message, prefix))
+        return g_strdup(message + strlen(prefix));
+    return g_strdup(message);
 }
 
 gboolean
@@ -112,9 +125,9 @@ dev_validate(const DaxfileHookCtx *h, const DaxfileNvdimm *nv,
  * a symbolic link or a bind mount) is refused, because QEMU would open it
  * by a spelling the hook's checks never saw; so is a path the hook cannot
  * place. Anything else is not managed (*ret_root NULL). */
-static gboolean
-dev_root(const DaxfileHookCtx *h, const DaxfileNvdimm *nv,
-         const DaxfileRoot **ret_root, GError **error)
+gboolean
+daxfile_hook_dev_root(const DaxfileHookCtx *h, const DaxfileNvdimm *nv,
+                      const DaxfileRoot **ret_root, GError **error)
 {
     const DaxfileRoot *lexical = daxfile_conf_managed_root(h->conf, nv->path);
     g_autofree char *plain = NULL;
@@ -152,9 +165,8 @@ dev_root(const DaxfileHookCtx *h, const DaxfileNvdimm *nv,
     return FALSE;
 }
 
-/* A device-dax nvdimm the hook manages (device_dax=true) */
-static gboolean
-dev_is_devdax(const DaxfileHookCtx *h, const DaxfileNvdimm *nv)
+gboolean
+daxfile_hook_dev_is_devdax(const DaxfileHookCtx *h, const DaxfileNvdimm *nv)
 {
     return h->conf->device_dax && nv->path && daxfile_devdax_is(nv->path);
 }
@@ -174,11 +186,11 @@ managed_devices(const DaxfileHookCtx *h, GError **error)
         DaxfileHookDev d = {g_ptr_array_index(h->dom->nvdimms, i), NULL};
         GError *local = NULL;
 
-        if (!dev_root(h, d.nv, &d.root, &local)) {
+        if (!daxfile_hook_dev_root(h, d.nv, &d.root, &local)) {
             daxfile_hook_dev_fail(h, d.nv, local, error);
             return NULL;
         }
-        if (d.root || dev_is_devdax(h, d.nv))
+        if (d.root || daxfile_hook_dev_is_devdax(h, d.nv))
             g_array_append_val(out, d);
     }
     return g_steal_pointer(&out);
@@ -197,7 +209,7 @@ plain_devices(const DaxfileHookCtx *h)
         if (!daxfile_path_is_plain(d.nv->path))
             continue;
         d.root = daxfile_conf_managed_root(h->conf, d.nv->path);
-        if (d.root || dev_is_devdax(h, d.nv))
+        if (d.root || daxfile_hook_dev_is_devdax(h, d.nv))
             g_array_append_val(out, d);
     }
     return out;
@@ -251,27 +263,79 @@ set_fail(const DaxfileHookCtx *h, GArray *devs, guint failed, GError *local,
     return FALSE;
 }
 
-/* prepare begin: validate every device, and reserve them all (or, with
- * the kernel mechanism, make them static) in one registry write */
+/* The registry has an entry for @f (of any owner) */
 static gboolean
-hook_prepare(const DaxfileHookCtx *h, GError **error)
+registry_has(const DaxfileFile *f)
 {
-    g_autoptr(GArray) devs = managed_devices(h, error);
+    g_autoptr(GPtrArray) entries = daxfile_static_list(NULL);
+    gboolean device = S_ISCHR(f->st.st_mode);
+    guint64 dev = device ? f->st.st_rdev : f->st.st_dev;
+    guint64 ino = device ? 0 : f->st.st_ino;
+    guint i;
+
+    for (i = 0; entries && i < entries->len; i++) {
+        const DaxfileEntry *e = g_ptr_array_index(entries, i);
+
+        if (e->dev == dev && e->ino == ino)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* No process but @allowed maps the file @f: another domain's QEMU that
+ * hot-plugged it (libvirt runs no hook then) or any other program would
+ * share the memory of this domain's device. At prepare (@allowed: none,
+ * or the QEMU a device is being hot-plugged into) a file the registry
+ * has is left to the reservation, which refuses another owner by name
+ * and lets this domain take its own (an incoming migration on this
+ * host); at started, only the attested QEMU may map it. */
+static gboolean
+dev_check_mappers(const GArray *allowed, const DaxfileFile *f, gboolean prepare,
+                  GError **error)
+{
+    g_autoptr(GArray) pids =
+        S_ISCHR(f->st.st_mode)
+            ? daxfile_proc_mappers_rdev(f->st.st_rdev)
+            : daxfile_proc_mappers(f->st.st_dev, f->st.st_ino);
+    g_autofree char *comm = NULL;
+    pid_t other = 0;
+    guint i;
+
+    for (i = 0; i < pids->len && !other; i++)
+        if (!daxfile_pid_in(allowed, g_array_index(pids, pid_t, i)))
+            other = g_array_index(pids, pid_t, i);
+    if (!other || (prepare && registry_has(f)))
+        return TRUE;
+    comm = daxfile_proc_comm(other);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+        "'%s' is mapped by process %d (%s), which would share its memory with this domain; fix: stop that process first (another domain that hot-plugged the file, or any other program), or give this device a file of its own ('daxfile create')",
+        f->display, (int)other, comm);
+    return FALSE;
+}
+
+/* prepare begin over @devs: validate every device, and reserve them all
+ * (or, with the kernel mechanism, make them static) in one registry
+ * write */
+gboolean
+daxfile_hook_prepare_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
+{
     g_autoptr(GPtrArray) files = files_new();
     g_autoptr(GArray) items = NULL;
     GError *local = NULL;
     guint failed = 0;
     guint i;
 
-    if (!devs || !daxfile_hook_check_no_alias(h, devs, error))
+    if (!daxfile_hook_check_no_alias(h, devs, error))
         return FALSE;
     for (i = 0; i < devs->len; i++) {
         const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
         DaxfileFile *f = dev_validate(h, d->nv, d->root, &local);
 
-        if (!f)
+        if (f)
+            g_ptr_array_add(files, f);
+        if (!f || !dev_check_mappers(h->mappers, f, TRUE, &local))
             return daxfile_hook_dev_fail(h, d->nv, local, error);
-        g_ptr_array_add(files, f);
     }
     if (!daxfile_hook_check_refs(h, devs, files, error))
         return FALSE;
@@ -283,6 +347,14 @@ hook_prepare(const DaxfileHookCtx *h, GError **error)
                                     h->call->parent_start, &failed, &local))
         return set_fail(h, devs, failed, local, error);
     return TRUE;
+}
+
+static gboolean
+hook_prepare(const DaxfileHookCtx *h, GError **error)
+{
+    g_autoptr(GArray) devs = managed_devices(h, error);
+
+    return devs && daxfile_hook_prepare_devs(h, devs, error);
 }
 
 static void
@@ -297,7 +369,8 @@ note(const DaxfileHookCtx *h, const DaxfileNvdimm *nv, const char *text)
 /* What QEMU really mapped of the device's file @f: shared, all of it;
  * for an nvdimm (<readonly/> or not: QEMU maps it the same, and
  * 'daxfile status' judges it by the registry, which knows no read-only)
- * also aligned to <alignsize> and with MAP_SYNC on DAX (daxfile-attest.h) */
+ * also aligned to <alignsize> and with MAP_SYNC on DAX (daxfile-attest.h);
+ * and no other process maps it */
 static gboolean
 attest(const DaxfileHookCtx *h, const DaxfileNvdimm *nv, pid_t pid,
        const char *smaps, const DaxfileFile *f, GError **error)
@@ -306,18 +379,40 @@ attest(const DaxfileHookCtx *h, const DaxfileNvdimm *nv, pid_t pid,
     gboolean nvdimm = nv->model == DAXFILE_DEVICE_NVDIMM;
     GError *local = NULL;
 
+    g_autoptr(GArray) qemu = g_array_new(FALSE, FALSE, sizeof(pid_t));
+
+    g_array_append_val(qemu, pid);
     if (daxfile_attest(pid, smaps, f, nv->size, nvdimm ? nv->alignsize : 0,
-                       nvdimm, &a, &local))
+                       nvdimm, &a, &local) &&
+        dev_check_mappers(qemu, f, FALSE, &local))
         return TRUE;
     return daxfile_hook_dev_fail(h, nv, local, error);
 }
 
-/* started begin and reconnect begin: QEMU has the files mapped; attest
- * what it mapped, then engage them all, one registry write */
 static gboolean
-hook_engage(const DaxfileHookCtx *h, GError **error)
+is_op(const DaxfileHookCall *call, const char *op, const char *subop)
 {
-    g_autoptr(GArray) devs = managed_devices(h, error);
+    return call->op && call->subop && STREQ(call->op, op) &&
+           STREQ(call->subop, subop);
+}
+
+/* The QEMU of the domain (libvirt's pid file) and its smaps, read once
+ * for all of its devices */
+static gboolean
+qemu_smaps(const DaxfileHookCtx *h, pid_t *ret_pid, char **ret_smaps,
+           GError **error)
+{
+    *ret_pid = daxfile_attest_qemu_pid(h->conf->qemu_pid_dir, h->dom->name,
+                                       h->conf->path, error);
+    return *ret_pid > 0 &&
+           (*ret_smaps = daxfile_attest_read_smaps(*ret_pid, error)) != NULL;
+}
+
+/* started begin over @devs: QEMU has the files mapped; attest what it
+ * mapped, then engage them all, one registry write */
+gboolean
+daxfile_hook_engage_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
+{
     g_autoptr(GPtrArray) files = files_new();
     g_autoptr(GArray) items = NULL;
     g_autoptr(GArray) qemu = g_array_new(FALSE, FALSE, sizeof(pid_t));
@@ -327,8 +422,6 @@ hook_engage(const DaxfileHookCtx *h, GError **error)
     pid_t pid = -1;
     guint i;
 
-    if (!devs)
-        return FALSE;
     for (i = 0; i < devs->len; i++) {
         const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
         DaxfileFile *f;
@@ -336,17 +429,12 @@ hook_engage(const DaxfileHookCtx *h, GError **error)
         /* A device-dax device is not attested: the kernel maps it shared
          * and aligned to its pages or not at all, and it has no metadata
          * that MAP_SYNC would protect. It is checked again. */
-        if (!d->root) {
+        if (!d->root)
             f = devdax_validate(d->nv, &local);
-        } else {
-            if (!smaps) {
-                pid = daxfile_attest_qemu_pid(
-                    h->conf->qemu_pid_dir, h->dom->name, h->conf->path, error);
-                if (pid < 0 || !(smaps = daxfile_attest_read_smaps(pid, error)))
-                    return FALSE;
-            }
+        else if (!smaps && !qemu_smaps(h, &pid, &smaps, error))
+            return FALSE;
+        else
             f = dev_open(h, d->nv, d->root, &local);
-        }
         if (!f)
             return daxfile_hook_dev_fail(h, d->nv, local, error);
         g_ptr_array_add(files, f);
@@ -372,14 +460,88 @@ hook_engage(const DaxfileHookCtx *h, GError **error)
     return TRUE;
 }
 
+gboolean
+daxfile_hook_hold_unguarded(const DaxfileHookCtx *h, const DaxfileHookDev *d,
+                            const char *reason, GError **error)
+{
+    g_autoptr(DaxfileDevdax) dd = NULL;
+    g_autoptr(DaxfileFile) f = NULL;
+    g_autoptr(GArray) one = g_array_new(FALSE, FALSE, sizeof(DaxfileHookDev));
+    g_autoptr(GPtrArray) files = files_new();
+    g_autoptr(GArray) items = NULL;
+    GError *local = NULL;
+    pid_t qemu;
+
+    f = d->root ? dev_open(h, d->nv, d->root, &local)
+                : daxfile_devdax_open(d->nv->path, &dd, &local);
+    if (!f)
+        return daxfile_hook_dev_fail(h, d->nv, local, error);
+    qemu = daxfile_attest_qemu_pid(h->conf->qemu_pid_dir, h->dom->name,
+                                   h->conf->path, NULL);
+    g_array_append_val(one, *d);
+    g_ptr_array_add(files, g_steal_pointer(&f));
+    items = dev_items(h, one, files, NULL);
+    if (daxfile_static_hold_unguarded(
+            (DaxfileStaticItem *)items->data, qemu > 0 ? qemu : 0,
+            qemu > 0 ? daxfile_proc_start_time(qemu) : 0, reason, &local))
+        return TRUE;
+    return daxfile_hook_dev_fail(h, d->nv, local, error);
+}
+
+/* reconnect begin (libvirtd restarted): as started, but libvirt kills a
+ * running domain whose reconnect hook fails, and that protects nothing
+ * the guest has not had already. So a device that cannot be made static
+ * is held for the domain unguarded, and said; the hook succeeds. */
+static gboolean
+hook_reconnect(const DaxfileHookCtx *h, GArray *devs)
+{
+    guint i;
+
+    if (daxfile_hook_engage_devs(h, devs, NULL))
+        return TRUE;
+    for (i = 0; i < devs->len; i++) {
+        const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
+        g_autoptr(GArray) one =
+            g_array_new(FALSE, FALSE, sizeof(DaxfileHookDev));
+        g_autoptr(GError) why = NULL;
+        g_autofree char *cause = NULL;
+        g_autofree char *text = NULL;
+
+        g_array_append_val(one, *d);
+        if (daxfile_hook_engage_devs(h, one, &why))
+            continue;
+        cause = daxfile_hook_dev_cause(h, d->nv, why->message);
+        if (!daxfile_hook_hold_unguarded(h, d, cause, NULL))
+            text = g_strdup_printf("not made static at reconnect: %s", cause);
+        else
+            text = g_strdup_printf("not made static at reconnect, held "
+                                   "unguarded until the domain stops: %s",
+                                   cause);
+        note(h, d->nv, text);
+    }
+    return TRUE;
+}
+
+/* started begin and reconnect begin: QEMU has the files mapped */
+static gboolean
+hook_engage(const DaxfileHookCtx *h, GError **error)
+{
+    g_autoptr(GArray) devs = managed_devices(h, error);
+
+    if (!devs)
+        return FALSE;
+    if (is_op(h->call, "reconnect", "begin"))
+        return hook_reconnect(h, devs);
+    return daxfile_hook_engage_devs(h, devs, error);
+}
+
 /* stopped end and release end: release every device this domain holds,
  * one registry write; entries of other owners and files that are not
  * static are none of this domain's business, and a file that is gone is
  * left to 'daxfile repair'. */
-static gboolean
-hook_release(const DaxfileHookCtx *h, GError **error)
+gboolean
+daxfile_hook_release_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
 {
-    g_autoptr(GArray) devs = managed_devices(h, NULL);
     g_autoptr(GArray) opened =
         g_array_new(FALSE, FALSE, sizeof(DaxfileHookDev));
     g_autoptr(GPtrArray) files = files_new();
@@ -389,10 +551,6 @@ hook_release(const DaxfileHookCtx *h, GError **error)
     gboolean ok;
     guint i;
 
-    /* A device named by another spelling was refused at prepare and never
-     * engaged: there is nothing to release for it. */
-    if (!devs)
-        devs = plain_devices(h);
     for (i = 0; i < devs->len; i++) {
         const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
         DaxfileFile *f = NULL;
@@ -431,6 +589,18 @@ hook_release(const DaxfileHookCtx *h, GError **error)
             error);
     }
     return ok;
+}
+
+static gboolean
+hook_release(const DaxfileHookCtx *h, GError **error)
+{
+    g_autoptr(GArray) devs = managed_devices(h, NULL);
+
+    /* A device named by another spelling was refused at prepare and never
+     * engaged: there is nothing to release for it. */
+    if (!devs)
+        devs = plain_devices(h);
+    return daxfile_hook_release_devs(h, devs, error);
 }
 
 /* migrate/restore on the destination: the file exists (made when
@@ -490,7 +660,7 @@ hook_incoming(const DaxfileHookCtx *h, char **ret_stdout, GError **error)
         here.path = mapped ? mapped : nv->path;
         if (mapped)
             g_hash_table_insert(rewrites, GUINT_TO_POINTER(nv->index), mapped);
-        if (!dev_root(h, &here, &root, &local))
+        if (!daxfile_hook_dev_root(h, &here, &root, &local))
             return daxfile_hook_dev_fail(h, &here, local, error);
         /* a read-only device's file is never made here: the guest
          * expects the content it had, not zeros */
@@ -505,20 +675,13 @@ hook_incoming(const DaxfileHookCtx *h, char **ret_stdout, GError **error)
     return *ret_stdout != NULL;
 }
 
-static gboolean
-is_op(const DaxfileHookCall *call, const char *op, const char *subop)
-{
-    return call->op && call->subop && STREQ(call->op, op) &&
-           STREQ(call->subop, subop);
-}
-
 gboolean
 daxfile_hook_run(const DaxfileHookCall *call, const DaxfileConf *conf,
                  char **ret_stdout, GPtrArray *notes, GError **error)
 {
     g_autoptr(DaxfileDomain) dom = NULL;
     g_autofree char *owner = NULL;
-    DaxfileHookCtx h = {call, conf, NULL, NULL, notes};
+    DaxfileHookCtx h = {call, conf, NULL, NULL, notes, NULL};
 
     *ret_stdout = NULL;
     if (conf->roots->len == 0 && !conf->device_dax)

@@ -43,4 +43,42 @@ typedef struct {
 gboolean daxfile_hook_run(const DaxfileHookCall *call, const DaxfileConf *conf,
                           char **ret_stdout, GPtrArray *notes, GError **error);
 
+/* Hot-plug (daxfile-hook-plug.c). libvirt runs no hook when a device is
+ * added to a running domain, so 'daxfile attach' and 'daxfile watch' run
+ * the hook's phases over that one device themselves: prepare (every
+ * check of a start, then a reservation), engage (attest the new mapping
+ * of the domain's QEMU, make the file static with that QEMU as its
+ * consumer), release (the reservation back, when libvirt refused the
+ * device), or hold it unguarded (QEMU maps it, and it could not be made
+ * static: DaxfileEntry.unguarded). */
+typedef struct {
+    const DaxfileConf *conf;
+    DaxfileDomain *dom;      /* the running domain's live XML... */
+    const DaxfileNvdimm *nv; /* ...and the device, one of dom->nvdimms
+                              * (appended by the caller when it is still
+                              * to be added) */
+    pid_t holder;            /* who holds the reservation until the
+                              * device is engaged, and its start time */
+    guint64 holder_start;
+    pid_t qemu;       /* > 0: the domain's QEMU maps the file
+                       * already (a device someone else added) */
+    GPtrArray *notes; /* as daxfile_hook_run()'s, may be NULL */
+} DaxfilePlug;
+
+/* *@ret_managed: the device's file is in a managed root (or a managed
+ * device-dax device); FALSE with @error when it names a managed file by
+ * another spelling, or one the hook cannot place */
+gboolean daxfile_plug_managed(const DaxfilePlug *plug, gboolean *ret_managed,
+                              GError **error);
+gboolean daxfile_plug_prepare(const DaxfilePlug *plug, GError **error);
+gboolean daxfile_plug_engage(const DaxfilePlug *plug, GError **error);
+gboolean daxfile_plug_release(const DaxfilePlug *plug, GError **error);
+gboolean daxfile_plug_hold_unguarded(const DaxfilePlug *plug,
+                                     const char *reason, GError **error);
+
+/* @message of an error about the device, without the "domain 'NAME'
+ * DEVICE 'PATH': " it begins with (what a line that names them already
+ * says of it) */
+char *daxfile_plug_cause(const DaxfilePlug *plug, const char *message);
+
 G_END_DECLS

@@ -3,9 +3,11 @@
  * daxfile-registry-json.c: the registry's on-disk format, a JSON object
  * {"version": 2, "entries": [...]}
  *
- * Version 2 added each entry's "fs_uuid". A version 1 registry is read
- * as it is (its entries have no fs_uuid: repair identifies their
- * filesystem by f_fsid as before, and trusts that less) and is written
+ * Version 2 added each entry's "fs_uuid"; a reservation may carry
+ * "unguarded" (a hot-plugged device that could not be made static, and
+ * why), which an older reader takes for a plain reservation. A version 1
+ * registry is read as it is (its entries have no fs_uuid: repair identifies
+ * their filesystem by f_fsid as before, and trusts that less) and is written
  * back as version 2 by the next change; a newer version is refused.
  */
 #include <string.h>
@@ -68,6 +70,7 @@ entry_from_json(JsonObject *obj)
         json_object_get_int_member_with_default(obj, "holder_pid", 0);
     e->holder_start = (guint64)json_object_get_int_member_with_default(
         obj, "holder_start", 0);
+    e->unguarded = g_strdup(member_string(obj, "unguarded"));
     return g_steal_pointer(&e);
 }
 
@@ -177,6 +180,8 @@ entry_to_json(JsonBuilder *b, const DaxfileEntry *e)
         daxfile_json_add_int(b, "holder_pid", e->holder_pid);
         daxfile_json_add_int(b, "holder_start", (gint64)e->holder_start);
     }
+    if (e->unguarded)
+        daxfile_json_add_string(b, "unguarded", e->unguarded);
     json_builder_end_object(b);
 }
 

@@ -45,6 +45,7 @@ daxfile_entry_free(DaxfileEntry *entry)
     g_free(entry->handle);
     g_free(entry->fsid);
     g_free(entry->fs_uuid);
+    g_free(entry->unguarded);
     g_free(entry);
 }
 
@@ -63,6 +64,7 @@ daxfile_entry_copy(const DaxfileEntry *entry)
     copy->handle = g_strdup(entry->handle);
     copy->fsid = g_strdup(entry->fsid);
     copy->fs_uuid = g_strdup(entry->fs_uuid);
+    copy->unguarded = g_strdup(entry->unguarded);
     return copy;
 }
 

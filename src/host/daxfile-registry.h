@@ -64,6 +64,11 @@ typedef struct {
                            * libvirtd starting the domain), 0 when unknown */
     guint64 holder_start; /* its start time (/proc/PID/stat), against pid
                            * reuse */
+    char *unguarded;      /* reserved: a device hot-plugged into a running
+                           * domain (its QEMU maps the file, and is the
+                           * holder) that could not be made static, and
+                           * why; held for the domain until it stops. NULL
+                           * for every other entry */
 } DaxfileEntry;
 
 void daxfile_entry_free(DaxfileEntry *entry);

@@ -48,6 +48,9 @@ entry_members(JsonBuilder *b, const DaxfileEntry *e)
     daxfile_json_add_int(b, "align", (gint64)e->align);
     daxfile_json_add_string(b, "since", e->since);
     daxfile_json_add_bool(b, "stale", daxfile_entry_is_stale(e));
+    /* a hot-plugged device held, not static: why */
+    if (e->unguarded)
+        daxfile_json_add_string(b, "unguarded", e->unguarded);
 }
 
 JsonNode *

@@ -138,6 +138,23 @@ reservation_new(const Member *m, pid_t holder, guint64 holder_start,
     return e;
 }
 
+/* The entry of a device-dax device: keyed by its device number, with
+ * nothing to find it by but that */
+static DaxfileEntry *
+device_entry_new(const Member *m, DaxfileMechanism mech,
+                 DaxfileEntryState state)
+{
+    DaxfileReport none = {0};
+    DaxfileEntry *e =
+        daxfile_static_entry_new(m->item->file->path, m->fd, &m->st,
+                                 &m->item->params, &none, mech, state);
+
+    g_clear_pointer(&e->handle, g_free); /* its /dev node: nothing to find */
+    g_clear_pointer(&e->fsid, g_free);
+    g_clear_pointer(&e->fs_uuid, g_free);
+    return e;
+}
+
 /* A device-dax device (checked by the caller, daxfile-devdax.h): held for
  * its owner, reserved at prepare and engaged at started, with nothing to
  * engage on it. */
@@ -146,7 +163,6 @@ set_member_device(DaxfileRegistry *reg, Member *m, DaxfileEntry *cur,
                   gboolean reserve, pid_t holder, guint64 holder_start)
 {
     DaxfileStaticItem *it = m->item;
-    DaxfileReport none = {0};
     DaxfileEntry *e;
 
     it->result.mechanism =
@@ -156,12 +172,9 @@ set_member_device(DaxfileRegistry *reg, Member *m, DaxfileEntry *cur,
         return TRUE;
     }
     m->old = cur ? daxfile_entry_copy(cur) : NULL;
-    e = daxfile_static_entry_new(
-        it->file->path, m->fd, &m->st, &it->params, &none, it->result.mechanism,
-        reserve ? DAXFILE_STATE_RESERVED : DAXFILE_STATE_ENGAGED);
-    g_clear_pointer(&e->handle, g_free); /* its /dev node: nothing to find */
-    g_clear_pointer(&e->fsid, g_free);
-    g_clear_pointer(&e->fs_uuid, g_free);
+    e = device_entry_new(m, it->result.mechanism,
+                         reserve ? DAXFILE_STATE_RESERVED
+                                 : DAXFILE_STATE_ENGAGED);
     if (reserve) {
         e->holder_pid = holder_start ? holder : 0;
         e->holder_start = holder_start;
@@ -377,4 +390,36 @@ daxfile_static_release_set(DaxfileStaticItem *items, guint n, guint *ret_failed,
      * names them */
     daxfile_test_crash_point("disable-released");
     return daxfile_registry_save(reg, ok ? error : NULL) && ok;
+}
+
+gboolean
+daxfile_static_hold_unguarded(DaxfileStaticItem *item, pid_t holder,
+                              guint64 holder_start, const char *reason,
+                              GError **error)
+{
+    g_autoptr(GArray) set = NULL;
+    g_autoptr(DaxfileRegistry) reg = NULL;
+    DaxfileEntry *cur;
+    DaxfileEntry *e;
+    Member *m;
+    guint failed = 0;
+
+    set = set_lock(item, 1, &failed, error);
+    if (!set || !(reg = daxfile_registry_open(error)))
+        return FALSE;
+    m = &g_array_index(set, Member, 0);
+    cur = daxfile_registry_lookup(reg, m->st.st_dev, m->st.st_ino);
+    if (daxfile_static_owner_conflict(cur, item->params.owner, m->name, error))
+        return FALSE;
+    if (cur && cur->state != DAXFILE_STATE_RESERVED)
+        return TRUE; /* in force, or being changed: it stays as it is */
+    if (S_ISCHR(m->st.st_mode))
+        e = device_entry_new(m, DAXFILE_MECH_NONE, DAXFILE_STATE_RESERVED);
+    else if (!(e = reservation_new(m, 0, 0, error)))
+        return FALSE;
+    e->holder_pid = holder_start ? holder : 0;
+    e->holder_start = holder_start;
+    e->unguarded = g_strdup(reason);
+    daxfile_registry_put(reg, e);
+    return daxfile_registry_save(reg, error);
 }

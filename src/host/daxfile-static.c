@@ -90,13 +90,12 @@ daxfile_static_owner_conflict(const DaxfileEntry *e, const char *owner,
         return FALSE;
     g_set_error(
         error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-        "'%s' is %s for '%s'%s%s%s since %s; it cannot be used by "
-        "'%s' until that owner releases it (if it is no longer "
-        "%s, 'daxfile repair' releases it)",
+        "'%s' is %s for '%s'%s%s%s since %s, and it cannot be used by '%s' until that owner releases it; fix: stop '%s' first (if it is no longer %s, 'daxfile repair' releases it)",
         name, e->state == DAXFILE_STATE_RESERVED ? "reserved" : "static",
         e->owner, e->owner_uuid ? " (uuid " : "",
         e->owner_uuid ? e->owner_uuid : "", e->owner_uuid ? ")" : "", e->since,
-        owner, e->state == DAXFILE_STATE_RESERVED ? "starting" : "running");
+        owner, e->owner,
+        e->state == DAXFILE_STATE_RESERVED ? "starting" : "running");
     return TRUE;
 }
 
@@ -487,8 +486,9 @@ daxfile_static_release_inode(const DaxfileFile *f, const DaxfileEntry *e,
         return FALSE;
     result->mechanism = e->mechanism;
     result->owner = g_strdup(e->owner);
-    if (daxfile_static_entry_is_device(e))
-        result->layout_unchanged = TRUE; /* it has no block map */
+    /* a device has no block map; an unguarded file was promised nothing */
+    if (daxfile_static_entry_is_device(e) || e->unguarded)
+        result->layout_unchanged = TRUE;
     else
         compare_layout(f, e, result);
     return TRUE;

@@ -119,6 +119,18 @@ gboolean daxfile_static_enable_set(DaxfileStaticItem *items, guint n,
 gboolean daxfile_static_release_set(DaxfileStaticItem *items, guint n,
                                     guint *ret_failed, GError **error);
 
+/* Hold the file of @item (one) for its owner without making it static:
+ * a device hot-plugged into a running domain whose QEMU maps the file
+ * already, and that could not be made static for @reason. The entry is a
+ * reservation carrying @reason (DaxfileEntry.unguarded), held while
+ * @holder (that QEMU, started at @holder_start) lives or a process maps
+ * the file, and released with the domain's other files when it stops.
+ * Another owner's entry is refused (BUSY); an entry of this owner in
+ * force stays as it is. */
+gboolean daxfile_static_hold_unguarded(DaxfileStaticItem *item, pid_t holder,
+                                       guint64 holder_start, const char *reason,
+                                       GError **error);
+
 /* What static mode says about one file, for `daxfile status` */
 struct _DaxfileStaticState {
     DaxfileEntry *entry;              /* a copy of its registry entry, or

@@ -74,6 +74,20 @@ daxfile_virt_domain_xml(virDomainPtr dom, unsigned int flags, GError **error)
     return daxfile_domain_parse(xml, strlen(xml), error);
 }
 
+/* A transient domain that cannot take the device live: it has no
+ * definition to take it for the next boot either */
+static gboolean
+not_pluggable(const char *domain, DaxfileAttachResult *result, GError **error)
+{
+    g_autofree char *name = daxfile_escape(domain);
+
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+        "Domain '%s' is transient and cannot take the device live: %s; fix: define the domain ('virsh define') and attach it there",
+        name, result->note);
+    return FALSE;
+}
+
 /* QEMU hot-plugs an nvdimm only into a guest started with nvdimm=on,
  * which libvirt sets when the domain booted with at least one. A
  * virtio-pmem device is only added to the definition: libvirt 9.0 cannot
@@ -102,34 +116,44 @@ can_hotplug(virDomainPtr dom, const DaxfileNvdimm *nv, char **ret_note)
 
 gboolean
 daxfile_virt_attach(const char *uri, const char *domain,
-                    const DaxfileNvdimm *nv, DaxfileAttachResult *ret_result,
-                    GError **error)
+                    const DaxfileConf *conf, const DaxfileNvdimm *nv,
+                    DaxfileAttachResult *ret_result, GError **error)
 {
     g_autoptr(virConnect) conn = NULL;
     g_autoptr(virDomain) dom = lookup(uri, domain, &conn, error);
     g_autoptr(DaxfileDomain) def = NULL;
     g_autofree char *xml = NULL;
     unsigned int flags = VIR_DOMAIN_AFFECT_CONFIG;
+    gboolean persistent;
 
     if (!dom)
         return FALSE;
-    def = daxfile_virt_domain_xml(dom, VIR_DOMAIN_XML_INACTIVE, error);
+    persistent = virDomainIsPersistent(dom) != 0;
+    def = daxfile_virt_domain_xml(dom, persistent ? VIR_DOMAIN_XML_INACTIVE : 0,
+                                  error);
     if (!def || !daxfile_domain_check_attach(def, nv, error))
         return FALSE;
     xml = daxfile_nvdimm_format(nv, error);
     if (!xml)
         return FALSE;
-    if (can_hotplug(dom, nv, &ret_result->note))
-        flags |= VIR_DOMAIN_AFFECT_LIVE;
-    if (virDomainAttachDeviceFlags(dom, xml, flags) < 0) {
+    if (!can_hotplug(dom, nv, &ret_result->note)) {
+        if (!persistent)
+            return not_pluggable(domain, ret_result, error);
+        if (virDomainAttachDeviceFlags(dom, xml, flags) == 0)
+            return TRUE;
         daxfile_virt_set_error(error,
                                nv->model == DAXFILE_DEVICE_NVDIMM
                                    ? "libvirt refused the nvdimm"
                                    : "libvirt refused the virtio-pmem device");
         return FALSE;
     }
-    ret_result->live = (flags & VIR_DOMAIN_AFFECT_LIVE) != 0;
-    return TRUE;
+    /* a transient domain has no definition to add it to */
+    flags = VIR_DOMAIN_AFFECT_LIVE;
+    if (persistent)
+        flags |= VIR_DOMAIN_AFFECT_CONFIG;
+    ret_result->transient = !persistent;
+    return daxfile_virt_plug_attach(dom, conf, nv, xml, flags,
+                                    &ret_result->live, error);
 }
 
 gboolean

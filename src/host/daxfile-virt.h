@@ -5,13 +5,15 @@
  */
 #pragma once
 
+#include "daxfile-conf.h"
 #include "daxfile-domxml.h"
 
 G_BEGIN_DECLS
 
 typedef struct {
-    gboolean live; /* also hot-plugged into the running domain */
-    char *note;    /* e.g. why it waits for the next boot */
+    gboolean live;      /* hot-plugged into the running domain */
+    gboolean transient; /* ...only: the domain has no definition */
+    char *note;         /* e.g. why it waits for the next boot */
 } DaxfileAttachResult;
 
 void daxfile_attach_result_clear(DaxfileAttachResult *result);
@@ -19,11 +21,14 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DaxfileAttachResult,
                                  daxfile_attach_result_clear)
 
 /* Check the domain's prerequisites, then virDomainAttachDeviceFlags with
- * AFFECT_CONFIG (and AFFECT_LIVE when the domain runs and booted with an
- * nvdimm, which is when QEMU can hot-plug one) for @nv, a device that
- * daxfile_nvdimm_check() passed. @uri NULL = default. */
+ * AFFECT_CONFIG for @nv, a device that daxfile_nvdimm_check() passed.
+ * When the domain runs and booted with an nvdimm, which is when QEMU can
+ * hot-plug one, also AFFECT_LIVE (only that, for a transient domain),
+ * with everything the hook does at a start around it, as @conf says
+ * (daxfile_virt_plug_attach()): libvirt runs no hook at hot-plug. @uri
+ * NULL = default. */
 gboolean daxfile_virt_attach(const char *uri, const char *domain,
-                             const DaxfileNvdimm *nv,
+                             const DaxfileConf *conf, const DaxfileNvdimm *nv,
                              DaxfileAttachResult *ret_result, GError **error);
 
 /* Remove the nvdimm backed by @path from the persistent definition (QEMU

@@ -36,6 +36,7 @@ typedef struct {
     GHashTable *said;    /* a retried thing -> what was last said of it */
     virConnectPtr conn;
     int callback;
+    int plug_callback; /* DEVICE_ADDED */
     gboolean lost;
     char *lost_why;
     guint reported_domains, reported_files; /* at the last READY */
@@ -451,8 +452,9 @@ watch_process(Watch *w)
 }
 
 /* The files of @wd, the undefined domain @uuid, recorded as owed, each
- * opened as the hook opens it. FALSE when a record could not be written
- * (the domain is kept, and this is tried again). */
+ * opened as the hook opens it, read-only: a domain undefined while it
+ * runs may hold its file immutable until it stops. FALSE when a record
+ * could not be written (the domain is kept, and this is tried again). */
 static gboolean
 watch_queue(Watch *w, const char *uuid, const WatchDomain *wd)
 {
@@ -463,7 +465,7 @@ watch_queue(Watch *w, const char *uuid, const WatchDomain *wd)
         const char *path = g_ptr_array_index(wd->paths, i);
         g_autoptr(GError) error = NULL;
         g_autoptr(DaxfileFile) f =
-            daxfile_wipe_open_placed(w->conf, path, &error);
+            daxfile_wipe_open_placed(w->conf, path, FALSE, &error);
         g_autoptr(DaxfileWipeRecord) r = NULL;
 
         if (!f &&
@@ -563,6 +565,40 @@ watch_rescan(Watch *w)
     return TRUE;
 }
 
+/* What became of a hot-plugged device (daxfile-virt-plug.c) */
+static void
+on_plugged(const DaxfilePlugResult *r, gpointer data)
+{
+    static const DaxfileWatchKind kinds[] = {
+        [DAXFILE_PLUG_ENGAGED] = DAXFILE_WATCH_PLUGGED,
+        [DAXFILE_PLUG_UNGUARDED] = DAXFILE_WATCH_UNGUARDED,
+        [DAXFILE_PLUG_REFUSED] = DAXFILE_WATCH_PLUG_REFUSED,
+    };
+    Watch *w = data;
+    DaxfileWatchEvent ev = {
+        .kind = kinds[r->kind],
+        .domain = r->domain,
+        .device = r->device,
+        .path = r->path,
+        .why = r->why,
+        .domains = g_hash_table_size(w->domains),
+        .files = watch_files(w),
+    };
+
+    w->report(&ev, w->data);
+}
+
+static void
+on_device_added(virConnectPtr conn, virDomainPtr dom, const char *alias,
+                void *opaque)
+{
+    g_auto(DaxfilePlugResult) r = {0};
+    Watch *w = opaque;
+
+    if (daxfile_virt_plug_added(dom, w->conf, alias, &r))
+        on_plugged(&r, w);
+}
+
 static int
 on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
              void *opaque)
@@ -585,6 +621,8 @@ on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
         break;
     case VIR_DOMAIN_EVENT_STOPPED:
         watch_process(w);
+        /* a file it held may be another domain's hot-plugged device */
+        daxfile_virt_plug_scan(w->conn, w->conf, on_plugged, w);
         break;
     default:
         break;
@@ -618,15 +656,18 @@ watch_disconnect(Watch *w)
         return;
     if (w->callback >= 0)
         virConnectDomainEventDeregisterAny(w->conn, w->callback);
+    if (w->plug_callback >= 0)
+        virConnectDomainEventDeregisterAny(w->conn, w->plug_callback);
     virConnectUnregisterCloseCallback(w->conn, on_close);
     virConnectClose(w->conn);
     w->conn = NULL;
     w->callback = -1;
+    w->plug_callback = -1;
 }
 
-/* Connect, follow the life cycle, learn every persistent domain, settle
- * the known ones that went away meanwhile, say so (READY), and take up
- * the wipes owed */
+/* Connect, follow the life cycle and hot-plugs, learn every persistent
+ * domain, settle the known ones that went away meanwhile, say so (READY),
+ * take up the devices hot-plugged meanwhile, and the wipes owed */
 static gboolean
 watch_connect(Watch *w, const char *uri, GError **error)
 {
@@ -644,6 +685,9 @@ watch_connect(Watch *w, const char *uri, GError **error)
         (w->callback = virConnectDomainEventRegisterAny(
              w->conn, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
              VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle), w, NULL)) < 0 ||
+        (w->plug_callback = virConnectDomainEventRegisterAny(
+             w->conn, NULL, VIR_DOMAIN_EVENT_ID_DEVICE_ADDED,
+             VIR_DOMAIN_EVENT_CALLBACK(on_device_added), w, NULL)) < 0 ||
         !watch_rescan(w)) {
         daxfile_virt_set_error(error, "Cannot follow libvirt's domains");
         watch_disconnect(w);
@@ -651,6 +695,7 @@ watch_connect(Watch *w, const char *uri, GError **error)
     }
     w->lost = FALSE;
     watch_report(w, DAXFILE_WATCH_READY, NULL, NULL, NULL, NULL);
+    daxfile_virt_plug_scan(w->conn, w->conf, on_plugged, w);
     watch_process(w);
     return TRUE;
 }
@@ -687,6 +732,7 @@ daxfile_virt_watch(const char *uri, const DaxfileConf *conf,
         .report = report,
         .data = data,
         .callback = -1,
+        .plug_callback = -1,
         .domains = domains,
         .said = said,
     };

@@ -12,22 +12,30 @@ G_BEGIN_DECLS
 
 /* What daxfile_virt_watch() saw or did */
 typedef enum {
-    DAXFILE_WATCH_READY,      /* connected; @domains known, @files */
-    DAXFILE_WATCH_WIPED,      /* @path of undefined @domain wiped: @wipe */
-    DAXFILE_WATCH_KEPT,       /* @path not wiped, and not to be: @why */
-    DAXFILE_WATCH_WAITING,    /* @domain undefined while it runs: its
-                               * files are wiped when it stops */
-    DAXFILE_WATCH_FAILED,     /* @path: not wiped, @why; with @pending its
-                               * wipe stays owed and is tried again */
-    DAXFILE_WATCH_LOST,       /* the connection closed (@why); reconnecting */
-    DAXFILE_WATCH_UNREADABLE, /* @domain's definition cannot be read (@why):
-                               * it counts as defined, nothing of it is
-                               * wiped */
+    DAXFILE_WATCH_READY,        /* connected; @domains known, @files */
+    DAXFILE_WATCH_WIPED,        /* @path of undefined @domain wiped: @wipe */
+    DAXFILE_WATCH_KEPT,         /* @path not wiped, and not to be: @why */
+    DAXFILE_WATCH_WAITING,      /* @domain undefined while it runs: its
+                                 * files are wiped when it stops */
+    DAXFILE_WATCH_FAILED,       /* @path: not wiped, @why; with @pending its
+                                 * wipe stays owed and is tried again */
+    DAXFILE_WATCH_LOST,         /* the connection closed (@why); reconnecting */
+    DAXFILE_WATCH_UNREADABLE,   /* @domain's definition cannot be read (@why):
+                                 * it counts as defined, nothing of it is
+                                 * wiped */
+    DAXFILE_WATCH_PLUGGED,      /* @path, hot-plugged into the running @domain
+                                 * as @device, made static */
+    DAXFILE_WATCH_UNGUARDED,    /* ... not made static (@why): held for the
+                                 * domain, unguarded, until it stops */
+    DAXFILE_WATCH_PLUG_REFUSED, /* ... not made static nor held (@why:
+                                 * another owner holds it, or it cannot
+                                 * be placed) */
 } DaxfileWatchKind;
 
 typedef struct {
     DaxfileWatchKind kind;
     const char *domain;
+    const char *device; /* a hot-plugged device's alias */
     const char *path;
     const char *why;
     gboolean pending;
@@ -59,6 +67,13 @@ typedef void (*DaxfileWatchFunc)(const DaxfileWatchEvent *event, gpointer data);
  * - a wipe that cannot happen yet stays recorded and is tried again every
  *   few seconds, and after a restart: records left by an earlier watch
  *   are taken up first.
+ *
+ * And since libvirt runs no hook at hot-plug either, a pmem device on a
+ * managed file that anyone adds to a running domain (libvirt's
+ * DEVICE_ADDED; on connecting, every such device of a running domain that
+ * the registry does not hold for it) goes through what a start does for
+ * it (daxfile_virt_plug_added()): made static, or held for the domain
+ * unguarded, or, when another owner holds the file, reported.
  *
  * Every outcome goes to @report. FALSE with @error only when the first
  * connection fails; later losses are reported and retried. */

@@ -547,15 +547,16 @@ daxfile_wipe_refuse_pending(guint64 dev, guint64 ino, const char *name,
 
 DaxfileFile *
 daxfile_wipe_open_placed(const DaxfileConf *conf, const char *path,
-                         GError **error)
+                         gboolean write, GError **error)
 {
     const DaxfileRoot *root = conf && daxfile_path_is_plain(path)
                                   ? daxfile_conf_managed_root(conf, path)
                                   : NULL;
 
     if (root)
-        return daxfile_conf_open_managed(conf, root, path, DAXFILE_OPEN_WRITE,
-                                         error);
+        return daxfile_conf_open_managed(
+            conf, root, path, write ? DAXFILE_OPEN_WRITE : DAXFILE_OPEN_READ,
+            error);
     return daxfile_wipe_open(path, FALSE, error);
 }
 
@@ -563,7 +564,8 @@ DaxfileFile *
 daxfile_wipe_record_open(const DaxfileWipeRecord *r, const DaxfileConf *conf,
                          GError **error)
 {
-    g_autoptr(DaxfileFile) f = daxfile_wipe_open_placed(conf, r->path, error);
+    g_autoptr(DaxfileFile) f =
+        daxfile_wipe_open_placed(conf, r->path, TRUE, error);
     g_autofree char *handle = NULL;
     guint64 dev, ino;
 

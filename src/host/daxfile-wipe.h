@@ -83,11 +83,13 @@ gboolean daxfile_wipe_refuse_pending(guint64 dev, guint64 ino, const char *name,
 
 /* Open @path for a wipe as the hook places a domain's file: under a
  * managed root of @conf (NULL: none), daxfile_conf_open_managed() (no
- * symbolic link in any component, trusted owner, one link); elsewhere by
- * its own name, daxfile_wipe_open() without following a link (a
- * device-dax device) */
+ * symbolic link in any component, trusted owner, one link), for writing,
+ * or, without @write, only to know which file it is (to record a wipe
+ * owed: the file may still be static, immutable, for its running
+ * domain); elsewhere by its own name, daxfile_wipe_open() without
+ * following a link (a device-dax device) */
 DaxfileFile *daxfile_wipe_open_placed(const DaxfileConf *conf, const char *path,
-                                      GError **error);
+                                      gboolean write, GError **error);
 
 /* Open the file or device of @r for its wipe (daxfile_wipe_open_placed());
  * NOT_FOUND when it is gone, INVALID when it is not the same file any

@@ -53,8 +53,8 @@ CASES = [
     ("status-missing", ["status", "--json", "missing.img"]),
     ("status-two-errors", ["status", "missing.img", "dir"]),
     ("watch-argument", ["watch", "frob"]),
-    # a configuration that asks for no wipes: nothing to watch, exit 78
-    ("watch-nothing", ["watch"], {"DAXFILE_CONF": "hook.conf"}),
+    # a configuration that manages nothing: nothing to watch, exit 78
+    ("watch-nothing", ["watch"], {"DAXFILE_CONF": "nothing.conf"}),
     # a registry (populate_registry) as left by an earlier boot, a dead
     # consumer and an interrupted enable: repair's text and --json
     ("repair", ["repair"], {"DAXFILE_STATE_DIR": "state-text"}),
@@ -117,6 +117,8 @@ def populate(d):
     os.symlink("regular.img", os.path.join(d, "link.img"))
     with open(os.path.join(d, "hook.conf"), "w") as f:
         f.write("[hook]\nmanaged_roots=/var/lib/libvirt/pmem\n")
+    with open(os.path.join(d, "nothing.conf"), "w") as f:
+        f.write("[hook]\n")
     for state in ("state-text", "state-json"):
         populate_registry(os.path.join(d, state))
 

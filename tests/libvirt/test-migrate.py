@@ -5,7 +5,11 @@ daemons on this machine (the system daemon and the session daemon of a test
 user, as in ../shared/reference/libvirt-by-hand.md): on the destination the
 hook (running as that user) maps the path with path_map, creates and
 provisions the missing file (create_missing), rewrites the XML, and engages
-static mode; on the source the hook releases the file.
+static mode; on the source the hook releases the file. The migration is
+`--persistent --undefinesource`, with `daxfile watch` following the source
+daemon and wipe_on_undefine=true: the source's definition goes with the
+guest, so the watch wipes the source's file once its QEMU is gone, and the
+destination's file keeps the guest's pmem.
 """
 
 import os
@@ -18,6 +22,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
 from daxtest import Tap, build_path, daxfile, need_root  # noqa: E402
 import libvirt_env as lv  # noqa: E402
+from lifeworld import Watcher, zeros  # noqa: E402
 
 lv.daxfile_vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 
@@ -62,7 +67,7 @@ def namespace_head(path, length=2 * M):
 def main():
     tap = Tap()
     need_root(tap)
-    tap.plan(6)
+    tap.plan(8)
     created, home = setup_user()
     dest_uri = ("qemu+unix:///session?socket="
                 f"{home}/.cache/libvirt/libvirt-sock")
@@ -89,7 +94,9 @@ def run(tap, daemon, loop, dest_uri):
     hook = lv.Hook(build_path("libvirt-hooks", "daxfile-hook"), NAME,
                    [loop.path],
                    extra=f"trusted_owners=root;libvirt-qemu;{USER}\n"
-                   f"create_missing=true\npath_map={src}={dst}\n")
+                   f"create_missing=true\npath_map={src}={dst}\n"
+                   "wipe_on_undefine=true\n")
+    watcher = None
     try:
         hook.install(daemon)
         stop_session()  # the session daemon notices the hook when it starts
@@ -111,12 +118,17 @@ def run(tap, daemon, loop, dest_uri):
         tap.ok(res.rc == 0 and start.returncode == 0 and up,
                "source guest on the system daemon is up, file static",
                f"{res}\n{start.stderr}")
-        mig = lv.run(["virsh", "-c", lv.URI, "migrate", "--live", NAME,
-                      dest_uri, "--migrateuri", "tcp://127.0.0.1:49200"],
-                     timeout=600)
+        before = namespace_head(f)
+        watcher = Watcher()
+        mig = lv.run(["virsh", "-c", lv.URI, "migrate", "--live",
+                      "--persistent", "--undefinesource", NAME, dest_uri,
+                      "--migrateuri", "tcp://127.0.0.1:49200"], timeout=600)
         moved = os.path.join(dst, "guest.img")
-        tap.ok(mig.returncode == 0, "virsh migrate --live to the session "
-               "daemon", mig.stderr)
+        tap.ok(mig.returncode == 0 and lv.state(NAME) is None and
+               NAME in as_user("virsh -c qemu:///session list --all "
+                               "--persistent").stdout,
+               "virsh migrate --live --persistent --undefinesource to the "
+               "session daemon: defined there, no longer here", mig.stderr)
         tap.ok(os.path.exists(moved) and
                os.path.getsize(moved) == 128 * M and
                as_user(f"{build_path('src', 'daxfilectl', 'daxfile')} check "
@@ -132,12 +144,21 @@ def run(tap, daemon, loop, dest_uri):
                    for e in daxfile("list", "--json").json()),
                "static on the destination (the user's registry), released "
                "on the source", ulist)
+        line = watcher.wait(f"'{f}'", timeout=120)
+        tap.ok(line and line.startswith("daxfile: wiped") and zeros(f),
+               "the watch wipes the source's file: the definition left "
+               "with the guest", line)
         as_user(f"virsh -c qemu:///session destroy {NAME}")
         head = namespace_head(moved)
-        tap.ok(b"NVDIMM_PFN_INFO" in head and head == namespace_head(f),
+        tap.ok(b"NVDIMM_PFN_INFO" in head and head == before,
                "the guest's pmem contents arrived in the destination file "
                "(its fsdax info block)")
+        tap.ok(not watcher.said(f"'{moved}'"),
+               "the destination's file is none of the source watch's "
+               "business", watcher.all)
     finally:
+        if watcher:
+            watcher.stop()
         lv.cleanup_domain(NAME)
         hook.remove()
 

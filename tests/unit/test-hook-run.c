@@ -289,7 +289,7 @@ test_lifecycle(void)
     g_assert_nonnull(strstr(error->message, "' is reserved for 'domain:vm1' "
                                             "(uuid 11111111-2222-3333-4444-"
                                             "555555555555) since "));
-    g_assert_nonnull(strstr(error->message, "; it cannot be used by "
+    g_assert_nonnull(strstr(error->message, ", and it cannot be used by "
                                             "'domain:vm2' until that owner "
                                             "releases it"));
     g_free(reg);
