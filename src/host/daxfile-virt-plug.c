@@ -106,8 +106,31 @@ daxfile_virt_plug_attach(virDomainPtr dom, const DaxfileConf *conf,
         return FALSE;
     if (managed && !daxfile_plug_prepare(&plug, error))
         return FALSE;
-    if (virDomainAttachDeviceFlags(dom, xml, flags) < 0)
+    /* The definition first, then the running domain: libvirt sends
+     * DEVICE_ADDED during the live part, and a watch reading the
+     * definition then must find the device there (one call does the
+     * live part first and saves the definition last: a domain undefined
+     * right after would leave its new file unwiped). The definition is
+     * given back when the running domain refuses the device. */
+    if ((flags & VIR_DOMAIN_AFFECT_CONFIG) &&
+        virDomainAttachDeviceFlags(dom, xml, VIR_DOMAIN_AFFECT_CONFIG) < 0)
         return attach_refused(&plug, managed, error);
+    if (virDomainAttachDeviceFlags(dom, xml, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+        g_autoptr(GError) refused = NULL;
+
+        attach_refused(&plug, managed, &refused);
+        if ((flags & VIR_DOMAIN_AFFECT_CONFIG) &&
+            virDomainDetachDeviceFlags(dom, xml, VIR_DOMAIN_AFFECT_CONFIG) <
+                0) {
+            g_set_error(
+                error, DAXFILE_ERROR, refused->code,
+                "%s; the device stays in the domain's definition: libvirt refused to take it out again; fix: virsh edit the domain",
+                refused->message);
+            return FALSE;
+        }
+        g_propagate_error(error, g_steal_pointer(&refused));
+        return FALSE;
+    }
     *ret_plugged = TRUE;
     if (managed && !daxfile_plug_engage(&plug, &local))
         return attach_unguarded(&plug, local, error);

@@ -595,6 +595,10 @@ on_device_added(virConnectPtr conn, virDomainPtr dom, const char *alias,
     g_auto(DaxfilePlugResult) r = {0};
     Watch *w = opaque;
 
+    /* a device added live and to the definition (daxfile attach, virsh
+     * attach-device --live --config) is in the files an undefine leaves
+     * from now on, not from the next rescan */
+    watch_scan(w, dom, w->domains);
     if (daxfile_virt_plug_added(dom, w->conf, alias, &r))
         on_plugged(&r, w);
 }

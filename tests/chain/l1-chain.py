@@ -16,6 +16,14 @@ four phases (start stuck after prepare, started, running: L2 writing with
 CHAIN_L2IO=1, else paused; just released) and the host crashes: sysrq-b (CHAIN_CRASH=sysrq) or the test
 host kills our QEMU at the marker line (CHAIN_CRASH=kill).
 
+On Debian's 6.1, once: the users' paths around a start on real fsdax
+(issue 35), with `daxfile watch` running and wipe_on_undefine=true: a
+domain renamed keeps its file and starts under its new name, `daxfile
+attach` hot-plugs a second file into it while it runs (made static, its
+QEMU's new mapping attested), `virsh save` releases both files and `virsh
+restore` makes them static again with the marker bytes intact, and its
+undefine has the watch wipe both through MAP_SYNC.
+
 CHAIN_STAGE=after: the next boot on the same NVDIMMs and state disk: no
 file is static without a registry entry, `daxfile repair` brings every
 file back, every domain starts again, and (CHAIN_L2IO=1) L2 verifies what it
@@ -51,6 +59,7 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
 from daxtest import (DAXFILE, Tap, build_path, daxfile,  # noqa: E402
                      enforced, layout_changes)
 import libvirt_env as lv  # noqa: E402
@@ -85,6 +94,9 @@ PHASES = {"chain-prepared": "/mnt/ext4/prepared.img",
 ALL_FILES = list(FILES.values()) + list(PHASES.values())
 # the migration's file on each host; the destination maps the source's path
 MIG_SRC, MIG_DST = "/mnt/xfs/chain.img", "/mnt/ext4/chain.img"
+# the users' paths (t_lifecycle): a domain on one file, a second hot-plugged
+LIFE = "chain-life"
+LIFE_FILES = {"xfs": "/mnt/xfs/life.img", "ext4": "/mnt/ext4/life-hp.img"}
 HOOK_CONF = {
     "migrate-src": "managed_roots=/mnt/xfs\n",
     "migrate-dst": "managed_roots=/mnt/ext4\ncreate_missing=true\n"
@@ -143,7 +155,8 @@ def install():
     os.makedirs("/etc/daxfile", exist_ok=True)
     with open("/etc/daxfile/daxfile.conf", "w") as f:
         f.write("[hook]\n" + HOOK_CONF.get(STAGE, "managed_roots=/mnt/xfs;"
-                                             "/mnt/ext4\ndevice_dax=true\n"))
+                                             "/mnt/ext4\ndevice_dax=true\n"
+                                             "wipe_on_undefine=true\n"))
     hooks = "/etc/libvirt/hooks/qemu.d"
     os.makedirs(hooks, exist_ok=True)
     shutil.copy2(build_path("libvirt-hooks", "daxfile-hook"),
@@ -466,6 +479,105 @@ def t_stop(orig):
                "remembered label left", (owner_mode(path), xattrs))
 
 
+# --------------------------------------------------- the users' paths
+
+LIFE_MARK = b"daxfile chain: a marker no one may zero\n" * 64
+LIFE_AT = 4 * M
+
+
+def life_static(name):
+    """{fs: why not} for each file of LIFE_FILES that is not static for
+    domain @name, with the guard in force"""
+    bad = {}
+    for fs, path in LIFE_FILES.items():
+        st = (status(path) or {}).get("static") or {}
+        if not (st.get("enabled") and st.get("owner") == f"domain:{name}"
+                and enforced(path)):
+            bad[fs] = st
+    return bad
+
+
+def life_released():
+    return {fs: entry_of(p) for fs, p in LIFE_FILES.items()
+            if entry_of(p) or enforced(p)}
+
+
+def life_marked():
+    """the files whose marker is not there"""
+    bad = []
+    for fs, path in LIFE_FILES.items():
+        with open(path, "rb") as f:
+            f.seek(LIFE_AT)
+            if f.read(len(LIFE_MARK)) != LIFE_MARK:
+                bad.append(fs)
+    return bad
+
+
+def t_lifecycle():
+    """Rename, hot-plug, save/restore and undefine on real fsdax, the watch
+    running (see the module's docstring)"""
+    from lifeworld import Watcher  # tests/libvirt
+
+    for path in LIFE_FILES.values():
+        res = daxfile("create", path, "--size", "32M")
+        if res.rc == 0:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+            os.pwrite(fd, LIFE_MARK, LIFE_AT)
+            os.fsync(fd)
+            os.close(fd)
+    err = domain(LIFE, [LIFE_FILES["xfs"]])
+    if not tap.ok(err is None, f"{LIFE}: created, marked and attached", err):
+        return
+    renamed = LIFE + "-renamed"
+    with Watcher() as w:
+        tap.ok(w.first, "daxfile watch follows libvirt, wipe_on_undefine on",
+               w.all)
+        res = lv.virsh("domrename", LIFE, renamed)
+        time.sleep(3)  # the watch has had UNDEFINED(RENAMED) and DEFINED
+        wiped = w.said("wiped")
+        tap.ok(res.returncode == 0 and not wiped and not life_marked(),
+               "virsh domrename with the watch running: nothing wiped, the "
+               "marker intact", (res.stderr, wiped, w.all))
+        res = lv.virsh("start", "--paused", renamed)
+        plug = daxfile("attach", renamed, LIFE_FILES["ext4"])
+        flags = qemu_vmflags(renamed, LIFE_FILES["ext4"]) \
+            if plug.rc == 0 else []
+        tap.ok(res.returncode == 0 and plug.rc == 0 and
+               not life_static(renamed) and flags and
+               all("sh" in f and "sf" in f for f in flags),
+               "started under its new name; daxfile attach hot-plugs the "
+               "ext4 file into it: both static for it, the new mapping "
+               "shared with MAP_SYNC", (res.stderr, plug, life_static(renamed),
+                                        flags))
+        save = f"{WORK}/{LIFE}.save"
+        res = lv.virsh("save", renamed, save, timeout=600)
+        tap.ok(res.returncode == 0 and not life_released(),
+               "virsh save: QEMU stops, both files released",
+               (res.stderr, life_released()))
+        res = lv.virsh("restore", save, timeout=600)
+        tap.ok(res.returncode == 0 and not life_static(renamed) and
+               not life_marked(), "virsh restore: both files static again "
+               "(the hot-plugged one too), the markers intact",
+               (res.stderr, life_static(renamed), life_marked()))
+        with contextlib.suppress(OSError):
+            os.unlink(save)
+        res = lv.virsh("destroy", renamed)
+        tap.ok(res.returncode == 0 and not life_released(),
+               "virsh destroy: both released", life_released())
+        res = lv.virsh("undefine", renamed)
+        lines = [w.wait(f"wiped '{p}'", timeout=120)
+                 for p in LIFE_FILES.values()]
+        zeroed = []
+        for path in LIFE_FILES.values():
+            with open(path, "rb") as f:
+                zeroed.append(not any(f.read()))
+        tap.ok(res.returncode == 0 and all(lines) and all(zeroed),
+               "virsh undefine: the watch wipes both files through MAP_SYNC, "
+               "read back as zeros", (res.stderr, lines, zeroed, w.all))
+        rc = w.stop()
+    tap.ok(rc == 0, "daxfile watch stops at SIGTERM (exit 0)", rc)
+
+
 class L2Tap:
     """L2's TAP, relayed as it comes: from its file (on a migration's
     destination a new one, with only what L2 printed there), or with
@@ -614,6 +726,7 @@ def stage_first():
         t_restart()
         t_stop(orig)
     if os.uname().release.startswith("6.1.0-"):  # once, on Debian's 6.1:
+        t_lifecycle()
         t_no_map_sync()  # libvirt probes the stand-in QEMU (~10 s here)
         if DEVDAX:
             t_devdax()

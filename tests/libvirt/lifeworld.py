@@ -249,6 +249,23 @@ class Watcher:
                     return None
                 self.cond.wait(left)
 
+    def take(self, text, words, timeout=60):
+        """the first line since the last wait that holds @text and one of
+        @words, or None; only that line is taken: the lines about other
+        files stay for their own take (the watch reports the files of one
+        domain in the order of its records, not of the domain's XML)"""
+        end = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for i, line in enumerate(self.lines):
+                    if text in line and any(w in line for w in words):
+                        del self.lines[i]
+                        return line
+                left = end - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    return None
+                self.cond.wait(left)
+
     def said(self, text):
         """every line it said so far that holds @text"""
         with self.cond:

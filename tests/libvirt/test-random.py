@@ -56,6 +56,8 @@ class Run:
         self.counts = dict.fromkeys(WEIGHTS, 0)
         self.seconds = dict.fromkeys(WEIGHTS, 0.0)
         self.wrong = []      # outcomes the model did not predict
+        self.trail = []      # "operation domain", for the report
+        self.current = None
         self.zeroed = []     # files of defined domains found zeroed
         self.mismatch = []   # immutable/registry/model disagreements
 
@@ -117,7 +119,7 @@ class Run:
         files unless another domain has it"""
         for f in files:
             other = self.live_elsewhere(f, name)
-            line = self.watcher.wait(f"'{f}'")
+            line = self.watcher.take(f"'{f}'", ("wiped", "kept", "cannot"))
             if other:
                 self.final[f] = "intact"
                 self.expect(line and "kept" in line and other in line,
@@ -125,7 +127,10 @@ class Run:
             else:
                 self.final[f] = "zeros"
                 self.expect(line and "wiped" in line,
-                            f"{name} gone, {f}: {line}")
+                            f"{name} gone, {f}: {line}; the watch said of "
+                            f"them: {self.watcher.said(name[-4:])} "
+                            f"{self.watcher.said(f)}; the operations: "
+                            f"{[t for t in self.trail if name in t]}")
 
     def op_undefine(self):
         name = self.pick(self.defined)
@@ -248,7 +253,9 @@ class Run:
 
     def pick(self, names):
         names = sorted(names)
-        return self.rng.choice(names) if names else None
+        name = self.rng.choice(names) if names else None
+        self.trail.append(f"{self.current} {name}")
+        return name
 
     # ---------------------------------------------------------- checks
 
@@ -276,6 +283,7 @@ class Run:
         ops = [op for op in WEIGHTS for _ in range(WEIGHTS[op])]
         while True:
             op = self.rng.choice(ops)
+            self.current = f"op {i} {op}"
             began = time.monotonic()
             if getattr(self, f"op_{op}")():
                 self.counts[op] += 1

@@ -289,12 +289,47 @@ def nested_host_conf():
 class Hook:
     """The daxfile hook and a config drop-in, installed for a while."""
 
+    MARK = "# installed for a while by daxfile's tests or quickstart"
+
+    @staticmethod
+    def sweep():
+        """Remove the hooks and drop-ins of runs that died before removing
+        them (SIGKILL, a timeout): libvirtd would run them at every start
+        of every later domain, under their configuration (seen: a killed
+        run's hook refused every start of the next one)"""
+        import re
+        try:
+            names = os.listdir(CONF_D)
+        except OSError:
+            return
+        for name in names:
+            conf = os.path.join(CONF_D, name)
+            try:
+                with open(conf) as f:
+                    first = f.readline()
+            except OSError:
+                continue
+            if not name.endswith(".conf") or not first.startswith(Hook.MARK):
+                continue
+            # the installer's pid; before it was written: the name's
+            m = re.search(r"\(pid (\d+)\)", first) or \
+                re.search(r"(\d+)(?!.*\d)", name)
+            if not m or os.path.exists(f"/proc/{m.group(1)}"):
+                continue
+            log(f"removing the hook and drop-in '{name[:-5]}' left behind "
+                "by a run that is gone")
+            for path in (conf, os.path.join(HOOK_DIR, name[:-5])):
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+
     def __init__(self, hook_binary, name, roots, allow_non_dax=True,
                  extra=""):
         self.binary = hook_binary
         self.hook = os.path.join(HOOK_DIR, name)
         self.conf = os.path.join(CONF_D, name + ".conf")
-        self.text = ("# installed for a while by daxfile's tests or quickstart\n"
+        self.text = (f"{Hook.MARK} (pid {os.getpid()})\n"
                      f"[hook]\nmanaged_roots={';'.join(roots)}\n"
                      f"allow_non_dax={'true' if allow_non_dax else 'false'}\n"
                      f"{extra}")
@@ -302,6 +337,7 @@ class Hook:
     def install(self, daemon=None):
         """@daemon: a running libvirtd, told to look at its hooks again
         (one started after this reads them anyway)"""
+        Hook.sweep()
         os.makedirs(HOOK_DIR, exist_ok=True)
         os.makedirs(CONF_D, exist_ok=True)
         shutil.copy2(self.binary, self.hook + ".tmp")
