@@ -15,10 +15,8 @@ are only ever started paused (QEMU, no guest).
 
 import os
 import re
-import signal
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,6 +24,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
 from daxtest import DAXFILE, Tap, build_path, daxfile, need_root  # noqa: E402
 import libvirt_env as lv  # noqa: E402
+import lifeworld  # noqa: E402  (tests/libvirt, beside this test)
 
 PREFIX = f"daxfile-watch-{os.getpid()}"
 M = 1 << 20
@@ -128,41 +127,13 @@ class World:
             lv.cleanup_domain(name)
 
 
-class Watcher:
-    """`daxfile watch`, its stderr lines collected"""
+class Watcher(lifeworld.Watcher):
+    """`daxfile watch`, its stderr lines collected, and what it watched
+    when it began"""
 
     def __init__(self, env=None):
-        self.lines = []
-        self.all = []
-        self.cond = threading.Condition()
-        self.proc = subprocess.Popen([DAXFILE, "watch"], text=True,
-                                     env=dict(os.environ, **(env or {})),
-                                     stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
-        threading.Thread(target=self._read, daemon=True).start()
-        self.first = self.wait("watching")
-        self.counts = ready_counts(self.first)
-
-    def _read(self):
-        for line in self.proc.stderr:
-            with self.cond:
-                self.lines.append(line.rstrip("\n"))
-                self.all.append(line.rstrip("\n"))
-                self.cond.notify_all()
-
-    def wait(self, text, timeout=60):
-        """the first line since the last wait that holds @text, or None"""
-        end = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for i, line in enumerate(self.lines):
-                    if text in line:
-                        del self.lines[:i + 1]
-                        return line
-                left = end - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None:
-                    return None
-                self.cond.wait(left)
+        super().__init__(env)
+        self.counts = lifeworld.ready_counts(self.first)
 
     def knows(self, domains, files, timeout=60):
         """wait until it says it watches @domains and @files more than at
@@ -170,26 +141,6 @@ class Watcher:
         d0, f0 = self.counts
         return self.wait(f"watching {d0 + domains} defined domains "
                          f"({f0 + files} files", timeout)
-
-    def said(self, text):
-        """every line it said so far that holds @text"""
-        with self.cond:
-            return [line for line in self.all if text in line]
-
-    def stop(self, sig=signal.SIGTERM):
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return None
-
-
-def ready_counts(line):
-    """(domains, files) of a "watching N defined domains (M files" line"""
-    m = re.search(r"watching (\d+) defined domains \((\d+) files",
-                  line or "")
-    return (int(m.group(1)), int(m.group(2))) if m else (-100, -100)
 
 
 def client_id(pid):
