@@ -127,16 +127,17 @@ class World:
 
 
 @contextlib.contextmanager
-def foreign_writer(path):
-    """This test process as a foreign writer: it maps the file shared and
-    keeps its O_RDWR descriptor (on xfs, ftruncate() through it works
-    under the flag)"""
+def foreign_writer(path, mapped=True):
+    """This test process as a foreign writer: it keeps an O_RDWR
+    descriptor (on xfs, ftruncate() through it works under the flag) and
+    (@mapped) maps the file shared"""
     fd = os.open(path, os.O_RDWR)
-    m = mmap.mmap(fd, 4096, mmap.MAP_SHARED)
+    m = mmap.mmap(fd, 4096, mmap.MAP_SHARED) if mapped else None
     try:
         yield fd
     finally:
-        m.close()
+        if m:
+            m.close()
         os.close(fd)
 
 
@@ -147,17 +148,29 @@ def t_hook_consumer(w):
     f = w.create("consumer.img")
     xml = domain_xml(f)
     mine = f"process {os.getpid()} "
+    # as libvirt runs them: prepare before QEMU exists (no other process
+    # may map the file then), started once QEMU maps it
+    prep = w.hook("prepare", "begin", xml)
     with w.qemu(f) as q:
-        prep = w.hook("prepare", "begin", xml)
         with foreign_writer(f) as fd:
             res = w.hook("started", "begin", xml)
             truncated = res.rc == 0 and try_truncate(fd)
         tap.ok(prep.rc == 0 and res.rc == 1 and len(res.err.splitlines()) == 1
-               and mine in res.err and "not its consumer" in res.err and
+               and f"is mapped by {mine}" in res.err and
                w.state_of(f) == (False, "reserved") and not truncated,
                "started: a process that maps the file and keeps it open for "
-               "writing is not the consumer: refused, in one line naming it",
+               "writing is not the consumer (no process but the domain's "
+               "QEMU may map it): refused, in one line naming it",
                f"{prep.err}{res.err}{w.registry()}")
+        with foreign_writer(f, mapped=False) as fd:
+            res = w.hook("started", "begin", xml)
+            truncated = res.rc == 0 and try_truncate(fd)
+        tap.ok(res.rc == 1 and len(res.err.splitlines()) == 1 and
+               mine in res.err and "not its consumer" in res.err and
+               w.state_of(f) == (False, "reserved") and not truncated,
+               "started: a process that keeps it open for writing without "
+               "mapping it is not the consumer either: refused, in one line "
+               "naming it", f"{res.err}{w.registry()}")
         with w.qemu(f, "vm2") as other:
             res = w.hook("started", "begin", xml)
         tap.ok(res.rc == 1 and f"process {other.proc.pid} " in res.err and
@@ -281,8 +294,8 @@ def t_hook_faults(w):
     f = w.create("hookfaults.img")
     xml = domain_xml(f)
     for faults, what, imm, state in HOOK_FAULTS:
+        w.hook("prepare", "begin", xml)
         with w.qemu(f):
-            w.hook("prepare", "begin", xml)
             res = w.hook("started", "begin", xml, faults=faults)
             after = w.state_of(f)
         rel = w.hook("release", "end", xml)
@@ -293,8 +306,8 @@ def t_hook_faults(w):
                f"({after}); the release then clears both",
                f"{res.err}{rel.err}{after}")
         w.reset(f)
+    w.hook("prepare", "begin", xml)
     with w.qemu(f):
-        w.hook("prepare", "begin", xml)
         w.hook("started", "begin", xml)
         res = w.hook("release", "end", xml, faults="sync@1")
         after = w.state_of(f)
