@@ -232,8 +232,11 @@ daxfile_virt_plug_added(virDomainPtr dom, const DaxfileConf *conf,
     }
     owner = g_strdup_printf("domain:%s", live->name);
     entries = daxfile_static_list(NULL);
-    /* not managed, or engaged already (by 'daxfile attach') */
-    if (!managed || (entries && held_by(nv, owner, entries, TRUE)))
+    /* not managed, or held for the domain already: reserved by 'daxfile
+     * attach', whose own engage follows the hot-plug (taking it up here
+     * too would find the attach's own descriptor and hold it unguarded),
+     * or engaged */
+    if (!managed || (entries && held_by(nv, owner, entries, FALSE)))
         return FALSE;
     plug_added(conf, live, nv, qemu_of(conf, live), ret);
     return TRUE;

@@ -406,7 +406,11 @@ record_process(Watch *w, DaxfileWipeRecord *r, GPtrArray **refs)
 
         g_hash_table_remove(w->said, wkey); /* it stopped */
     }
-    f = daxfile_wipe_record_open(r, w->conf, &error);
+    /* read-only until the wipe is decided: a file another running
+     * domain hot-plugged is static for it and refuses a writer, and is
+     * to be kept, not retried */
+    f = daxfile_wipe_record_open(r, w->conf,
+                                 r->state != DAXFILE_WIPE_UNDEFINED, &error);
     if (!f && g_error_matches(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND)) {
         record_drop(w, r, key);
         watch_report(w, DAXFILE_WATCH_KEPT, r->domain, r->path,
@@ -418,9 +422,17 @@ record_process(Watch *w, DaxfileWipeRecord *r, GPtrArray **refs)
                   error->message);
         return;
     }
-    if (r->state == DAXFILE_WIPE_UNDEFINED &&
-        !record_decide(w, r, f, refs, key))
-        return;
+    if (r->state == DAXFILE_WIPE_UNDEFINED) {
+        if (!record_decide(w, r, f, refs, key))
+            return;
+        g_clear_pointer(&f, daxfile_file_free);
+        f = daxfile_wipe_record_open(r, w->conf, TRUE, &error);
+        if (!f) {
+            watch_say(w, key, DAXFILE_WATCH_FAILED, r->domain, r->path,
+                      error->message);
+            return;
+        }
+    }
     if (!daxfile_wipe(f, &params, &result, &error)) {
         watch_say(w, key, DAXFILE_WATCH_FAILED, r->domain, r->path,
                   error->message);

@@ -562,10 +562,10 @@ daxfile_wipe_open_placed(const DaxfileConf *conf, const char *path,
 
 DaxfileFile *
 daxfile_wipe_record_open(const DaxfileWipeRecord *r, const DaxfileConf *conf,
-                         GError **error)
+                         gboolean write, GError **error)
 {
     g_autoptr(DaxfileFile) f =
-        daxfile_wipe_open_placed(conf, r->path, TRUE, error);
+        daxfile_wipe_open_placed(conf, r->path, write, error);
     g_autofree char *handle = NULL;
     guint64 dev, ino;
 
@@ -610,7 +610,7 @@ resume_one(DaxfileWipeResumed *w, const DaxfileConf *conf,
         w->done = DAXFILE_WIPE_RESUME_UNDECIDED;
         return;
     }
-    f = daxfile_wipe_record_open(r, conf, &local);
+    f = daxfile_wipe_record_open(r, conf, TRUE, &local);
     if (!f && g_error_matches(local, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND) &&
         daxfile_wipe_record_remove(r->dev, r->ino, NULL)) {
         w->done = DAXFILE_WIPE_RESUME_DROPPED;

@@ -91,11 +91,14 @@ gboolean daxfile_wipe_refuse_pending(guint64 dev, guint64 ino, const char *name,
 DaxfileFile *daxfile_wipe_open_placed(const DaxfileConf *conf, const char *path,
                                       gboolean write, GError **error);
 
-/* Open the file or device of @r for its wipe (daxfile_wipe_open_placed());
- * NOT_FOUND when it is gone, INVALID when it is not the same file any
- * more (key and file handle) */
+/* Open the file or device of @r (daxfile_wipe_open_placed()): for its
+ * wipe (@write), or to decide whether it is wiped (read-only: a file
+ * another running domain holds static refuses a writer); NOT_FOUND when it
+ * is gone, INVALID when it is not the same file any more (key and file
+ * handle) */
 DaxfileFile *daxfile_wipe_record_open(const DaxfileWipeRecord *r,
-                                      const DaxfileConf *conf, GError **error);
+                                      const DaxfileConf *conf, gboolean write,
+                                      GError **error);
 
 /* What daxfile_wipe_resume() did about one record */
 typedef enum {
