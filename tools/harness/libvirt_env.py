@@ -15,6 +15,7 @@ Nothing here touches domains it did not define.
 """
 
 import os
+import re
 import select
 import shutil
 import signal
@@ -297,7 +298,6 @@ class Hook:
         them (SIGKILL, a timeout): libvirtd would run them at every start
         of every later domain, under their configuration (seen: a killed
         run's hook refused every start of the next one)"""
-        import re
         try:
             names = os.listdir(CONF_D)
         except OSError:
