@@ -409,8 +409,8 @@ record_process(Watch *w, DaxfileWipeRecord *r, GPtrArray **refs)
     /* read-only until the wipe is decided: a file another running
      * domain hot-plugged is static for it and refuses a writer, and is
      * to be kept, not retried */
-    f = daxfile_wipe_record_open(r, w->conf,
-                                 r->state != DAXFILE_WIPE_UNDEFINED, &error);
+    f = daxfile_wipe_record_open(r, w->conf, r->state != DAXFILE_WIPE_UNDEFINED,
+                                 &error);
     if (!f && g_error_matches(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND)) {
         record_drop(w, r, key);
         watch_report(w, DAXFILE_WATCH_KEPT, r->domain, r->path,
