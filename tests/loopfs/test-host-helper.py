@@ -305,11 +305,13 @@ def test_aged(fs):
         tap.ok(collapsed > 0, f"{fs.kind}: aged: {collapsed} of them had "
                "misplaced ranges collapsed out of them")
     # refused for want of space at all, or of aligned space: then saying
-    # how much there is, which must be less than asked
+    # how much there is (it can be more than asked: xfs does not always
+    # place a file in the aligned free space it has, seen in CI: "only 150
+    # MiB in aligned 2 MiB pages for the 128 MiB asked")
     m = refusal and re.search(r"has only (\d+) MiB in aligned 2 MiB pages "
                               r"for the 128 MiB asked|(Not enough space)",
                               refusal[1].err)
-    tap.ok(refusal and m and (m.group(2) or int(m.group(1)) < 128) and
+    tap.ok(refusal and m and
            one_line_error(refusal[1]) and not os.path.exists(refusal[0]) and
            not [n for n in os.listdir(fs.path()) if n.startswith(".")],
            f"{fs.kind}: aged: the create that cannot fit is refused, saying "
