@@ -90,10 +90,10 @@ main(int argc, char **argv)
         if (r == 0)
             smaps = g_steal_pointer(&text);
     }
-    printf("{\"smaps_bytes\": %zu, \"read_median_us\": %.1f, "
-           "\"all_median_us\": %.1f, \"per_device_us\": %.1f, \"files\": [",
-           strlen(smaps), median_of(t_read), median_of(t_all),
-           median_of(t_all) / nfiles);
+    printf(
+        "{\"smaps_bytes\": %zu, \"read_median_us\": %.1f, \"all_median_us\": %.1f, \"per_device_us\": %.1f, \"files\": [",
+        strlen(smaps), median_of(t_read), median_of(t_all),
+        median_of(t_all) / nfiles);
     for (i = 0; i < nfiles; i++) {
         double t[ROUNDS];
         gboolean ok = FALSE;
@@ -107,10 +107,10 @@ main(int argc, char **argv)
             t[r] = now_us() - t0;
         }
         qsort(t, ROUNDS, sizeof(t[0]), cmp_double);
-        printf("%s{\"path\": \"%s\", \"attested\": %s, \"median_us\": "
-               "%.1f, \"p90_us\": %.1f}",
-               i ? ", " : "", argv[3 + i], ok ? "true" : "false", t[ROUNDS / 2],
-               t[ROUNDS * 9 / 10]);
+        printf(
+            "%s{\"path\": \"%s\", \"attested\": %s, \"median_us\": %.1f, \"p90_us\": %.1f}",
+            i ? ", " : "", argv[3 + i], ok ? "true" : "false", t[ROUNDS / 2],
+            t[ROUNDS * 9 / 10]);
         daxfile_file_free(files[i]);
     }
     printf("]}\n");

@@ -31,16 +31,15 @@ typedef struct {
 static int
 usage(void)
 {
-    fprintf(stderr,
-            "usage: bench-dax fault PATH --mode 4k|2m --count N [--sync] "
-            "[--offset BYTES]\n"
-            "       bench-dax fill PATH SIZE raw-dd|raw-pwrite|falloc-dd|"
-            "falloc-pwrite|falloc-populate|create\n"
-            "           [--daxfile BIN] [--allow-non-dax]\n"
-            "       bench-dax populate PATH --size BYTES [--sync]\n"
-            "       bench-dax time [--append FILE] CMD [ARG...]\n"
-            "       bench-dax frag A B --chunk BYTES --count N [--write]\n"
-            "       bench-dax extents PATH [--repeat N]\n");
+    fprintf(
+        stderr,
+        "usage: bench-dax fault PATH --mode 4k|2m --count N [--sync] [--offset BYTES]\n"
+        "       bench-dax fill PATH SIZE raw-dd|raw-pwrite|falloc-dd|falloc-pwrite|falloc-populate|create\n"
+        "           [--daxfile BIN] [--allow-non-dax]\n"
+        "       bench-dax populate PATH --size BYTES [--sync]\n"
+        "       bench-dax time [--append FILE] CMD [ARG...]\n"
+        "       bench-dax frag A B --chunk BYTES --count N [--write]\n"
+        "       bench-dax extents PATH [--repeat N]\n");
     return 2;
 }
 

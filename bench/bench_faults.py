@@ -206,7 +206,7 @@ def run(ctx):
                                  ("yes" if s["pmd"] else "NO")])
         data["kernels"][kernel] = kd
         for e in kd["events"]:
-            why = e["message"].split("; recreate")[0].strip()
+            why = e["message"].split("; fix: ")[0].strip()
             notes.append(f"{kernel} {e['fs']}: daxfile create failed once "
                          f"and was retried ({e['file']}): {why}")
         for p in problems:

@@ -45,9 +45,9 @@ find_dax_mount(GError **error)
         if (p->mount_point)
             return g_strdup(p->mount_point);
     }
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                "No DAX filesystem is mounted; pass --dir DIR or --dev "
-                "/dev/daxX.Y (see 'daxfile-guest check')");
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+        "No DAX filesystem is mounted; fix: pass --dir DIR or --dev /dev/daxX.Y (see 'daxfile-guest check')");
     return NULL;
 }
 
@@ -91,8 +91,7 @@ const CliVerb cmd_bench_verb = {
     .dispatch = cmd_bench,
     .summary = "Measure fault, flush and write costs",
     .params = "",
-    .description = "Measure first-write fault latency (4 KiB and 2 MiB "
-                   "pages), flush+fence latency and write bandwidth. Under "
-                   "TCG only ratios mean anything.",
+    .description =
+        "Measure first-write fault latency (4 KiB and 2 MiB pages), flush+fence latency and write bandwidth. Under TCG only ratios mean anything.",
     .options = bench_options,
 };

@@ -30,11 +30,11 @@ print_summary(const GPtrArray *checks)
 
         counts[c->result]++;
     }
-    fprintf(stderr,
-            "daxfile-guest: %u checks: %u passed, %u with a warning, "
-            "%u failed\n",
-            checks->len, counts[DAXGUEST_CHECK_PASS],
-            counts[DAXGUEST_CHECK_WARN], counts[DAXGUEST_CHECK_FAIL]);
+    fprintf(
+        stderr,
+        "daxfile-guest: %u checks: %u passed, %u with a warning, %u failed\n",
+        checks->len, counts[DAXGUEST_CHECK_PASS], counts[DAXGUEST_CHECK_WARN],
+        counts[DAXGUEST_CHECK_FAIL]);
 }
 
 static int
@@ -68,9 +68,7 @@ const CliVerb cmd_check_verb = {
     .dispatch = cmd_check,
     .summary = "Check NVDIMM, namespace, DAX, MAP_SYNC, flushes",
     .params = "",
-    .description = "Check that persistent memory passthrough works in this "
-                   "guest: NVDIMM, namespace mode and alignment, persistence "
-                   "domain, DAX mount, MAP_SYNC, 2 MiB faults, device-dax, "
-                   "flush instructions. Exit 1 when a check fails.",
+    .description =
+        "Check that persistent memory passthrough works in this guest: NVDIMM, namespace mode and alignment, persistence domain, DAX mount, MAP_SYNC, 2 MiB faults, device-dax, flush instructions. Exit 1 when a check fails.",
     .options = check_options,
 };

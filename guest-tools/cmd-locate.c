@@ -58,8 +58,7 @@ const CliVerb cmd_locate_verb = {
     .dispatch = cmd_locate,
     .summary = "Tell where a byte of the pattern lives",
     .params = "",
-    .description = "Print where byte OFFSET of the file or device lives: "
-                   "block or dax device offset, region and offset in the "
-                   "region (for QEMU: the offset in the backing file).",
+    .description =
+        "Print where byte OFFSET of the file or device lives: block or dax device offset, region and offset in the region (for QEMU: the offset in the backing file).",
     .options = locate_options,
 };

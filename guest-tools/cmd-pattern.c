@@ -34,8 +34,7 @@ static const GOptionEntry verify_options[] = {
     {"seed", 's', 0, G_OPTION_ARG_STRING, &arg_seed,
      "Seed the pattern was written with (required)", "N"},
     {"size", 0, 0, G_OPTION_ARG_STRING, &arg_size,
-     "Bytes to verify (default: the file size, or the size recorded in the "
-     "device's pattern header)",
+     "Bytes to verify (default: the file size, or the size recorded in the device's pattern header)",
      "SIZE"},
     {NULL},
 };
@@ -128,10 +127,8 @@ const CliVerb cmd_write_verb = {
     .dispatch = cmd_write,
     .summary = "Write a checksummed pattern through MAP_SYNC",
     .params = "",
-    .description = "Write a self-describing, checksummed pattern through a "
-                   "MAP_SYNC mapping (device-dax: MAP_SHARED), flushing and "
-                   "fencing as libpmem does; the sequence number is "
-                   "committed last.",
+    .description =
+        "Write a self-describing, checksummed pattern through a MAP_SYNC mapping (device-dax: MAP_SHARED), flushing and fencing as libpmem does; the sequence number is committed last.",
     .options = write_options,
 };
 
@@ -140,7 +137,7 @@ const CliVerb cmd_verify_verb = {
     .dispatch = cmd_verify,
     .summary = "Verify the pattern; name the first bad offset",
     .params = "",
-    .description = "Compare the file or device with the pattern of --seed; "
-                   "exit 1 naming the first offset that differs.",
+    .description =
+        "Compare the file or device with the pattern of --seed; exit 1 naming the first offset that differs.",
     .options = verify_options,
 };

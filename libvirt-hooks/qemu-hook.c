@@ -68,17 +68,16 @@ main(int argc, char **argv)
         return 0;
     }
     if (argc == 2 && (STREQ(argv[1], "--help") || STREQ(argv[1], "-h"))) {
-        printf("Usage: daxfile-hook DOMAIN OP SUBOP [EXTRA] < domain.xml\n\n"
-               "libvirt's qemu hook for daxfile (installed as "
-               "/etc/libvirt/hooks/qemu.d/daxfile):\nvalidates, engages "
-               "and releases static nvdimm backing files under the\n"
-               "managed roots of /etc/daxfile/daxfile.conf. "
-               "See daxfile-hook(8).\n");
+        printf(
+            "Usage: daxfile-hook DOMAIN OP SUBOP [EXTRA] < domain.xml\n\n"
+            "libvirt's qemu hook for daxfile (installed as /etc/libvirt/hooks/qemu.d/daxfile):\nvalidates, engages and releases static nvdimm backing files under the\n"
+            "managed roots of /etc/daxfile/daxfile.conf. See daxfile-hook(8).\n");
         return 0;
     }
     if (argc < 4) {
-        fprintf(stderr, "daxfile hook: expected DOMAIN OP SUBOP [EXTRA] as "
-                        "libvirt passes them (see daxfile-hook(8))\n");
+        fprintf(
+            stderr,
+            "daxfile hook: expected DOMAIN OP SUBOP [EXTRA] as libvirt passes them (see daxfile-hook(8))\n");
         return 2;
     }
     call.object = argv[1];

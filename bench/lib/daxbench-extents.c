@@ -145,8 +145,7 @@ daxbench_extents(const char *path, guint64 repeat, GError **error)
     if (repeat) {
         daxguest_bench_sort(samples, (guint)repeat);
         g_string_append_printf(out,
-                               ", \"walk_p50_us\": %.3f, "
-                               "\"walk_min_us\": %.3f",
+                               ", \"walk_p50_us\": %.3f, \"walk_min_us\": %.3f",
                                daxbench_pct_us(samples, (guint)repeat, 0.5),
                                (double)samples[0] / 1000.0);
     }

@@ -128,9 +128,8 @@ daxbench_fault(const DaxbenchFaultArgs *args, GError **error)
     out = g_string_new(NULL);
     g_string_append_printf(
         out,
-        "{\"path\": \"%s\", \"mode\": \"%s\", "
-        "\"sync\": %s, \"n\": %" PRIu64 ", \"faults\": %" PRId64
-        ", \"pmd_extra_faults\": %" PRId64 ", ",
+        "{\"path\": \"%s\", \"mode\": \"%s\", \"sync\": %s, \"n\": %" PRIu64
+        ", \"faults\": %" PRId64 ", \"pmd_extra_faults\": %" PRId64 ", ",
         args->path, args->huge ? "2m" : "4k", args->sync ? "true" : "false",
         args->count, faults, extra);
     daxbench_stats_append(out, "first", first, (guint)args->count);

@@ -261,17 +261,16 @@ daxbench_fill(const DaxbenchFillArgs *args, GError **error)
         return NULL;
     s = (double)(daxguest_bench_now_ns() - t0) / 1e9;
     out = g_string_new(NULL);
-    g_string_append_printf(out,
-                           "{\"path\": \"%s\", \"method\": \"%s\", "
-                           "\"bytes\": %" PRIu64 ", \"seconds\": %.6f, "
-                           "\"mib_per_s\": %.1f",
-                           args->path, args->method->name, args->size, s,
-                           (double)args->size / DAXBENCH_MIB / s);
+    g_string_append_printf(
+        out,
+        "{\"path\": \"%s\", \"method\": \"%s\", \"bytes\": %" PRIu64
+        ", \"seconds\": %.6f, \"mib_per_s\": %.1f",
+        args->path, args->method->name, args->size, s,
+        (double)args->size / DAXBENCH_MIB / s);
     if (zero_s >= 0 && verify_s >= 0)
-        g_string_append_printf(out,
-                               ", \"zero_seconds\": %.6f, "
-                               "\"verify_seconds\": %.6f",
-                               zero_s, verify_s);
+        g_string_append_printf(
+            out, ", \"zero_seconds\": %.6f, \"verify_seconds\": %.6f", zero_s,
+            verify_s);
     g_string_append_c(out, '}');
     return g_string_free(out, FALSE);
 }

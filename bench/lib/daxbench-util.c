@@ -99,9 +99,7 @@ daxbench_stats_append(GString *out, const char *key, guint64 *samples, guint n)
         sum += (double)samples[i];
     g_string_append_printf(
         out,
-        "\"%s\": {\"p50_us\": %.3f, \"p90_us\": %.3f, "
-        "\"p99_us\": %.3f, \"max_us\": %.3f, "
-        "\"mean_us\": %.3f}",
+        "\"%s\": {\"p50_us\": %.3f, \"p90_us\": %.3f, \"p99_us\": %.3f, \"max_us\": %.3f, \"mean_us\": %.3f}",
         key, daxbench_pct_us(samples, n, 0.50),
         daxbench_pct_us(samples, n, 0.90), daxbench_pct_us(samples, n, 0.99),
         (double)samples[n - 1] / 1000.0, sum / (double)n / 1000.0);

@@ -248,8 +248,8 @@ bench_run(DaxguestBenchReport *report, int fd, int flags, gboolean pte_ok,
     guint8 *p2m = NULL;
 
     if (!pte_ok) {
-        r->note = g_strdup("n/a: device-dax with 2 MiB pages takes no "
-                           "4 KiB faults");
+        r->note =
+            g_strdup("n/a: device-dax with 2 MiB pages takes no 4 KiB faults");
     } else {
         if (!bench_map(fd, REGION_4K, 0, flags, &p4k, &m4k, error))
             return FALSE;
@@ -288,10 +288,10 @@ bench_size_check(guint64 size, GError **error)
     if (size < DAXGUEST_BENCH_MIN_SIZE || !DAXFILE_IS_ALIGNED(size, SZ_2M)) {
         g_autofree char *pretty = daxfile_size_format(size);
 
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Benchmark size %s is too small or not a multiple of "
-                    "2 MiB; use at least 40M",
-                    pretty);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Benchmark size %s is too small or not a multiple of 2 MiB; fix: use at least 40M",
+            pretty);
         return FALSE;
     }
     return TRUE;
@@ -322,10 +322,10 @@ daxguest_bench_dir(const char *dir, guint64 size, gboolean allow_non_dax,
     if (report->map_sync) {
         munmap(addr, SZ_4K);
     } else if (!allow_non_dax) {
-        daxfile_set_error_errno(error, errno,
-                                "'%s' refuses MAP_SYNC (not a DAX mount; "
-                                "pass --allow-non-dax to measure anyway)",
-                                report->target);
+        daxfile_set_error_errno(
+            error, errno,
+            "'%s' refuses MAP_SYNC (not a DAX mount; fix: pass --allow-non-dax to measure anyway)",
+            report->target);
         return NULL;
     }
     flags = report->map_sync ? MAP_SHARED_VALIDATE | MAP_SYNC : MAP_SHARED;

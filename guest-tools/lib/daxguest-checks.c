@@ -79,14 +79,14 @@ check_nfit(GPtrArray *out, const DaxguestNvInventory *inv)
         check_set(c, DAXGUEST_CHECK_PASS, g_strdup("present"), NULL);
     } else if (daxguest_nv_all_virtio(inv)) {
         check_set(c, DAXGUEST_CHECK_PASS,
-                  g_strdup("absent: the pmem is virtio-pmem, which needs "
-                           "none"),
+                  g_strdup("absent: the pmem is virtio-pmem, which needs none"),
                   NULL);
     } else if (inv->buses->len > 0) {
-        check_set(c, DAXGUEST_CHECK_WARN,
-                  g_strdup("absent, but an NVDIMM bus exists"),
-                  g_strdup("without an NFIT (e.g. memmap= pmem) there is "
-                           "no persistence information; use a QEMU NVDIMM"));
+        check_set(
+            c, DAXGUEST_CHECK_WARN,
+            g_strdup("absent, but an NVDIMM bus exists"),
+            g_strdup(
+                "without an NFIT (e.g. memmap= pmem) there is no persistence information; use a QEMU NVDIMM"));
     } else {
         check_set(c, DAXGUEST_CHECK_FAIL,
                   g_strdup("absent: this machine has no NVDIMM"),
@@ -105,9 +105,10 @@ check_bus(GPtrArray *out, const DaxguestNvInventory *inv)
     guint i;
 
     if (inv->buses->len == 0) {
-        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
-                  g_strdup("load the NVDIMM drivers: 'modprobe nfit "
-                           "nd_pmem dax_pmem device_dax'"));
+        check_set(
+            c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
+            g_strdup(
+                "load the NVDIMM drivers: 'modprobe nfit nd_pmem dax_pmem device_dax'"));
         return FALSE;
     }
     for (i = 0; i < inv->buses->len; i++) {
@@ -137,9 +138,10 @@ check_dimms(GPtrArray *out, const DaxguestNvInventory *inv)
 
         if (inv->regions->len)
             res = DAXGUEST_CHECK_WARN;
-        check_set(c, res, g_strdup("none on the bus"),
-                  g_strdup("give the guest an NVDIMM device ('-device "
-                           "nvdimm,memdev=...' or <memory model='nvdimm'>)"));
+        check_set(
+            c, res, g_strdup("none on the bus"),
+            g_strdup(
+                "give the guest an NVDIMM device ('-device nvdimm,memdev=...' or <memory model='nvdimm'>)"));
         return inv->regions->len > 0;
     }
     check_set(c, DAXGUEST_CHECK_PASS, join_names(inv->dimms), NULL);
@@ -168,9 +170,10 @@ check_regions(GPtrArray *out, const DaxguestNvInventory *inv)
             g_ptr_array_add(names, g_strdup_printf("%s: %s", r->name, size));
     }
     if (names->len == 0) {
-        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
-                  g_strdup("the NVDIMM exposes no pmem region; check its "
-                           "size and label-size against the backing file"));
+        check_set(
+            c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
+            g_strdup(
+                "the NVDIMM exposes no pmem region; check its size and label-size against the backing file"));
         return FALSE;
     }
     check_set(c, DAXGUEST_CHECK_PASS, join_names(names), NULL);
@@ -186,31 +189,31 @@ check_persistence(GPtrArray *out, const DaxguestNvRegion *r)
 
     if (r->virtio) {
         /* the kernel marks the region asynchronous: no MAP_SYNC */
-        check_set(c, DAXGUEST_CHECK_PASS,
-                  g_strdup("virtio-pmem: data is durable once flushed with "
-                           "fsync/msync (the device's flush request; the "
-                           "host syncs its file); MAP_SYNC is not offered"),
-                  NULL);
+        check_set(
+            c, DAXGUEST_CHECK_PASS,
+            g_strdup(
+                "virtio-pmem: data is durable once flushed with fsync/msync (the device's flush request; the host syncs its file); MAP_SYNC is not offered"),
+            NULL);
         return;
     }
     switch (r->persistence) {
     case DAXGUEST_NV_PERSIST_CPU_CACHE:
-        check_set(c, DAXGUEST_CHECK_WARN, g_strdup("cpu_cache (eADR)"),
-                  g_strdup("libpmem and applications skip cache flushes: "
-                           "only safe if the host really has eADR and the "
-                           "backing file is on real pmem; otherwise drop "
-                           "nvdimm-persistence=cpu"));
+        check_set(
+            c, DAXGUEST_CHECK_WARN, g_strdup("cpu_cache (eADR)"),
+            g_strdup(
+                "libpmem and applications skip cache flushes: only safe if the host really has eADR and the backing file is on real pmem; otherwise drop nvdimm-persistence=cpu"));
         break;
     case DAXGUEST_NV_PERSIST_MEM_CTRL:
-        check_set(c, DAXGUEST_CHECK_PASS,
-                  g_strdup("memory_controller (ADR): applications flush "
-                           "CPU caches"),
-                  NULL);
+        check_set(
+            c, DAXGUEST_CHECK_PASS,
+            g_strdup("memory_controller (ADR): applications flush CPU caches"),
+            NULL);
         break;
     case DAXGUEST_NV_PERSIST_NONE:
-        check_set(c, DAXGUEST_CHECK_WARN, g_strdup("none"),
-                  g_strdup("the platform claims no persistence for this "
-                           "region; do not rely on it across power loss"));
+        check_set(
+            c, DAXGUEST_CHECK_WARN, g_strdup("none"),
+            g_strdup(
+                "the platform claims no persistence for this region; do not rely on it across power loss"));
         break;
     case DAXGUEST_NV_PERSIST_UNKNOWN:
     case DAXGUEST_NV_PERSIST_LAST:
@@ -246,11 +249,11 @@ check_ns_mode(GPtrArray *out, const DaxguestNvNamespace *ns)
                   g_strdup_printf("%s, %s", ns->mode, size), NULL);
         return TRUE;
     }
-    check_set(c, DAXGUEST_CHECK_FAIL, g_strdup_printf("%s: no DAX", ns->mode),
-              g_strdup_printf("run 'ndctl create-namespace -f -e %s -m "
-                              "fsdax' (or -m devdax); this erases the "
-                              "namespace",
-                              ns->name));
+    check_set(
+        c, DAXGUEST_CHECK_FAIL, g_strdup_printf("%s: no DAX", ns->mode),
+        g_strdup_printf(
+            "run 'ndctl create-namespace -f -e %s -m fsdax' (or -m devdax); this erases the namespace",
+            ns->name));
     return FALSE;
 }
 
@@ -266,28 +269,31 @@ check_ns_align(GPtrArray *out, const DaxguestNvNamespace *ns)
     if (ns->align == 0 && !ns->claim) {
         /* no pfn device: the region maps it (virtio-pmem) and the page
          * size follows the data's physical alignment */
-        check_set(c, start_ok ? DAXGUEST_CHECK_PASS : DAXGUEST_CHECK_WARN,
-                  g_strdup_printf(
-                      "mapped by its region, data at 0x%" G_GINT64_MODIFIER
-                      "x%s",
-                      ns->data_resource,
-                      start_ok ? ", 2 MiB aligned" : ": no 2 MiB faults"),
-                  start_ok ? NULL
-                           : g_strdup("align the device in the host: QEMU "
-                                      "memory-backend-file align=2M"));
+        check_set(
+            c, start_ok ? DAXGUEST_CHECK_PASS : DAXGUEST_CHECK_WARN,
+            g_strdup_printf(
+                "mapped by its region, data at 0x%" G_GINT64_MODIFIER "x%s",
+                ns->data_resource,
+                start_ok ? ", 2 MiB aligned" : ": no 2 MiB faults"),
+            start_ok
+                ? NULL
+                : g_strdup(
+                      "align the device in the host: QEMU memory-backend-file align=2M"));
     } else if (ns->align < SZ_2M) {
-        check_set(c, DAXGUEST_CHECK_WARN,
-                  g_strdup_printf("%s pages: no 2 MiB faults", align),
-                  g_strdup_printf("run 'ndctl create-namespace -f -e %s -m "
-                                  "%s --align 2M'; this erases the namespace",
-                                  ns->name, ns->mode));
+        check_set(
+            c, DAXGUEST_CHECK_WARN,
+            g_strdup_printf("%s pages: no 2 MiB faults", align),
+            g_strdup_printf(
+                "run 'ndctl create-namespace -f -e %s -m %s --align 2M'; this erases the namespace",
+                ns->name, ns->mode));
     } else if (!start_ok) {
-        check_set(c, DAXGUEST_CHECK_WARN,
-                  g_strdup_printf(
-                      "%s pages, but data starts at 0x%" G_GINT64_MODIFIER "x",
-                      align, ns->data_resource),
-                  g_strdup("align the NVDIMM in the host: QEMU "
-                           "memory-backend-file align=2M"));
+        check_set(
+            c, DAXGUEST_CHECK_WARN,
+            g_strdup_printf("%s pages, but data starts at 0x%" G_GINT64_MODIFIER
+                            "x",
+                            align, ns->data_resource),
+            g_strdup(
+                "align the NVDIMM in the host: QEMU memory-backend-file align=2M"));
     } else {
         check_set(c, DAXGUEST_CHECK_PASS, g_strdup_printf("%s pages", align),
                   NULL);
@@ -323,20 +329,21 @@ check_pmem_dax(GPtrArray *out, const DaxguestNvNamespace *ns,
                   g_strdup_printf("if %s supports DAX", dev));
 
     if (!p || !p->present) {
-        check_set(c, DAXGUEST_CHECK_FAIL,
-                  g_strdup_printf("%s has no block device node", ns->name),
-                  g_strdup("load the pmem driver ('modprobe nd_pmem') and "
-                           "make sure devtmpfs or udev is running"));
+        check_set(
+            c, DAXGUEST_CHECK_FAIL,
+            g_strdup_printf("%s has no block device node", ns->name),
+            g_strdup(
+                "load the pmem driver ('modprobe nd_pmem') and make sure devtmpfs or udev is running"));
         return FALSE;
     }
     if (p->queue_dax != DAXFILE_TRI_YES) {
         const char *value = p->queue_dax == DAXFILE_TRI_NO ? "0" : "unknown";
 
-        check_set(c, DAXGUEST_CHECK_FAIL,
-                  g_strdup_printf("%s/queue/dax is %s", dev, value),
-                  g_strdup("use a kernel with CONFIG_FS_DAX and an fsdax "
-                           "namespace ('ndctl create-namespace -f -e "
-                           "NAMESPACE -m fsdax')"));
+        check_set(
+            c, DAXGUEST_CHECK_FAIL,
+            g_strdup_printf("%s/queue/dax is %s", dev, value),
+            g_strdup(
+                "use a kernel with CONFIG_FS_DAX and an fsdax namespace ('ndctl create-namespace -f -e NAMESPACE -m fsdax')"));
         return FALSE;
     }
     check_set(c, DAXGUEST_CHECK_PASS, g_strdup("queue/dax=1"), NULL);
@@ -371,8 +378,7 @@ hint_dax_mount(const DaxguestPmemFacts *p)
 {
     if (p->probe.dax_mode && STREQ(p->probe.dax_mode, "inode"))
         return g_strdup_printf(
-            "remount with '-o dax=always', or mark the directory: "
-            "'xfs_io -c \"chattr +x\" %s' (new files inherit it)",
+            "remount with '-o dax=always', or mark the directory: 'xfs_io -c \"chattr +x\" %s' (new files inherit it)",
             p->mount_point);
     return g_strdup_printf("mount %s with '-o dax' (dax=always)", p->device);
 }
@@ -389,8 +395,7 @@ check_statx(GPtrArray *out, const DaxguestPmemFacts *p)
     if (pr->error) {
         check_set(c, DAXGUEST_CHECK_WARN,
                   g_strdup_printf("not tested: %s", pr->error),
-                  g_strdup("run as root on a writable mount with 4 MiB "
-                           "free"));
+                  g_strdup("run as root on a writable mount with 4 MiB free"));
         return FALSE;
     }
     switch (pr->dax) {
@@ -405,10 +410,11 @@ check_statx(GPtrArray *out, const DaxguestPmemFacts *p)
     case DAXFILE_TRI_UNKNOWN:
         break;
     }
-    check_set(c, DAXGUEST_CHECK_WARN,
-              g_strdup("statx has no DAX attribute (kernel older than 5.8)"),
-              g_strdup("rely on the MAP_SYNC check below, or use a newer "
-                       "guest kernel"));
+    check_set(
+        c, DAXGUEST_CHECK_WARN,
+        g_strdup("statx has no DAX attribute (kernel older than 5.8)"),
+        g_strdup(
+            "rely on the MAP_SYNC check below, or use a newer guest kernel"));
     return TRUE;
 }
 
@@ -429,13 +435,12 @@ check_map_sync(GPtrArray *out, const DaxguestPmemFacts *p,
         return;
     }
     if (r && r->virtio) {
-        check_set(c, DAXGUEST_CHECK_PASS,
-                  g_strdup_printf("MAP_SHARED_VALIDATE|MAP_SYNC refused (%s), "
-                                  "as on any virtio-pmem region: "
-                                  "applications make data durable with "
-                                  "fsync/msync",
-                                  why),
-                  NULL);
+        check_set(
+            c, DAXGUEST_CHECK_PASS,
+            g_strdup_printf(
+                "MAP_SHARED_VALIDATE|MAP_SYNC refused (%s), as on any virtio-pmem region: applications make data durable with fsync/msync",
+                why),
+            NULL);
         return;
     }
     check_set(c, DAXGUEST_CHECK_FAIL,
@@ -452,9 +457,9 @@ pmd_detail(const DaxguestPmdProbe *pmd)
         how = "; traced as a PMD fault";
     else if (pmd->traced == DAXFILE_TRI_NO)
         how = "; traced as FALLBACK";
-    return g_strdup_printf("%" G_GUINT64_FORMAT " fault(s) for the first "
-                           "access, %" G_GUINT64_FORMAT " for the other "
-                           "511 pages%s",
+    return g_strdup_printf("%" G_GUINT64_FORMAT
+                           " fault(s) for the first access, %" G_GUINT64_FORMAT
+                           " for the other 511 pages%s",
                            pmd->first_faults, pmd->extra_faults, how);
 }
 
@@ -486,21 +491,19 @@ check_pmd(GPtrArray *out, const DaxguestPmemFacts *p,
         return;
     }
     if (ns->align < SZ_2M)
-        hint = g_strdup_printf("%s uses 4 KiB pages; recreate it with "
-                               "'--align 2M'",
-                               ns->name);
+        hint = g_strdup_printf(
+            "%s uses 4 KiB pages; recreate it with '--align 2M'", ns->name);
     else if (!pr->extent_aligned && pr->geometry_fix)
         hint = g_strdup_printf(
-            "the filesystem does not allocate 2 MiB-aligned extents (a new "
-            "file starts at device offset 0x%" G_GINT64_MODIFIER "x); "
-            "recreate it with '%s'",
+            "the filesystem does not allocate 2 MiB-aligned extents (a new file starts at device offset 0x%" G_GINT64_MODIFIER
+            "x); recreate it with '%s'",
             pr->extent_physical, pr->geometry_fix);
     else if (!pr->extent_aligned)
-        hint = g_strdup("the file's extents are not 2 MiB-aligned on the "
-                        "device; make files with 'daxfile create'");
+        hint = g_strdup(
+            "the file's extents are not 2 MiB-aligned on the device; make files with 'daxfile create'");
     else
-        hint = g_strdup("the kernel fell back to 4 KiB pages; check "
-                        "CONFIG_FS_DAX_PMD and the fs_dax tracepoints");
+        hint = g_strdup(
+            "the kernel fell back to 4 KiB pages; check CONFIG_FS_DAX_PMD and the fs_dax tracepoints");
     check_set(c, DAXGUEST_CHECK_WARN, pmd_detail(&pr->pmd), hint);
 }
 
@@ -551,9 +554,10 @@ check_devdax_ns(GPtrArray *out, const DaxguestNvInventory *inv,
     }
     c = check_add(out, "devdax_devices", ns->name,
                   g_strdup_printf("for device-dax devices of %s", ns->name));
-    check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
-              g_strdup("load the device-dax driver ('modprobe dax_pmem "
-                       "device_dax')"));
+    check_set(
+        c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
+        g_strdup(
+            "load the device-dax driver ('modprobe dax_pmem device_dax')"));
 }
 
 /* FALSE when the device cannot be mapped at all */
@@ -578,12 +582,12 @@ check_devdax_device(GPtrArray *out, const DaxguestNvDaxDev *d,
         return FALSE;
     }
     if (d->align && d->align < SZ_2M) {
-        check_set(c, DAXGUEST_CHECK_WARN,
-                  g_strdup_printf("%s, %s pages: no 2 MiB faults", size, align),
-                  g_strdup_printf("recreate the namespace with '--align 2M'"
-                                  " (or 'daxctl reconfigure-device --align "
-                                  "2M %s')",
-                                  d->name));
+        check_set(
+            c, DAXGUEST_CHECK_WARN,
+            g_strdup_printf("%s, %s pages: no 2 MiB faults", size, align),
+            g_strdup_printf(
+                "recreate the namespace with '--align 2M' (or 'daxctl reconfigure-device --align 2M %s')",
+                d->name));
         return TRUE;
     }
     check_set(
@@ -605,10 +609,11 @@ check_devdax_map(GPtrArray *out, const DaxguestNvDaxDev *d,
     const char *sync;
 
     if (!f->probe.ran) {
-        check_set(c, DAXGUEST_CHECK_FAIL,
-                  g_strdup_printf("cannot map: %s", f->probe.error),
-                  g_strdup("map device-dax with MAP_SHARED at 2 MiB-aligned "
-                           "addresses and lengths; run as root"));
+        check_set(
+            c, DAXGUEST_CHECK_FAIL,
+            g_strdup_printf("cannot map: %s", f->probe.error),
+            g_strdup(
+                "map device-dax with MAP_SHARED at 2 MiB-aligned addresses and lengths; run as root"));
         return;
     }
     faults = pmd_detail(&f->probe);
@@ -666,9 +671,10 @@ check_flush(GPtrArray *out, const DaxguestFacts *facts)
     if (cpu->clflush)
         g_ptr_array_add(have, (char *)"clflush");
     if (have->len == 0)
-        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("none in CPUID"),
-                  g_strdup("give the guest a CPU model with clwb or "
-                           "clflushopt (QEMU '-cpu host' or '-cpu max')"));
+        check_set(
+            c, DAXGUEST_CHECK_FAIL, g_strdup("none in CPUID"),
+            g_strdup(
+                "give the guest a CPU model with clwb or clflushopt (QEMU '-cpu host' or '-cpu max')"));
     else
         check_set(c, DAXGUEST_CHECK_PASS, join_names(have), NULL);
 
@@ -676,16 +682,16 @@ check_flush(GPtrArray *out, const DaxguestFacts *facts)
     c = check_add(out, "flush_choice", NULL,
                   g_strdup("which flush libpmem will use"));
     if (!choice.flush && !eadr)
-        check_set(c, DAXGUEST_CHECK_WARN,
-                  daxguest_flush_choice_describe(&choice),
-                  g_strdup("unset PMEM_NO_FLUSH: without eADR, stores reach "
-                           "persistence only when flushed"));
+        check_set(
+            c, DAXGUEST_CHECK_WARN, daxguest_flush_choice_describe(&choice),
+            g_strdup(
+                "unset PMEM_NO_FLUSH: without eADR, stores reach persistence only when flushed"));
     else if (choice.flush && choice.insn == DAXGUEST_FLUSH_CLFLUSH &&
              (cpu->clwb || cpu->clflushopt))
-        check_set(c, DAXGUEST_CHECK_WARN,
-                  daxguest_flush_choice_describe(&choice),
-                  g_strdup("unset PMEM_NO_CLWB and PMEM_NO_CLFLUSHOPT: "
-                           "clflush is serializing and slow"));
+        check_set(
+            c, DAXGUEST_CHECK_WARN, daxguest_flush_choice_describe(&choice),
+            g_strdup(
+                "unset PMEM_NO_CLWB and PMEM_NO_CLFLUSHOPT: clflush is serializing and slow"));
     else
         check_set(c, DAXGUEST_CHECK_PASS,
                   daxguest_flush_choice_describe(&choice), NULL);
@@ -703,8 +709,7 @@ check_namespaces(GPtrArray *out, const DaxguestFacts *facts,
                       g_strdup_printf("for a namespace in %s", r->name));
 
         check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
-                  g_strdup_printf("run 'ndctl create-namespace -r %s -m "
-                                  "fsdax'",
+                  g_strdup_printf("run 'ndctl create-namespace -r %s -m fsdax'",
                                   r->name));
         return;
     }

@@ -154,10 +154,10 @@ daxguest_pattern_check_size(guint64 size, GError **error)
     if (size < 2 * BS || size % BS != 0) {
         g_autofree char *pretty = daxfile_size_format(size);
 
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Pattern size %s is not a multiple of %u bytes of at "
-                    "least two blocks",
-                    pretty, BS);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Pattern size %s is not a multiple of %u bytes of at least two blocks",
+            pretty, BS);
         return FALSE;
     }
     return TRUE;
@@ -299,11 +299,12 @@ verify_commit(const guint8 *base, const PatternHeader *hdr, const char *name,
     r->expected = want[i];
     r->found = base[H_COMMIT + i];
     r->bad_part = part_name(0, H_COMMIT + i);
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                "The write of sequence %" G_GUINT64_FORMAT " to '%s' was "
-                "interrupted before its commit: the commit record at offset "
-                "0x%x holds %" G_GUINT64_FORMAT " (or it is damaged)",
-                hdr->sequence, name, H_COMMIT, hdr->committed);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+        "The write of sequence %" G_GUINT64_FORMAT
+        " to '%s' was interrupted before its commit: the commit record at offset 0x%x holds %" G_GUINT64_FORMAT
+        " (or it is damaged)",
+        hdr->sequence, name, H_COMMIT, hdr->committed);
     return FALSE;
 }
 
@@ -338,13 +339,14 @@ verify_report_corrupt(const char *name, DaxguestPatternResult *r,
                       GError **error)
 {
     r->status = DAXGUEST_PATTERN_CORRUPT;
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                "'%s' differs from the pattern at offset 0x%" G_GINT64_MODIFIER
-                "x (%s of block %" G_GUINT64_FORMAT "): expected 0x%02x, "
-                "found 0x%02x; differing bytes: %" G_GUINT64_FORMAT
-                ", in %" G_GUINT64_FORMAT " block(s)",
-                name, r->bad_offset, r->bad_part, r->bad_offset / BS,
-                r->expected, r->found, r->bad_bytes, r->bad_blocks);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+        "'%s' differs from the pattern at offset 0x%" G_GINT64_MODIFIER
+        "x (%s of block %" G_GUINT64_FORMAT
+        "): expected 0x%02x, found 0x%02x; differing bytes: %" G_GUINT64_FORMAT
+        ", in %" G_GUINT64_FORMAT " block(s)",
+        name, r->bad_offset, r->bad_part, r->bad_offset / BS, r->expected,
+        r->found, r->bad_bytes, r->bad_blocks);
     return FALSE;
 }
 
@@ -370,10 +372,10 @@ daxguest_pattern_verify(const guint8 *base, guint64 size, guint64 seed,
             return FALSE;
     } else if (is_zero(base, BS)) {
         r->status = DAXGUEST_PATTERN_BLANK;
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "'%s' holds no pattern (block 0 is all zeros); run "
-                    "'daxfile-guest write' first",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+            "'%s' holds no pattern (block 0 is all zeros); fix: run 'daxfile-guest write' first",
+            name);
         return FALSE;
     } else {
         header_assume(base, size, seed, &hdr);

@@ -80,10 +80,10 @@ target_map(DaxguestTarget *t, gboolean write, gboolean allow_non_dax,
                                  &addr, error))
             return FALSE;
     } else {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
-                    "'%s' cannot be mapped with MAP_SYNC (%s); put it on a "
-                    "filesystem mounted with -o dax, or pass --allow-non-dax",
-                    t->path, local->message);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+            "'%s' cannot be mapped with MAP_SYNC (%s); fix: put it on a filesystem mounted with -o dax, or pass --allow-non-dax",
+            t->path, local->message);
         return FALSE;
     }
     t->map.addr = addr;
@@ -107,10 +107,10 @@ dir_check_map_sync(DaxguestTarget *t, int dirfd, gboolean new_file,
     }
     if (new_file)
         unlinkat(dirfd, DAXGUEST_TARGET_FILE_NAME, 0);
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
-                "'%s' cannot be mapped with MAP_SYNC (%s); put it on a "
-                "filesystem mounted with -o dax, or pass --allow-non-dax",
-                t->path, g_strerror(errsv));
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+        "'%s' cannot be mapped with MAP_SYNC (%s); fix: put it on a filesystem mounted with -o dax, or pass --allow-non-dax",
+        t->path, g_strerror(errsv));
     return FALSE;
 }
 
@@ -196,7 +196,8 @@ daxguest_target_open_dir(const char *dir, guint64 size,
     }
     if (!(flags & DAXGUEST_TARGET_NO_MAP) && t->size == 0) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is empty; run 'daxfile-guest write' first", t->path);
+                    "'%s' is empty; fix: run 'daxfile-guest write' first",
+                    t->path);
         return NULL;
     }
     if (!(flags & DAXGUEST_TARGET_NO_MAP) &&
@@ -230,10 +231,10 @@ dev_identify(DaxguestTarget *t, GError **error)
     struct stat st;
 
     if (fstat(t->fd, &st) < 0 || !S_ISCHR(st.st_mode)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is not a device-dax character device; use "
-                    "/dev/daxX.Y (or --dir for fsdax)",
-                    t->path);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "'%s' is not a device-dax character device; fix: use /dev/daxX.Y (or --dir for fsdax)",
+            t->path);
         return FALSE;
     }
     inv = daxguest_nv_inventory_read(error);
@@ -266,10 +267,10 @@ dev_size_from_header(DaxguestTarget *t, GError **error)
     t->size = daxguest_pattern_peek_size(map.addr, len);
     if (t->size == 0 || t->size > t->dev_size ||
         !DAXFILE_IS_ALIGNED(t->size, t->align)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "'%s' holds no intact pattern header; pass --size, or "
-                    "run 'daxfile-guest write' first",
-                    t->path);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+            "'%s' holds no intact pattern header; fix: pass --size, or run 'daxfile-guest write' first",
+            t->path);
         return FALSE;
     }
     return TRUE;
@@ -289,10 +290,10 @@ dev_choose_size(DaxguestTarget *t, guint64 size, gboolean write, GError **error)
         g_autofree char *pretty = daxfile_size_format(size);
         g_autofree char *dev = daxfile_size_format(t->dev_size);
 
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Size %s does not fit '%s' (%s, %s pages); use a "
-                    "multiple of %s",
-                    pretty, t->path, dev, align, align);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Size %s does not fit '%s' (%s, %s pages); fix: use a multiple of %s",
+            pretty, t->path, dev, align, align);
         return FALSE;
     }
     t->size = size;
@@ -434,10 +435,11 @@ file_device_offset(const DaxguestTarget *t, guint64 offset, guint64 *ret_offset,
         if (offset < e->logical || offset >= e->logical + e->length)
             continue;
         if (e->flags & EXTENT_NOT_ON_DEVICE) {
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
-                        "Offset 0x%" G_GINT64_MODIFIER "x of '%s' has no "
-                        "fixed place on the device (extent flags 0x%x)",
-                        offset, t->path, e->flags);
+            g_set_error(
+                error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
+                "Offset 0x%" G_GINT64_MODIFIER
+                "x of '%s' has no fixed place on the device (extent flags 0x%x)",
+                offset, t->path, e->flags);
             return FALSE;
         }
         *ret_offset = e->physical + (offset - e->logical);
@@ -499,10 +501,10 @@ locate_in_region(const DaxguestNvInventory *inv, const char *region,
 
     if (!r || r->resource == DAXGUEST_NV_UNKNOWN ||
         data_start == DAXGUEST_NV_UNKNOWN) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "The physical address of '%s' is unknown (no NVDIMM "
-                    "region or resource)",
-                    loc->device);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+            "The physical address of '%s' is unknown (no NVDIMM region or resource)",
+            loc->device);
         return FALSE;
     }
     loc->region = g_strdup(r->name);
@@ -567,8 +569,8 @@ daxguest_target_locate(const DaxguestTarget *target, guint64 offset,
         return FALSE;
     if (offset >= size) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Offset 0x%" G_GINT64_MODIFIER "x is beyond the end of "
-                    "'%s' (%" G_GUINT64_FORMAT " bytes)",
+                    "Offset 0x%" G_GINT64_MODIFIER
+                    "x is beyond the end of '%s' (%" G_GUINT64_FORMAT " bytes)",
                     offset, target->path, size);
         return FALSE;
     }

@@ -322,21 +322,10 @@ test_trace_parse(void)
     const char *trace =
         "# tracer: nop\n"
         "#\n"
-        " daxfile-guest-215     [001] .....    41.561347: "
-        "dax_pmd_fault_done: dev 259:0 ino 0xc shared "
-        "WRITE|ALLOW_RETRY|KILLABLE|USER address 0x7f2e3f600000 "
-        "vm_start 0x7f2e3f600000 vm_end 0x7f2e3f800000 pgoff 0x0 "
-        "max_pgoff 0x3ff NOPAGE\n"
-        "      other-task-99    [000] .....    41.561400: "
-        "dax_pmd_fault_done: dev 259:0 ino 0xd shared WRITE address "
-        "0x7f0 vm_start 0x7f0 vm_end 0x7f2 pgoff 0x0 max_pgoff 0x3ff "
-        "FALLBACK\n"
-        " daxfile-guest-215     [001] .....    41.561500: "
-        "dax_pmd_fault_done: dev 259:0 ino 0xe shared WRITE address "
-        "0x7f0 vm_start 0x7f0 vm_end 0x7f2 pgoff 0x0 max_pgoff 0x3ff "
-        "FALLBACK\n"
-        " daxfile-guest-215     [001] .....    41.561600: "
-        "dax_pmd_insert_mapping: dev 259:0 ino 0xe\n";
+        " daxfile-guest-215     [001] .....    41.561347: dax_pmd_fault_done: dev 259:0 ino 0xc shared WRITE|ALLOW_RETRY|KILLABLE|USER address 0x7f2e3f600000 vm_start 0x7f2e3f600000 vm_end 0x7f2e3f800000 pgoff 0x0 max_pgoff 0x3ff NOPAGE\n"
+        "      other-task-99    [000] .....    41.561400: dax_pmd_fault_done: dev 259:0 ino 0xd shared WRITE address 0x7f0 vm_start 0x7f0 vm_end 0x7f2 pgoff 0x0 max_pgoff 0x3ff FALLBACK\n"
+        " daxfile-guest-215     [001] .....    41.561500: dax_pmd_fault_done: dev 259:0 ino 0xe shared WRITE address 0x7f0 vm_start 0x7f0 vm_end 0x7f2 pgoff 0x0 max_pgoff 0x3ff FALLBACK\n"
+        " daxfile-guest-215     [001] .....    41.561600: dax_pmd_insert_mapping: dev 259:0 ino 0xe\n";
     guint pmd, fallback;
 
     daxguest_trace_count_pmd(trace, 215, &pmd, &fallback);

@@ -217,10 +217,9 @@ test_many_bad(void)
     g_assert_cmphex(r.bad_offset, ==, 5 * BS + 100);
     g_assert_cmpuint(r.bad_bytes, ==, 3);
     g_assert_cmpuint(r.bad_blocks, ==, 2);
-    g_assert_cmpstr(error->message, ==,
-                    "'/mnt/x.dat' differs from the pattern at offset 0x5064 "
-                    "(payload of block 5): expected 0x57, found 0x56; "
-                    "differing bytes: 3, in 2 block(s)");
+    g_assert_cmpstr(
+        error->message, ==,
+        "'/mnt/x.dat' differs from the pattern at offset 0x5064 (payload of block 5): expected 0x57, found 0x56; differing bytes: 3, in 2 block(s)");
 }
 
 static void
@@ -256,10 +255,9 @@ test_interrupted(void)
     g_assert_cmpint(r.status, ==, DAXGUEST_PATTERN_UNCOMMITTED);
     g_assert_cmpuint(r.sequence, ==, 2);
     g_assert_cmpuint(r.committed, ==, 1);
-    g_assert_cmpstr(error->message, ==,
-                    "The write of sequence 2 to 'buf' was interrupted before "
-                    "its commit: the commit record at offset 0x40 holds 1 (or "
-                    "it is damaged)");
+    g_assert_cmpstr(
+        error->message, ==,
+        "The write of sequence 2 to 'buf' was interrupted before its commit: the commit record at offset 0x40 holds 1 (or it is damaged)");
     /* after the first drain only the header is new: also interrupted */
     recorder_clear(&rec);
 }

@@ -665,9 +665,9 @@ test_layout_refused(const char *p, int fd, bool reflink)
         r = CALL(ioctl(ofd, FIDEDUPERANGE, &dd));
         if (magic == EXT4_MAGIC) {
             /* ext4 has no ->remap_file_range: refused before any dest */
-            expect_err(r, EOPNOTSUPP,
-                       "FIDEDUPERANGE into a static file: EOPNOTSUPP "
-                       "(ext4 cannot dedupe at all)");
+            expect_err(
+                r, EOPNOTSUPP,
+                "FIDEDUPERANGE into a static file: EOPNOTSUPP (ext4 cannot dedupe at all)");
         } else {
             bool pass = r.rc == 0 && dd.info[0].status == -ETXTBSY;
 
@@ -691,8 +691,8 @@ test_layout_refused(const char *p, int fd, bool reflink)
                   "copy_file_range(2) out of a static file copies");
     }
     if (!reflink)
-        diag("  (this filesystem cannot reflink: the clone refusals above "
-             "come from the VFS check, not from a real clone attempt)");
+        diag(
+            "  (this filesystem cannot reflink: the clone refusals above come from the VFS check, not from a real clone attempt)");
 
     expect_err(CALL(rename(p, renamed)), EPERM,
                "rename(2) of a static file fails with EPERM");
@@ -719,9 +719,9 @@ test_layout_refused(const char *p, int fd, bool reflink)
 
         if (ioctl(fd, FS_IOC_FSGETXATTR, &fsx) == 0) {
             fsx.fsx_xflags ^= FS_XFLAG_DAX;
-            expect_err(CALL(ioctl(fd, FS_IOC_FSSETXATTR, &fsx)), ETXTBSY,
-                       "FS_IOC_FSSETXATTR toggling FS_XFLAG_DAX fails "
-                       "with ETXTBSY");
+            expect_err(
+                CALL(ioctl(fd, FS_IOC_FSSETXATTR, &fsx)), ETXTBSY,
+                "FS_IOC_FSSETXATTR toggling FS_XFLAG_DAX fails with ETXTBSY");
         } else {
             report(false, "FS_IOC_FSGETXATTR works");
         }
@@ -778,10 +778,10 @@ test_layout_refused(const char *p, int fd, bool reflink)
                 .file1_fd = dir_ ? fd : ofd,
                 .length = 2 * MIB,
             };
-            const char *name = dir_ ? "XFS_IOC_EXCHANGE_RANGE from a static "
-                                      "file fails with ETXTBSY"
-                                    : "XFS_IOC_EXCHANGE_RANGE into a static "
-                                      "file fails with ETXTBSY";
+            const char *name =
+                dir_
+                    ? "XFS_IOC_EXCHANGE_RANGE from a static file fails with ETXTBSY"
+                    : "XFS_IOC_EXCHANGE_RANGE into a static file fails with ETXTBSY";
             struct res r =
                 CALL(ioctl(dir_ ? ofd : fd, XFS_IOC_EXCHANGE_RANGE, &xr));
 
@@ -934,9 +934,9 @@ traced_writes(int fd, enum fault_how how, bool sync, struct fault_trace *ft)
 static void
 diag_trace(const struct fault_trace *ft)
 {
-    diag("  traced: %ld journal handles/transactions, %ld MAP_SYNC syncs, "
-         "%ld PTE and %ld PMD faults (%ld NOPAGE)",
-         ft->handles, ft->syncs, ft->pte, ft->pmd, ft->clean);
+    diag(
+        "  traced: %ld journal handles/transactions, %ld MAP_SYNC syncs, %ld PTE and %ld PMD faults (%ld NOPAGE)",
+        ft->handles, ft->syncs, ft->pte, ft->pmd, ft->clean);
 }
 
 static bool
@@ -953,8 +953,8 @@ have_tracing(void)
 static void
 test_pmd_faults(int fd)
 {
-    const char *what = "MAP_SYNC write faults on a static file are clean "
-                       "PMD faults, with no journal handle or transaction";
+    const char *what =
+        "MAP_SYNC write faults on a static file are clean PMD faults, with no journal handle or transaction";
     struct fault_trace ft;
     long n;
 
@@ -1037,9 +1037,9 @@ test_fault_times(const char *p, int fd)
 
     usleep(20000);
     ok = ok && fsync(fd) == 0 && stat_times(fd, &m1, &c1);
-    report(ok && ts_cmp(m1, m0) > 0 && ts_cmp(c1, c0) > 0,
-           "fsync(2) of a static file written through a mapping stamps "
-           "mtime and ctime");
+    report(
+        ok && ts_cmp(m1, m0) > 0 && ts_cmp(c1, c0) > 0,
+        "fsync(2) of a static file written through a mapping stamps mtime and ctime");
 
     m0 = m1;
     c0 = c1;
@@ -1065,9 +1065,9 @@ test_fault_times(const char *p, int fd)
     store_one(fd);
     usleep(20000);
     ok = ok && daxctl(p, 0, 0) == 0 && stat_times(fd, &m1, &c1);
-    report(ok && ts_cmp(m1, m0) > 0 && ts_cmp(c1, c0) > 0,
-           "release of a static file written since the last stamp stamps "
-           "mtime and ctime");
+    report(
+        ok && ts_cmp(m1, m0) > 0 && ts_cmp(c1, c0) > 0,
+        "release of a static file written since the last stamp stamps mtime and ctime");
 
     m0 = m1;
     c0 = c1;
@@ -1106,8 +1106,8 @@ test_fault_path(void)
     long n;
 
     if (!have_tracing()) {
-        skip("no fs_dax tracepoints (tracefs)", "the fault path of a static "
-                                                "file (tracepoints)");
+        skip("no fs_dax tracepoints (tracefs)",
+             "the fault path of a static file (tracepoints)");
         goto out;
     }
     if (make_file(p, FILE_SIZE, 5, true, true) < 0 ||
@@ -1127,27 +1127,26 @@ test_fault_path(void)
             continue;
         }
         n = traced_writes(fd, cases[i].how, cases[i].sync, &ft);
-        if (!report(n > 0 && ft.handles == 0 && ft.syncs == 0 &&
-                        ft.clean >= n && ft.clean == ft.pte + ft.pmd,
-                    "static file: %s start no journal handle or transaction "
-                    "and never sync (%ld faults)",
-                    cases[i].what, n))
+        if (!report(
+                n > 0 && ft.handles == 0 && ft.syncs == 0 && ft.clean >= n &&
+                    ft.clean == ft.pte + ft.pmd,
+                "static file: %s start no journal handle or transaction and never sync (%ld faults)",
+                cases[i].what, n))
             diag_trace(&ft);
     }
     expect_rc(CALL(daxctl(p, 0, 0)), 0, "release the fault-path test file");
 
     n = traced_writes(fd, FAULT_PTE, true, &ft);
-    if (!report(n > 0 && ft.handles > 0,
-                "after release the same 4 KiB "
-                "write faults go through the filesystem (%ld handles or "
-                "transactions)",
-                ft.handles))
+    if (!report(
+            n > 0 && ft.handles > 0,
+            "after release the same 4 KiB write faults go through the filesystem (%ld handles or transactions)",
+            ft.handles))
         diag_trace(&ft);
     n = traced_writes(ufd, FAULT_PTE, true, &ft);
-    if (!report(n > 0 && ft.syncs > 0,
-                "MAP_SYNC write faults on unwritten "
-                "extents sync (%ld of %ld), which a static file never needs",
-                ft.syncs, n))
+    if (!report(
+            n > 0 && ft.syncs > 0,
+            "MAP_SYNC write faults on unwritten extents sync (%ld of %ld), which a static file never needs",
+            ft.syncs, n))
         diag_trace(&ft);
 
     test_fault_times(p, fd);
@@ -1204,16 +1203,13 @@ test_no_capability(const char *static_path, const char *spare)
     if (pid > 0)
         waitpid(pid, NULL, 0);
     report(errs[0] == EPERM,
-           "F_STATIC without CAP_LINUX_IMMUTABLE fails "
-           "with EPERM (got %s)",
+           "F_STATIC without CAP_LINUX_IMMUTABLE fails with EPERM (got %s)",
            errs[0] < 0 ? "nothing" : errname(errs[0]));
     report(errs[1] == EPERM,
-           "flags=0 without CAP_LINUX_IMMUTABLE fails with "
-           "EPERM (got %s)",
+           "flags=0 without CAP_LINUX_IMMUTABLE fails with EPERM (got %s)",
            errs[1] < 0 ? "nothing" : errname(errs[1]));
     report(errs[2] == DAXCTL_F_STATIC,
-           "F_GET without CAP_LINUX_IMMUTABLE "
-           "still reports F_STATIC (got %d)",
+           "F_GET without CAP_LINUX_IMMUTABLE still reports F_STATIC (got %d)",
            errs[2]);
 }
 
@@ -1256,9 +1252,9 @@ test_lifecycle(bool reflink)
     }
     aligned = extents_aligned(p, align, true);
     if (!aligned)
-        diag("  static.img is not %ld-aligned per FIEMAP: the mkfs options "
-             "did not give aligned extents",
-             align);
+        diag(
+            "  static.img is not %ld-aligned per FIEMAP: the mkfs options did not give aligned extents",
+            align);
 
     fd = open(p, O_RDWR | O_CLOEXEC);
     rofd = open(p, O_RDONLY | O_CLOEXEC);
@@ -1310,8 +1306,8 @@ test_lifecycle(bool reflink)
     }
     new_map = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE,
                    MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
-    report(new_map != MAP_FAILED, "a new writable MAP_SYNC mapping of a "
-                                  "static file is allowed");
+    report(new_map != MAP_FAILED,
+           "a new writable MAP_SYNC mapping of a static file is allowed");
     if (new_map != MAP_FAILED) {
         memcpy(new_map + 2 * MIB + 8192, pat_new, 4096);
         report(memcmp(new_map + 2 * MIB + 8192, pat_new, 4096) == 0,
@@ -1562,9 +1558,7 @@ test_partition_offset(void)
     diag("  partition starts at %#llx", base);
     if (base % align == 0) {
         skip("the partition start is aligned",
-             "F_STATIC align=%ld honours "
-             "the partition offset",
-             align);
+             "F_STATIC align=%ld honours the partition offset", align);
     } else {
         long part_align = (long)(base & -base); /* lowest set bit */
         bool rel = true;
@@ -1588,10 +1582,9 @@ test_partition_offset(void)
             close(fd);
         free(fm);
         if (rel)
-            expect_refused(p, align, EINVAL,
-                           "a file aligned in its "
-                           "filesystem but not on the DAX device (partition "
-                           "offset)");
+            expect_refused(
+                p, align, EINVAL,
+                "a file aligned in its filesystem but not on the DAX device (partition offset)");
         else
             skip("extents not aligned even inside the filesystem",
                  "F_STATIC align=%ld honours the partition offset", align);
@@ -1722,10 +1715,10 @@ persist_verify(const char *p, unsigned seed)
             break;
         }
     }
-    report(fd >= 0 && bad < 0,
-           "the file holds seed %u, stored through the "
-           "mapping of the static file before QEMU was killed%s",
-           seed, bad < 0 ? "" : " (it does not)");
+    report(
+        fd >= 0 && bad < 0,
+        "the file holds seed %u, stored through the mapping of the static file before QEMU was killed%s",
+        seed, bad < 0 ? "" : " (it does not)");
     if (bad >= 0)
         diag("  first difference in the MiB at offset %lld", (long long)bad);
     expect_rc(CALL(daxctl(p, DAXCTL_F_GET, 0)), 0,
@@ -1739,13 +1732,10 @@ persist_verify(const char *p, unsigned seed)
 static void
 usage(void)
 {
-    fprintf(stderr,
-            "usage: daxctl-test --label NAME [--dir DIR] "
-            "[--misaligned-dir DIR] [--offset-dir DIR] [--nondax-dir DIR] "
-            "[--tmpfs-dir DIR] [--align BYTES] [--number-from N] "
-            "[--no-plan]\n"
-            "       daxctl-test --label NAME --persist-write|--persist-verify "
-            "FILE --seed N\n");
+    fprintf(
+        stderr,
+        "usage: daxctl-test --label NAME [--dir DIR] [--misaligned-dir DIR] [--offset-dir DIR] [--nondax-dir DIR] [--tmpfs-dir DIR] [--align BYTES] [--number-from N] [--no-plan]\n"
+        "       daxctl-test --label NAME --persist-write|--persist-verify FILE --seed N\n");
 }
 
 int

@@ -17,16 +17,17 @@ daxfile_align_check(guint64 align, GError **error)
     g_autofree char *pretty = daxfile_size_format(align);
 
     if (align == 0 || (align & (align - 1)) != 0) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Alignment %s is not a power of two; use e.g. 2M or 4K",
-                    pretty);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Alignment %s is not a power of two; fix: use e.g. 2M or 4K",
+            pretty);
         return FALSE;
     }
     if (align < daxfile_page_size()) {
         g_set_error(
             error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
             "Alignment %s is smaller than the page size (%" G_GUINT64_FORMAT
-            " bytes); use 4K or larger",
+            " bytes); fix: use 4K or larger",
             pretty, daxfile_page_size());
         return FALSE;
     }

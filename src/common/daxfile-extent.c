@@ -11,37 +11,34 @@ static const struct {
 } reasons[DAXFILE_REASON_LAST] = {
     [DAXFILE_REASON_NONE] = {"none", "aligned, contiguous and written"},
     [DAXFILE_REASON_HOLE] = {"hole", "hole: no blocks, a write would allocate"},
-    [DAXFILE_REASON_UNWRITTEN] = {"unwritten",
-                                  "unwritten (fallocated, never written): "
-                                  "the first write would change metadata"},
-    [DAXFILE_REASON_SHARED] = {"shared",
-                               "shared with another file (reflink): a "
-                               "write would copy on write"},
-    [DAXFILE_REASON_DELALLOC] = {"delalloc", "delayed allocation: blocks not "
-                                             "allocated yet"},
+    [DAXFILE_REASON_UNWRITTEN] =
+        {"unwritten",
+         "unwritten (fallocated, never written): the first write would change metadata"},
+    [DAXFILE_REASON_SHARED] =
+        {"shared",
+         "shared with another file (reflink): a write would copy on write"},
+    [DAXFILE_REASON_DELALLOC] =
+        {"delalloc", "delayed allocation: blocks not allocated yet"},
     [DAXFILE_REASON_UNKNOWN] = {"unknown", "block location unknown"},
     [DAXFILE_REASON_INLINE] = {"inline", "data stored inline in metadata"},
     [DAXFILE_REASON_ENCODED] = {"encoded",
                                 "data encoded (compressed or encrypted)"},
-    [DAXFILE_REASON_NOT_ALIGNED] = {"not_aligned", "extent not block aligned "
-                                                   "(packed tail)"},
-    [DAXFILE_REASON_MISALIGNED] = {"misaligned",
-                                   "physical start not aligned: the page "
-                                   "cannot be mapped with one huge page"},
-    [DAXFILE_REASON_DISCONTIGUOUS] = {"discontiguous",
-                                      "page backed by more than one run "
-                                      "of blocks"},
+    [DAXFILE_REASON_NOT_ALIGNED] = {"not_aligned",
+                                    "extent not block aligned (packed tail)"},
+    [DAXFILE_REASON_MISALIGNED] =
+        {"misaligned",
+         "physical start not aligned: the page cannot be mapped with one huge page"},
+    [DAXFILE_REASON_DISCONTIGUOUS] =
+        {"discontiguous", "page backed by more than one run of blocks"},
     [DAXFILE_REASON_SIZE] = {"size_not_aligned",
-                             "file size is not a multiple of the "
-                             "alignment"},
+                             "file size is not a multiple of the alignment"},
     [DAXFILE_REASON_EMPTY] = {"empty", "file is empty"},
-    [DAXFILE_REASON_NOT_DAX] = {"not_dax",
-                                "DAX is not in effect for this file: "
-                                "guest writes would go through the page "
-                                "cache"},
-    [DAXFILE_REASON_WIPE_UNFINISHED] = {"wipe_unfinished",
-                                        "a 'daxfile wipe' of it did not "
-                                        "finish: it may still hold old data"},
+    [DAXFILE_REASON_NOT_DAX] =
+        {"not_dax",
+         "DAX is not in effect for this file: guest writes would go through the page cache"},
+    [DAXFILE_REASON_WIPE_UNFINISHED] =
+        {"wipe_unfinished",
+         "a 'daxfile wipe' of it did not finish: it may still hold old data"},
 };
 
 const char *

@@ -14,11 +14,10 @@ static gboolean
 fiemap_request_error(int errsv, const char *name, GError **error)
 {
     if (errsv == EOPNOTSUPP || errsv == ENOTTY) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
-                    "Cannot read the block map of '%s': the filesystem does "
-                    "not report extents (FIEMAP); static mode is not "
-                    "supported here",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+            "Cannot read the block map of '%s': the filesystem does not report extents (FIEMAP); static mode is not supported here",
+            name);
         return FALSE;
     }
     daxfile_set_error_errno(error, errsv, "Cannot read the block map of '%s'",

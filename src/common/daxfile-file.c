@@ -60,17 +60,17 @@ daxfile_file_check_regular(const struct stat *st, const char *name,
     if (S_ISREG(st->st_mode))
         return TRUE;
     if (S_ISLNK(st->st_mode)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is a symbolic link, which daxfile does not "
-                    "follow; give the target's path",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "'%s' is a symbolic link, which daxfile does not follow; fix: give the target's path",
+            name);
         return FALSE;
     }
     if (S_ISCHR(st->st_mode)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is a character device, not a regular file; a "
-                    "device-dax device is given to QEMU directly",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "'%s' is a character device, not a regular file; a device-dax device is given to QEMU directly",
+            name);
         return FALSE;
     }
     if (S_ISDIR(st->st_mode))
@@ -251,10 +251,10 @@ beneath(const char *root, const char *path, int oflags, GError **error)
     name = daxfile_escape(path);
     rootname = daxfile_escape(root);
     if (errsv == ELOOP || errsv == EXDEV) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
-                    "'%s' leads outside the managed root '%s' or through a "
-                    "symbolic link; use a plain path inside the root",
-                    name, rootname);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+            "'%s' leads outside the managed root '%s' or through a symbolic link; fix: use a plain path inside the root",
+            name, rootname);
         return -1;
     }
     daxfile_set_error_errno(error, errsv, "Cannot open '%s'", name);

@@ -178,11 +178,10 @@ daxfile_fd_locate(int fd, guint64 *ret_dev, char **ret_fs_path, GError **error)
         m = mount_by_id(mounts, id);
     if (!seen || !g_path_is_absolute(seen) || !m || st.st_nlink == 0 ||
         !daxfile_path_is_under(seen, m->mount_point)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "Cannot tell where '%s' is: it is not reachable from "
-                    "this process's root (deleted, or in another mount "
-                    "namespace)",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+            "Cannot tell where '%s' is: it is not reachable from this process's root (deleted, or in another mount namespace)",
+            name);
         return FALSE;
     }
     rel = seen + (STREQ(m->mount_point, "/") ? 0 : strlen(m->mount_point));

@@ -68,10 +68,10 @@ number_parse(const char *str, guint64 *ret_value, GError **error)
         return FALSE;
     }
     if (p == (hex ? str + 2 : str) || *p) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Invalid number '%s': expected decimal digits, or 0x "
-                    "and hex digits",
-                    shown);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Invalid number '%s': expected decimal digits, or 0x and hex digits",
+            shown);
         return FALSE;
     }
     *ret_value = value;
@@ -91,10 +91,10 @@ daxfile_size_parse_flags(const char *str, DaxfileSizeFlags flags,
         return number_parse(str, ret_size, error);
     shown = daxfile_escape(str);
     if (!str || !g_ascii_isdigit(*str)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Invalid size '%s': expected a positive number such as "
-                    "4096, 2M, 2MiB or 4G",
-                    shown);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Invalid size '%s': expected a positive number such as 4096, 2M, 2MiB or 4G",
+            shown);
         return FALSE;
     }
     if (!size_digits(&p, 10, G_MAXINT64, &value)) {
@@ -105,10 +105,10 @@ daxfile_size_parse_flags(const char *str, DaxfileSizeFlags flags,
     if (!size_suffix_shift(p, &shift)) {
         g_autofree char *unit = daxfile_escape(p);
 
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Invalid size '%s': unknown unit '%s'; use K, M, G, T "
-                    "or P (binary, optionally written KiB, MiB, ...)",
-                    shown, unit);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Invalid size '%s': unknown unit '%s'; fix: use K, M, G, T or P (binary, optionally written KiB, MiB, ...)",
+            shown, unit);
         return FALSE;
     }
     if (shift && value > (guint64)G_MAXINT64 >> shift) {

@@ -80,11 +80,11 @@ print_qemu(const DaxfileAttestation *a)
     else if (!a->dax)
         sync = "without MAP_SYNC (not DAX)";
     else
-        sync = "without MAP_SYNC (virtio-pmem: durable at the guest's "
-               "flush)";
-    printf("qemu:         pid %d maps %s of it, shared, %s, at "
-           "0x%" G_GINT64_MODIFIER "x\n",
-           (int)a->pid, size, sync, a->map.start);
+        sync = "without MAP_SYNC (virtio-pmem: durable at the guest's flush)";
+    printf(
+        "qemu:         pid %d maps %s of it, shared, %s, at 0x%" G_GINT64_MODIFIER
+        "x\n",
+        (int)a->pid, size, sync, a->map.start);
 }
 
 static void

@@ -11,10 +11,9 @@ cli_spec_from_options(const char *cmd, const CliSpecArgs *args,
     DaxfileDeviceModel model = DAXFILE_DEVICE_NVDIMM;
 
     if (args->model && !daxfile_device_model_from_string(args->model, &model)) {
-        *ret_exit = cli_usage_error(cmd,
-                                    "--model must be nvdimm or "
-                                    "virtio-pmem, not '%s'",
-                                    args->model);
+        *ret_exit = cli_usage_error(
+            cmd, "--model must be nvdimm or virtio-pmem, not '%s'",
+            args->model);
         return FALSE;
     }
     daxfile_nvdimm_init(spec, model, path);
@@ -23,12 +22,12 @@ cli_spec_from_options(const char *cmd, const CliSpecArgs *args,
     if (spec->model == DAXFILE_DEVICE_VIRTIO_PMEM &&
         (args->label || args->node || args->readonly)) {
         /* libvirt would drop them without a word */
-        *ret_exit = cli_usage_error(cmd,
-                                    "a virtio-pmem device has no %s; "
-                                    "drop it, or use --model nvdimm",
-                                    args->label  ? "--label-size"
-                                    : args->node ? "--node"
-                                                 : "--readonly");
+        *ret_exit = cli_usage_error(
+            cmd,
+            "a virtio-pmem device has no %s; fix: drop it, or use --model nvdimm",
+            args->label  ? "--label-size"
+            : args->node ? "--node"
+                         : "--readonly");
         return FALSE;
     }
     if (!cli_parse_align(cmd, args->align, &spec->alignsize, ret_exit) ||

@@ -87,9 +87,9 @@ cli_parse_mechanism(const char *cmd, const char *value,
     if (daxfile_mechanism_from_string(value, ret_mech) &&
         *ret_mech != DAXFILE_MECH_NONE && *ret_mech != DAXFILE_MECH_DEVICE_DAX)
         return TRUE;
-    *ret_exit = cli_usage_error(cmd,
-                                "unknown --mechanism '%s'; use auto, "
-                                "kernel, immutable-guard or verified-only",
-                                value);
+    *ret_exit = cli_usage_error(
+        cmd,
+        "unknown --mechanism '%s'; fix: use auto, kernel, immutable-guard or verified-only",
+        value);
     return FALSE;
 }

@@ -76,9 +76,8 @@ const CliVerb cmd_attach_verb = {
     .dispatch = cmd_attach,
     .summary = CMD_ATTACH_SUMMARY,
     .params = "DOMAIN PATH",
-    .description = "Attach PATH to DOMAIN as an nvdimm or a virtio-pmem "
-                   "device (persistent; also live when the running domain "
-                   "can hot-plug one).",
+    .description =
+        "Attach PATH to DOMAIN as an nvdimm or a virtio-pmem device (persistent; also live when the running domain can hot-plug one).",
     .options = attach_options,
     .too_few = "expected DOMAIN and PATH",
     .too_many = "expected DOMAIN and PATH",

@@ -63,8 +63,8 @@ const CliVerb cmd_check_verb = {
     .dispatch = cmd_check,
     .summary = "Tell whether files can be made static",
     .params = "PATH...",
-    .description = "Exit 0 when every file can be made static; list every "
-                   "problem otherwise.",
+    .description =
+        "Exit 0 when every file can be made static; list every problem otherwise.",
     .options = check_options,
     .too_few = "missing PATH",
 };

@@ -62,32 +62,31 @@ print_summary(const DaxfileReport *report, const DaxfileCreateInfo *info,
     g_autofree char *collapsed = NULL;
 
     if (info->attempts > 1)
-        retried = g_strdup_printf("; allocated %u times, the filesystem "
-                                  "placed the earlier ones misaligned",
-                                  info->attempts);
+        retried = g_strdup_printf(
+            "; allocated %u times, the filesystem placed the earlier ones misaligned",
+            info->attempts);
     if (info->collapses > 0) {
         g_autofree char *bytes = daxfile_size_format(info->collapsed);
 
-        collapsed = g_strdup_printf("; %u misaligned or split range%s (%s) "
-                                    "collapsed out of it",
-                                    info->collapses,
-                                    info->collapses == 1 ? "" : "s", bytes);
+        collapsed = g_strdup_printf(
+            "; %u misaligned or split range%s (%s) collapsed out of it",
+            info->collapses, info->collapses == 1 ? "" : "s", bytes);
     }
-    fprintf(stderr,
-            "created '%s': %s in %u extent%s, every extent written and "
-            "%s aligned (%s, %.2f s%s%s)\n",
-            report->path, size, daxfile_extent_map_count(report->map),
-            daxfile_extent_map_count(report->map) == 1 ? "" : "s", align,
-            daxfile_fill_method_to_string(info->method), elapsed_us / 1e6,
-            collapsed ? collapsed : "", retried ? retried : "");
+    fprintf(
+        stderr,
+        "created '%s': %s in %u extent%s, every extent written and %s aligned (%s, %.2f s%s%s)\n",
+        report->path, size, daxfile_extent_map_count(report->map),
+        daxfile_extent_map_count(report->map) == 1 ? "" : "s", align,
+        daxfile_fill_method_to_string(info->method), elapsed_us / 1e6,
+        collapsed ? collapsed : "", retried ? retried : "");
     if (!report->static_ready) {
         g_autofree char *fix =
             daxfile_report_fix(report, DAXFILE_REASON_NOT_DAX);
 
-        fprintf(stderr,
-                "note: DAX is not in effect on this filesystem, so the file "
-                "cannot be made static here; %s\n",
-                fix);
+        fprintf(
+            stderr,
+            "note: DAX is not in effect on this filesystem, so the file cannot be made static here; fix: %s\n",
+            fix);
     }
 }
 
@@ -133,8 +132,8 @@ const CliVerb cmd_create_verb = {
     .dispatch = cmd_create,
     .summary = "Make a new, provisioned file fit for static mode",
     .params = "PATH",
-    .description = "Create PATH, allocate and write every block, verify the "
-                   "layout; nothing is left behind on failure.",
+    .description =
+        "Create PATH, allocate and write every block, verify the layout; nothing is left behind on failure.",
     .options = create_options,
     .too_few = "missing PATH",
     .too_many = "exactly one PATH",

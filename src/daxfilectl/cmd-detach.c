@@ -16,8 +16,7 @@ static const GOptionEntry detach_options[] = {
     {"uri", 'c', 0, G_OPTION_ARG_STRING, &arg_uri,
      "libvirt connection URI (default: libvirt's default)", "URI"},
     {"wipe", 0, 0, G_OPTION_ARG_NONE, &arg_wipe,
-     "Then wipe the file as 'daxfile wipe' does (refused before anything "
-     "changes while the file is held)",
+     "Then wipe the file as 'daxfile wipe' does (refused before anything changes while the file is held)",
      NULL},
     {NULL},
 };
@@ -52,8 +51,7 @@ const CliVerb cmd_detach_verb = {
     .dispatch = cmd_detach,
     .summary = CMD_DETACH_SUMMARY,
     .params = "DOMAIN PATH",
-    .description = "Remove the nvdimm backed by PATH from DOMAIN's "
-                   "definition.",
+    .description = "Remove the nvdimm backed by PATH from DOMAIN's definition.",
     .options = detach_options,
     .too_few = "expected DOMAIN and PATH",
     .too_many = "expected DOMAIN and PATH",

@@ -21,8 +21,7 @@ static const GOptionEntry xml_options[] = {
     {"allow-non-dax", 0, 0, G_OPTION_ARG_NONE, &arg_allow_non_dax,
      "Accept a file without DAX (development)", NULL},
     {"no-check", 0, 0, G_OPTION_ARG_NONE, &arg_no_check,
-     "Do not check the file (it may not exist yet: give --size), only the "
-     "options; attach and the hook check it later",
+     "Do not check the file (it may not exist yet: give --size), only the options; attach and the hook check it later",
      NULL},
     {NULL},
 };
@@ -49,25 +48,21 @@ cmd_domain_xml(int argc, char **argv)
         if (!spec.size && stat(path, &st) == 0)
             spec.size = (guint64)st.st_size;
         if (!spec.size)
-            return cli_usage_error("domain-xml",
-                                   "'%s' does not exist; "
-                                   "give --size",
-                                   name);
+            return cli_usage_error(
+                "domain-xml", "'%s' does not exist; fix: give --size", name);
         if (!daxfile_attach_check_settings(&spec, &error))
             return cli_report_error(error);
-        fprintf(stderr,
-                "%s domain-xml: '%s' not checked (--no-check); "
-                "attach and the hook will check it\n",
-                cli_program(), name);
+        fprintf(
+            stderr,
+            "%s domain-xml: '%s' not checked (--no-check); attach and the hook will check it\n",
+            cli_program(), name);
     } else {
         /* only for the hint: the open below fails on its own */
         if (lstat(path, &st) < 0 && errno == ENOENT)
-            return cli_usage_error("domain-xml",
-                                   "'%s' does not exist; "
-                                   "make it with 'daxfile create', or give "
-                                   "--no-check and --size for the XML of a "
-                                   "file not made yet",
-                                   name);
+            return cli_usage_error(
+                "domain-xml",
+                "'%s' does not exist; fix: make it with 'daxfile create', or give --no-check and --size for the XML of a file not made yet",
+                name);
         if (!daxfile_attach_check(&spec, &opts, NULL, &error))
             return cli_report_error(error);
     }
@@ -85,9 +80,8 @@ const CliVerb cmd_domain_xml_verb = {
     .dispatch = cmd_domain_xml,
     .summary = CMD_DOMAIN_XML_SUMMARY,
     .params = "PATH",
-    .description = "Print the <memory model='nvdimm'> (or 'virtio-pmem') "
-                   "device XML for PATH (for virsh attach-device or a "
-                   "domain definition), after the checks attach makes.",
+    .description =
+        "Print the <memory model='nvdimm'> (or 'virtio-pmem') device XML for PATH (for virsh attach-device or a domain definition), after the checks attach makes.",
     .options = xml_options,
     .too_few = "expected exactly one PATH",
     .too_many = "expected exactly one PATH",

@@ -27,12 +27,10 @@ static const GOptionEntry enable_options[] = {
     {"align", 'a', 0, G_OPTION_ARG_STRING, &arg_align,
      "Page size the layout must support (default 2M)", "SIZE"},
     {"mechanism", 'm', 0, G_OPTION_ARG_STRING, &arg_mechanism,
-     "kernel, immutable-guard or verified-only (default: the strongest "
-     "available)",
+     "kernel, immutable-guard or verified-only (default: the strongest available)",
      "NAME"},
     {"consumer", 0, 0, G_OPTION_ARG_INT, &arg_consumer,
-     "The process that has PATH mapped and may keep it open for writing "
-     "(default: no process may)",
+     "The process that has PATH mapped and may keep it open for writing (default: no process may)",
      "PID"},
     {"allow-non-dax", 0, 0, G_OPTION_ARG_NONE, &arg_allow_non_dax,
      "Register a file without DAX, enforcing nothing (development)", NULL},
@@ -138,8 +136,8 @@ const CliVerb cmd_enable_verb = {
     .dispatch = cmd_enable,
     .summary = "Make a file static now (its consumer has it mapped)",
     .params = "PATH",
-    .description = "Verify PATH and make it static now, for a consumer that "
-                   "already has it mapped.",
+    .description =
+        "Verify PATH and make it static now, for a consumer that already has it mapped.",
     .options = enable_options,
     .too_few = "missing PATH",
     .too_many = "exactly one PATH",
@@ -152,8 +150,8 @@ const CliVerb cmd_disable_verb = {
     .dispatch = cmd_disable,
     .summary = "Release static mode and compare the layout",
     .params = "PATH",
-    .description = "Release static mode of PATH and report whether its "
-                   "layout changed meanwhile.",
+    .description =
+        "Release static mode of PATH and report whether its layout changed meanwhile.",
     .options = disable_options,
     .too_few = "missing PATH",
     .too_many = "exactly one PATH",

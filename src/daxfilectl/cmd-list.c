@@ -22,8 +22,7 @@ static const GOptionEntry list_options[] = {
 static const GOptionEntry repair_options[] = {
     {"json", 'j', 0, G_OPTION_ARG_NONE, &arg_json, "Print JSON", NULL},
     {"path", 'p', 0, G_OPTION_ARG_FILENAME, &arg_path,
-     "The current path of a file whose entry repair cannot find (renamed, "
-     "or on a filesystem mounted elsewhere)",
+     "The current path of a file whose entry repair cannot find (renamed, or on a filesystem mounted elsewhere)",
      "PATH"},
     {NULL},
 };
@@ -70,13 +69,12 @@ repair_done_text(const DaxfileRepairAction *a)
     if (a->done == DAXFILE_REPAIR_DROPPED_FILE_GONE)
         return g_strdup("the file no longer exists");
     if (a->done == DAXFILE_REPAIR_DROPPED_SUPERSEDED)
-        return g_strdup("the file is static again under a newer entry, "
-                        "which stays");
+        return g_strdup(
+            "the file is static again under a newer entry, which stays");
     if (a->mtime == DAXFILE_REPAIR_MTIME_STAMPED)
-        return g_strdup_printf("%s; its mtime is now (it may have been "
-                               "written while static, after its last "
-                               "stamp)",
-                               why);
+        return g_strdup_printf(
+            "%s; its mtime is now (it may have been written while static, after its last stamp)",
+            why);
     if (a->mtime == DAXFILE_REPAIR_MTIME_FAILED)
         return g_strdup_printf("%s; its mtime could not be set to now: %s", why,
                                a->error);
@@ -124,13 +122,11 @@ print_repair(const DaxfileRepairResult *result, gboolean kept)
             continue;
         }
         if (kept) {
-            fprintf(stderr,
-                    "daxfile: '%s' (%s, owner '%s', %s) cannot be "
-                    "found: %s; its registry entry is kept: mount its "
-                    "filesystem and run 'daxfile repair' again, or give its "
-                    "current path with 'daxfile repair --path PATH'\n",
-                    name, mech, a->owner,
-                    daxfile_repair_finding_describe(a->found), a->error);
+            fprintf(
+                stderr,
+                "daxfile: '%s' (%s, owner '%s', %s) cannot be found: %s; its registry entry is kept: mount its filesystem and run 'daxfile repair' again, or give its current path with 'daxfile repair --path PATH'\n",
+                name, mech, a->owner, daxfile_repair_finding_describe(a->found),
+                a->error);
             continue;
         }
         text = repair_done_text(a);

@@ -24,8 +24,7 @@ static const GOptionEntry run_options[] = {
     {"align", 'a', 0, G_OPTION_ARG_STRING, &arg_align,
      "Page size the layout must support (default 2M)", "SIZE"},
     {"mechanism", 'm', 0, G_OPTION_ARG_STRING, &arg_mechanism,
-     "kernel, immutable-guard or verified-only (default: the strongest "
-     "available)",
+     "kernel, immutable-guard or verified-only (default: the strongest available)",
      "NAME"},
     {"timeout", 't', 0, G_OPTION_ARG_INT, &arg_timeout,
      "Seconds to wait for the command to map every file (default 120)",
@@ -88,8 +87,8 @@ const CliVerb cmd_run_verb = {
     .dispatch = cmd_run,
     .summary = "Run a consumer; static while it has the files mapped",
     .params = "--file PATH... -- COMMAND [ARGS...]",
-    .description = "Run COMMAND, make every --file static once COMMAND has "
-                   "it mapped, release it when COMMAND exits.",
+    .description =
+        "Run COMMAND, make every --file static once COMMAND has it mapped, release it when COMMAND exits.",
     .options = run_options,
     .too_few = "missing '-- COMMAND'",
 };

@@ -20,8 +20,7 @@ static gboolean arg_dax;
 
 static const GOptionEntry selftest_options[] = {
     {"map-sync", 0, 0, G_OPTION_ARG_NONE, &arg_dax,
-     "Map with MAP_SYNC, as on a DAX mount (default: when the directory's "
-     "filesystem supports it)",
+     "Map with MAP_SYNC, as on a DAX mount (default: when the directory's filesystem supports it)",
      NULL},
     {NULL},
 };
@@ -61,9 +60,8 @@ const CliVerb cmd_selftest_verb = {
     .dispatch = cmd_selftest,
     .summary = "Test whether the immutable guard is safe here",
     .params = "DIR",
-    .description = "Run the immutable-guard self-test in DIR: a child maps a "
-                   "probe file, the flag is set, the child keeps storing. "
-                   "Exit 0 when the guard is safe there.",
+    .description =
+        "Run the immutable-guard self-test in DIR: a child maps a probe file, the flag is set, the child keeps storing. Exit 0 when the guard is safe there.",
     .options = selftest_options,
     .too_few = "expected exactly one DIR",
     .too_many = "expected exactly one DIR",

@@ -57,8 +57,8 @@ const CliVerb cmd_status_verb = {
     .dispatch = cmd_status,
     .summary = "Show everything daxfile knows about files",
     .params = "PATH...",
-    .description = "Report the filesystem, DAX, MAP_SYNC, extent layout and "
-                   "static state of each file.",
+    .description =
+        "Report the filesystem, DAX, MAP_SYNC, extent layout and static state of each file.",
     .options = status_options,
     .too_few = "missing PATH",
 };

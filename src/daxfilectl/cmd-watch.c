@@ -185,10 +185,8 @@ const CliVerb cmd_watch_verb = {
     .dispatch = cmd_watch,
     .summary = CMD_WATCH_SUMMARY,
     .params = "",
-    .description = "Follow libvirt's domains: make static the pmem devices "
-                   "hot-plugged into running ones, and wipe the files of a "
-                   "domain that is undefined, under the managed roots with "
-                   "wipe_on_undefine=true, once no other domain uses them.",
+    .description =
+        "Follow libvirt's domains: make static the pmem devices hot-plugged into running ones, and wipe the files of a domain that is undefined, under the managed roots with wipe_on_undefine=true, once no other domain uses them.",
     .options = watch_options,
     .too_many = "no arguments expected",
 };

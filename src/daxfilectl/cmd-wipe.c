@@ -64,8 +64,7 @@ print_result(const char *name, const DaxfileWipeResult *r)
 
     fprintf(
         stderr,
-        "'%s': %s zeroed (%s) and read back as zeros, sha256 "
-        "%s; %.1f s at %.0f MiB/s, read back in %.1f s%s%s%s\n",
+        "'%s': %s zeroed (%s) and read back as zeros, sha256 %s; %.1f s at %.0f MiB/s, read back in %.1f s%s%s%s\n",
         name, size, r->method, r->sha256, r->seconds, rate, r->verify_seconds,
         r->resumed_from ? " (an interrupted wipe had zeroed the first " : "",
         r->resumed_from ? resumed : "", r->resumed_from ? ")" : "");
@@ -181,9 +180,8 @@ const CliVerb cmd_wipe_verb = {
     .dispatch = cmd_wipe,
     .summary = "Zero a file no domain holds, durably, and prove it",
     .params = "PATH",
-    .description = "Zero PATH durably (through MAP_SYNC on DAX) and read it "
-                   "back, when no domain holds it. An interrupted wipe "
-                   "resumes when run again.",
+    .description =
+        "Zero PATH durably (through MAP_SYNC on DAX) and read it back, when no domain holds it. An interrupted wipe resumes when run again.",
     .options = wipe_options,
     .too_few = "missing PATH",
     .too_many = "exactly one PATH",

@@ -34,11 +34,10 @@ attach_check_devdax(DaxfileNvdimm *spec, const DaxfileAttachOptions *opts,
     if (!f)
         return FALSE;
     if (spec->model != DAXFILE_DEVICE_NVDIMM || opts->create) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is a device-dax device (%s): it is given to a "
-                    "guest as an nvdimm, and there is nothing to create; "
-                    "fix: drop %s",
-                    f->display, d->name, opts->create ? "--create" : "--model");
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "'%s' is a device-dax device (%s): it is given to a guest as an nvdimm, and there is nothing to create; fix: drop %s",
+            f->display, d->name, opts->create ? "--create" : "--model");
         return FALSE;
     }
     if (!opts->align_given && d->align)
@@ -75,10 +74,10 @@ daxfile_attach_check(DaxfileNvdimm *spec, const DaxfileAttachOptions *opts,
         g_autofree char *have = daxfile_size_format(report->size);
         g_autofree char *want = daxfile_size_format(spec->size);
 
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is %s, not %s; the device size must equal the "
-                    "file's size (drop --size)",
-                    report->path, have, want);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "'%s' is %s, not %s; the device size must equal the file's size; fix: drop --size",
+            report->path, have, want);
         return FALSE;
     }
     spec->size = report->size;

@@ -42,12 +42,11 @@ daxfile_attest_qemu_pid(const char *pid_dir, const char *domain,
         daxfile_proc_alive((pid_t)pid))
         return (pid_t)pid;
     shown = daxfile_escape(file);
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                "no running QEMU for domain '%s': '%s' %s; fix: set "
-                "qemu_pid_dir in '%s' if libvirt keeps its pid files "
-                "elsewhere",
-                name, shown, text ? "names no live process" : "does not exist",
-                conf_path);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+        "no running QEMU for domain '%s': '%s' %s; fix: set qemu_pid_dir in '%s' if libvirt keeps its pid files elsewhere",
+        name, shown, text ? "names no live process" : "does not exist",
+        conf_path);
     return -1;
 }
 
@@ -108,49 +107,42 @@ daxfile_attest(pid_t pid, const char *smaps, const DaxfileFile *f, guint64 size,
         return fail(ret, error, "%s", local->message);
     ret->mapped = daxfile_smaps_find(smaps, st->st_dev, st->st_ino, map);
     if (!ret->mapped)
-        return fail(ret, error,
-                    "QEMU (pid %d) has not mapped '%s'; fix: "
-                    "see the domain's log in /var/log/libvirt/qemu/",
-                    p, name);
+        return fail(
+            ret, error,
+            "QEMU (pid %d) has not mapped '%s'; fix: see the domain's log in /var/log/libvirt/qemu/",
+            p, name);
     if (map->others > 0)
-        return fail(ret, error,
-                    "QEMU (pid %d) maps '%s' %u times, and only the device's "
-                    "own backend may map it; fix: remove the other reference "
-                    "to it from the domain (a <qemu:commandline> argument, a "
-                    "device attached at run time)",
-                    p, name, map->others + 1);
+        return fail(
+            ret, error,
+            "QEMU (pid %d) maps '%s' %u times, and only the device's own backend may map it; fix: remove the other reference to it from the domain (a <qemu:commandline> argument, a device attached at run time)",
+            p, name, map->others + 1);
     if (!map->shared)
-        return fail(ret, error,
-                    "QEMU (pid %d) mapped '%s' private, so "
-                    "guest writes never reach the file; fix: <memory "
-                    "access='shared'> and a QEMU that honours it",
-                    p, name);
+        return fail(
+            ret, error,
+            "QEMU (pid %d) mapped '%s' private, so guest writes never reach the file; fix: <memory access='shared'> and a QEMU that honours it",
+            p, name);
     if (map->offset != 0 || map->end - map->start < size) {
         have = daxfile_size_format(map->end - map->start);
         want = daxfile_size_format(size);
-        return fail(ret, error,
-                    "QEMU (pid %d) mapped %s of '%s' from "
-                    "offset %" G_GUINT64_FORMAT ", not all %s of it; fix: "
-                    "<target><size> equal to the file's size",
-                    p, have, name, map->offset, want);
+        return fail(
+            ret, error,
+            "QEMU (pid %d) mapped %s of '%s' from offset %" G_GUINT64_FORMAT
+            ", not all %s of it; fix: <target><size> equal to the file's size",
+            p, have, name, map->offset, want);
     }
     if (align && map->start % align) {
         want = daxfile_size_format(align);
-        return fail(ret, error,
-                    "QEMU (pid %d) mapped '%s' at 0x%" G_GINT64_MODIFIER
-                    "x, not %s-aligned, so the guest gets "
-                    "no huge-page faults; fix: <alignsize> in <source> and a "
-                    "QEMU that honours it",
-                    p, name, map->start, want);
+        return fail(
+            ret, error,
+            "QEMU (pid %d) mapped '%s' at 0x%" G_GINT64_MODIFIER
+            "x, not %s-aligned, so the guest gets no huge-page faults; fix: <alignsize> in <source> and a QEMU that honours it",
+            p, name, map->start, want);
     }
     if (need_sync && ret->dax && !map->sync)
-        return fail(ret, error,
-                    "QEMU (pid %d) mapped the DAX file '%s' "
-                    "without MAP_SYNC, so guest writes are not durable until "
-                    "the host syncs the file (QEMU warns of it in the "
-                    "domain's log); fix: <pmem/> in <source> and a QEMU "
-                    "built with libpmem",
-                    p, name);
+        return fail(
+            ret, error,
+            "QEMU (pid %d) mapped the DAX file '%s' without MAP_SYNC, so guest writes are not durable until the host syncs the file (QEMU warns of it in the domain's log); fix: <pmem/> in <source> and a QEMU built with libpmem",
+            p, name);
     ret->attested = TRUE;
     return TRUE;
 }

@@ -88,10 +88,10 @@ normalise_root(const char *conf_path, const char *key, const char *root,
     parts = g_strsplit(root, "/", -1);
     for (i = 0; parts[i]; i++) {
         if (STREQ(parts[i], ".") || STREQ(parts[i], "..")) {
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                        "Invalid %s entry '%s' in '%s': '.' and '..' are not "
-                        "allowed",
-                        key, root, conf_path);
+            g_set_error(
+                error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                "Invalid %s entry '%s' in '%s': '.' and '..' are not allowed",
+                key, root, conf_path);
             return NULL;
         }
     }
@@ -135,8 +135,8 @@ check_keys(GKeyFile *kf, const char *path, GError **error)
             g_autofree char *shown = daxfile_escape(keys[i]);
 
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                        "Unknown key '%s' in [" GROUP "] of '%s'; see "
-                        "daxfile.conf(5)",
+                        "Unknown key '%s' in [" GROUP
+                        "] of '%s'; see daxfile.conf(5)",
                         shown, path);
             return FALSE;
         }
@@ -207,7 +207,7 @@ conf_bool(GKeyFile *kf, const char *key, const char *path, gboolean *ret,
     *ret = g_key_file_get_boolean(kf, GROUP, key, &local);
     if (local) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Invalid %s in '%s': %s; use true or false", key, path,
+                    "Invalid %s in '%s': %s; fix: use true or false", key, path,
                     local->message);
         return FALSE;
     }
@@ -239,10 +239,10 @@ conf_owners(DaxfileConf *conf, const char *raw, const char *path,
         } else if (!raw) {
             continue; /* a default user that is not installed here */
         } else {
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                        "Invalid trusted_owners entry '%s' in '%s': no such "
-                        "user",
-                        name, path);
+            g_set_error(
+                error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                "Invalid trusted_owners entry '%s' in '%s': no such user", name,
+                path);
             return FALSE;
         }
         g_array_append_val(conf->trusted_uids, u);
@@ -280,10 +280,10 @@ conf_path_map(DaxfileConf *conf, GKeyFile *kf, const char *path, GError **error)
     return TRUE;
 bad:
     g_clear_error(error);
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                "Invalid path_map entry '%s' in '%s': expected "
-                "/source/dir=/destination/dir",
-                pairs[i], path);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+        "Invalid path_map entry '%s' in '%s': expected /source/dir=/destination/dir",
+        pairs[i], path);
     return FALSE;
 }
 
@@ -502,10 +502,10 @@ locate_fd(int fd, const char *path, Location *loc, GError **error)
         return TRUE;
     }
     name = daxfile_escape(path);
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
-                "Cannot tell where '%s' is: the kernel names it by no path "
-                "from this process's root",
-                name);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+        "Cannot tell where '%s' is: the kernel names it by no path from this process's root",
+        name);
     return FALSE;
 }
 
@@ -530,14 +530,10 @@ inside_fs(const DaxfileRoot *root, const Location *loc, const Location *rloc,
         return TRUE;
     }
     name = daxfile_escape(loc->seen);
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
-                "'%s' is on the filesystem of the managed root '%s' through "
-                "another mount, and /proc/self/mountinfo cannot place both (a "
-                "chroot whose '/' is not a mount point), so the hook cannot "
-                "tell whether it is in the root; fix: make the chroot "
-                "directory a mount point ('mount --bind DIR DIR') before "
-                "'chroot DIR'",
-                name, root->path);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+        "'%s' is on the filesystem of the managed root '%s' through another mount, and /proc/self/mountinfo cannot place both (a chroot whose '/' is not a mount point), so the hook cannot tell whether it is in the root; fix: make the chroot directory a mount point ('mount --bind DIR DIR') before 'chroot DIR'",
+        name, root->path);
     return FALSE;
 }
 

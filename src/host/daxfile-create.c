@@ -137,10 +137,10 @@ tmpfile_link(TmpFile *t, const char *base, const char *name, GError **error)
         rc = linkat(AT_FDCWD, proc, t->dirfd, base, AT_SYMLINK_FOLLOW);
     }
     if (rc < 0 && errno == EEXIST) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
-                    "'%s' appeared while it was being created; nothing was "
-                    "overwritten",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
+            "'%s' appeared while it was being created; nothing was overwritten",
+            name);
         return FALSE;
     }
     if (rc < 0) {
@@ -387,9 +387,7 @@ collapse_misplaced(int fd, const char *name, const DaxfileFsInfo *fs,
     }
     if (grown && ftruncate(fd, (off_t)params->size) < 0) {
         daxfile_set_error_errno(error, errno,
-                                "Cannot cut '%s' back to its "
-                                "size",
-                                name);
+                                "Cannot cut '%s' back to its size", name);
         return FALSE;
     }
     return TRUE;
@@ -469,9 +467,9 @@ allocate_placed(TmpFile *tmp, GArray *held, const char *name, const char *base,
                                       attempt)) ||
             !room_to_retry(tmp->fd, pages))
             return TRUE;
-        g_debug("'%s': allocation %u placed %u range(s) misaligned or "
-                "split; allocating again",
-                name, attempt, pages->len);
+        g_debug(
+            "'%s': allocation %u placed %u range(s) misaligned or split; allocating again",
+            name, attempt, pages->len);
         hold_misplaced(tmp->fd, params->size, pages);
         g_array_append_val(held, *tmp);
         *tmp = (TmpFile){tmp->dirfd, -1, NULL, FALSE};
@@ -495,10 +493,10 @@ create_validate(const char *name, const char *base,
             fit = DAXFILE_ALIGN_DOWN(params->size, params->align);
         up = daxfile_size_format_arg(fit);
 
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Size %s of '%s' is not a multiple of the alignment %s; "
-                    "use --size %s",
-                    size, name, align, up);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Size %s of '%s' is not a multiple of the alignment %s; fix: use --size %s",
+            size, name, align, up);
         return FALSE;
     }
     if (!*base || STREQ(base, ".") || STREQ(base, "..") || STREQ(base, "/") ||
@@ -519,10 +517,10 @@ create_precheck(int dirfd, const char *name, const char *base,
     guint64 avail;
 
     if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
-                    "'%s' already exists; daxfile create never overwrites "
-                    "a file (remove it or choose another path)",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
+            "'%s' already exists; daxfile create never overwrites a file; fix: remove it or choose another path",
+            name);
         return FALSE;
     }
     if (fstatvfs(dirfd, &sv) == 0) {
@@ -531,10 +529,10 @@ create_precheck(int dirfd, const char *name, const char *base,
             g_autofree char *need = daxfile_size_format(params->size);
             g_autofree char *have = daxfile_size_format(avail);
 
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NO_SPACE,
-                        "Not enough space for '%s': it needs %s, the "
-                        "filesystem has %s available",
-                        name, need, have);
+            g_set_error(
+                error, DAXFILE_ERROR, DAXFILE_ERROR_NO_SPACE,
+                "Not enough space for '%s': it needs %s, the filesystem has %s available",
+                name, need, have);
             return FALSE;
         }
     }
@@ -572,11 +570,9 @@ placement_fix(int fd, const DaxfileFsInfo *fs,
     all = daxfile_size_format(free_bytes + params->size);
     asked = daxfile_size_format(params->size);
     align = daxfile_size_format(params->align);
-    return g_strdup_printf("the filesystem has only %s in aligned %s pages "
-                           "for the %s asked (%s free in all): free space, "
-                           "defragment it (e4defrag, xfs_fsr), or use a "
-                           "smaller --align",
-                           usable, align, asked, all);
+    return g_strdup_printf(
+        "the filesystem has only %s in aligned %s pages for the %s asked (%s free in all): free space, defragment it (e4defrag, xfs_fsr), or use a smaller --align",
+        usable, align, asked, all);
 }
 
 static DaxfileReport *
@@ -610,10 +606,10 @@ create_verify(int fd, const char *path, const char *name,
     fix = placement_fix(fd, fs, params, report, first->reason);
     if (!fix)
         fix = daxfile_report_fix(report, first->reason);
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
-                "'%s' was allocated but cannot back %s pages: %s; %s "
-                "(nothing was created)",
-                name, align, why, fix);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
+        "'%s' was allocated but cannot back %s pages: %s; fix: %s (nothing was created)",
+        name, align, why, fix);
     return NULL;
 }
 
@@ -681,10 +677,9 @@ daxfile_create(const char *path, const DaxfileCreateParams *params,
         return NULL;
     dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
-        daxfile_set_error_errno(error, errno,
-                                "Cannot create '%s': cannot open directory "
-                                "'%s'",
-                                name, dirname);
+        daxfile_set_error_errno(
+            error, errno, "Cannot create '%s': cannot open directory '%s'",
+            name, dirname);
         return NULL;
     }
     return create_in(dirfd, path, name, params, ret_info, error);

@@ -36,10 +36,10 @@ daxfile_devdax_read(dev_t rdev, const char *name, GError **error)
     g_autoptr(GError) local = NULL;
 
     if (!sub || STRNEQ(sub, "dax") || !self) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "'%s' is not a device-dax device (no dax device %u:%u "
-                    "in sysfs)",
-                    name, major(rdev), minor(rdev));
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+            "'%s' is not a device-dax device (no dax device %u:%u in sysfs)",
+            name, major(rdev), minor(rdev));
         return NULL;
     }
     d->name = g_steal_pointer(&self);
@@ -108,14 +108,13 @@ daxfile_devdax_check_mode(const DaxfileDevdax *d, const char *name,
 {
     if (d->driver && STREQ(d->driver, "device_dax"))
         return TRUE;
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                "'%s' (%s) is in %s mode, not devdax, so it cannot be "
-                "mapped%s; fix: 'daxctl reconfigure-device --mode=devdax %s'",
-                name, d->name, daxfile_devdax_mode(d),
-                d->driver && STREQ(d->driver, "kmem")
-                    ? " (the host uses it as RAM)"
-                    : "",
-                d->name);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+        "'%s' (%s) is in %s mode, not devdax, so it cannot be mapped%s; fix: 'daxctl reconfigure-device --mode=devdax %s'",
+        name, d->name, daxfile_devdax_mode(d),
+        d->driver && STREQ(d->driver, "kmem") ? " (the host uses it as RAM)"
+                                              : "",
+        d->name);
     return FALSE;
 }
 
@@ -131,18 +130,19 @@ daxfile_devdax_check(const DaxfileDevdax *d, const char *name, guint64 size,
     if (!daxfile_devdax_check_mode(d, name, error))
         return FALSE;
     if (align && d->align && align != d->align) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' (%s) has %s pages but <alignsize> is %s, and its "
-                    "mappings must be aligned to its pages; fix: "
-                    "<alignsize unit='KiB'>%" G_GUINT64_FORMAT "</alignsize>",
-                    name, d->name, page, asked, d->align >> 10);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "'%s' (%s) has %s pages but <alignsize> is %s, and its mappings must be aligned to its pages; fix: <alignsize unit='KiB'>%" G_GUINT64_FORMAT
+            "</alignsize>",
+            name, d->name, page, asked, d->align >> 10);
         return FALSE;
     }
     if (size != d->size) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' (%s) is %s but <target><size> is %s; fix: <size "
-                    "unit='KiB'>%" G_GUINT64_FORMAT "</size>",
-                    name, d->name, have, want, d->size >> 10);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "'%s' (%s) is %s but <target><size> is %s; fix: <size unit='KiB'>%" G_GUINT64_FORMAT
+            "</size>",
+            name, d->name, have, want, d->size >> 10);
         return FALSE;
     }
     return TRUE;

@@ -316,9 +316,9 @@ read_xml(const char *xml, gsize len, GError **error)
     }
     err = ctxt ? xmlCtxtGetLastError(ctxt) : xmlGetLastError();
     if (dtd)
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "The domain XML has a DOCTYPE; entity declarations are "
-                    "not accepted");
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "The domain XML has a DOCTYPE; entity declarations are not accepted");
     else if (!doc)
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
                     "Cannot parse the domain XML: %s",
@@ -343,9 +343,9 @@ daxfile_domain_parse(const char *xml, gsize len, GError **error)
     dom->doc = doc;
     root = xmlDocGetRootElement(doc);
     if (!root || STRNEQ((const char *)root->name, "domain")) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "The XML is not a libvirt domain (root element is not "
-                    "<domain>)");
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "The XML is not a libvirt domain (root element is not <domain>)");
         return NULL;
     }
     if (!parse_domain(dom, root, error))
@@ -441,10 +441,10 @@ daxfile_nvdimm_format(const DaxfileNvdimm *nv, GError **error)
     if (nv->path && !g_utf8_validate(nv->path, -1, NULL)) {
         g_autofree char *name = daxfile_escape(nv->path);
 
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is not valid UTF-8 and cannot be written into "
-                    "domain XML; rename the file",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "'%s' is not valid UTF-8 and cannot be written into domain XML; fix: rename the file",
+            name);
         return NULL;
     }
     xmlNewProp(mem, (const xmlChar *)"model",
@@ -524,17 +524,16 @@ check_memory_room(const DaxfileDomain *dom, const DaxfileNvdimm *nv,
     g_autofree char *want = daxfile_size_format(nv->size);
 
     if (dom->memory_devices >= dom->max_slots) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Domain '%s' uses all %u memory slots; fix: raise "
-                    "<maxMemory slots='%u'>",
-                    name, dom->max_slots, dom->max_slots + 1);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Domain '%s' uses all %u memory slots; fix: raise <maxMemory slots='%u'>",
+            name, dom->max_slots, dom->max_slots + 1);
         return FALSE;
     }
     if (need > dom->max_memory) {
         g_set_error(
             error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-            "Domain '%s' has no room for %s more under <maxMemory> "
-            "(%s); fix: <maxMemory slots='%u' unit='KiB'>%" G_GUINT64_FORMAT
+            "Domain '%s' has no room for %s more under <maxMemory> (%s); fix: <maxMemory slots='%u' unit='KiB'>%" G_GUINT64_FORMAT
             "</maxMemory>",
             name, want, max, dom->max_slots, need >> 10);
         return FALSE;
@@ -570,12 +569,10 @@ check_not_named(const DaxfileDomain *dom, const char *path, const char *name,
         file = daxfile_escape(path);
         where = daxfile_escape(ref->where);
         as = daxfile_escape(ref->path);
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
-                    "'%s' is already used by domain '%s' (%s '%s'), and "
-                    "QEMU would open it there outside the nvdimm's "
-                    "backend, past static mode; fix: remove that "
-                    "reference, or give the nvdimm a file of its own",
-                    file, name, where, as);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
+            "'%s' is already used by domain '%s' (%s '%s'), and QEMU would open it there outside the nvdimm's backend, past static mode; fix: remove that reference, or give the nvdimm a file of its own",
+            file, name, where, as);
         return FALSE;
     }
     return TRUE;
@@ -591,34 +588,33 @@ daxfile_domain_check_attach(const DaxfileDomain *dom, const DaxfileNvdimm *nv,
     gint index;
 
     if (!dom->max_memory || !dom->max_slots) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Domain '%s' has no <maxMemory slots=...>, so it cannot "
-                    "take memory devices; fix: add <maxMemory slots='4' "
-                    "unit='KiB'>%" G_GUINT64_FORMAT "</maxMemory> (virsh edit)",
-                    name, suggest >> 10);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Domain '%s' has no <maxMemory slots=...>, so it cannot take memory devices; fix: add <maxMemory slots='4' unit='KiB'>%" G_GUINT64_FORMAT
+            "</maxMemory> (virsh edit)",
+            name, suggest >> 10);
         return FALSE;
     }
     if (dom->numa_cells == 0) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Domain '%s' has no NUMA cell; fix: add <cpu><numa><cell "
-                    "id='0' cpus='0' memory='%" G_GUINT64_FORMAT "' "
-                    "unit='KiB'/></numa></cpu>",
-                    name, dom->memory >> 10);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Domain '%s' has no NUMA cell; fix: add <cpu><numa><cell id='0' cpus='0' memory='%" G_GUINT64_FORMAT
+            "' unit='KiB'/></numa></cpu>",
+            name, dom->memory >> 10);
         return FALSE;
     }
     if (nv->node < 0 || (guint)nv->node >= dom->numa_cells) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Domain '%s' has %u NUMA cell(s), so there is no node %d; "
-                    "fix: --node 0",
-                    name, dom->numa_cells, nv->node);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Domain '%s' has %u NUMA cell(s), so there is no node %d; fix: --node 0",
+            name, dom->numa_cells, nv->node);
         return FALSE;
     }
     if (!dom->acpi && nv->model == DAXFILE_DEVICE_NVDIMM) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "Domain '%s' has no <features><acpi/>, and QEMU refuses "
-                    "memory devices without ACPI; fix: add <acpi/> to "
-                    "<features>",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "Domain '%s' has no <features><acpi/>, and QEMU refuses memory devices without ACPI; fix: add <acpi/> to <features>",
+            name);
         return FALSE;
     }
     index = daxfile_domain_find_nvdimm(dom, nv->path);
@@ -630,10 +626,10 @@ daxfile_domain_check_attach(const DaxfileDomain *dom, const DaxfileNvdimm *nv,
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
                         "'%s' is already attached to domain '%s'", path, name);
         else
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
-                        "'%s' is already attached to domain '%s' as '%s', and "
-                        "the guest would see two NVDIMMs over one storage",
-                        path, name, as);
+            g_set_error(
+                error, DAXFILE_ERROR, DAXFILE_ERROR_EXISTS,
+                "'%s' is already attached to domain '%s' as '%s', and the guest would see two NVDIMMs over one storage",
+                path, name, as);
         return FALSE;
     }
     return check_not_named(dom, nv->path, name, error) &&

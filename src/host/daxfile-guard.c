@@ -253,8 +253,8 @@ selftest_judge(int status, int probe_fd, DaxfileSelftest *result)
         return;
     }
     if (WEXITSTATUS(status) == CHILD_SIGBUS) {
-        result->detail = g_strdup("a store through a live mapping got SIGBUS "
-                                  "after the immutable flag was set");
+        result->detail = g_strdup(
+            "a store through a live mapping got SIGBUS after the immutable flag was set");
         return;
     }
     if (WEXITSTATUS(status) != 0) {
@@ -271,8 +271,8 @@ selftest_judge(int status, int probe_fd, DaxfileSelftest *result)
         }
     }
     result->safe = TRUE;
-    result->detail = g_strdup("stores through a live mapping (write-, read- "
-                              "and never-faulted pages) survive the flag");
+    result->detail = g_strdup(
+        "stores through a live mapping (write-, read- and never-faulted pages) survive the flag");
 }
 
 gboolean

@@ -55,9 +55,7 @@ daxfile_hook_check_no_alias(const DaxfileHookCtx *h, GArray *devs,
                 h, nv,
                 g_error_new(
                     DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "is the same file as %s, and the guest would see two pmem "
-                    "devices over one storage; fix: give each device a file of "
-                    "its own ('daxfile create')",
+                    "is the same file as %s, and the guest would see two pmem devices over one storage; fix: give each device a file of its own ('daxfile create')",
                     other),
                 error);
             return FALSE;
@@ -113,20 +111,16 @@ ref_fail(const DaxfileHookCtx *h, const DaxfileFileRef *ref,
             h, nv,
             g_error_new(
                 DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                "is also named by %s ('%s'), and QEMU would open it there "
-                "outside the nvdimm's backend, past static mode; fix: remove "
-                "that reference, or give the nvdimm a file of its own "
-                "('daxfile create')",
+                "is also named by %s ('%s'), and QEMU would open it there outside the nvdimm's backend, past static mode; fix: remove that reference, or give the nvdimm a file of its own ('daxfile create')",
                 where, path),
             error);
     held = daxfile_escape(e->path);
     owner = daxfile_escape(e->owner);
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                "domain '%s': %s '%s' names '%s', which '%s' holds as a "
-                "managed pmem file (%s); fix: remove that reference, or stop "
-                "'%s' first",
-                dom, where, path, held, owner,
-                daxfile_entry_state_to_string(e->state), owner);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+        "domain '%s': %s '%s' names '%s', which '%s' holds as a managed pmem file (%s); fix: remove that reference, or stop '%s' first",
+        dom, where, path, held, owner, daxfile_entry_state_to_string(e->state),
+        owner);
     return FALSE;
 }
 
@@ -155,13 +149,10 @@ volume_unplaced(const DaxfileHookCtx *h, const DaxfileVolumeRef *ref,
     g_autofree char *dom = daxfile_escape(h->dom->name);
     g_autofree char *where = daxfile_escape(ref->where);
 
-    g_set_error(error, DAXFILE_ERROR, why->code,
-                "domain '%s': %s: %s, and it could be a managed file; fix: "
-                "name the file or device itself (<disk type='file'> or "
-                "type='block' with the path 'virsh vol-path' prints), or set "
-                "pool_state_dir in '%s' to where libvirt keeps its pools' "
-                "state",
-                dom, where, why->message, h->conf->path);
+    g_set_error(
+        error, DAXFILE_ERROR, why->code,
+        "domain '%s': %s: %s, and it could be a managed file; fix: name the file or device itself (<disk type='file'> or type='block' with the path 'virsh vol-path' prints), or set pool_state_dir in '%s' to where libvirt keeps its pools' state",
+        dom, where, why->message, h->conf->path);
     return FALSE;
 }
 

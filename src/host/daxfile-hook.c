@@ -105,11 +105,11 @@ dev_validate(const DaxfileHookCtx *h, const DaxfileNvdimm *nv,
         g_autofree char *have = daxfile_size_format(f->st.st_size);
         g_autofree char *want = daxfile_size_format(nv->size);
 
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is %s but <target><size> is %s, and QEMU refuses a "
-                    "mismatch; fix: <size unit='KiB'>%" G_GUINT64_FORMAT
-                    "</size>",
-                    f->display, have, want, (guint64)f->st.st_size >> 10);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "'%s' is %s but <target><size> is %s, and QEMU refuses a mismatch; fix: <size unit='KiB'>%" G_GUINT64_FORMAT
+            "</size>",
+            f->display, have, want, (guint64)f->st.st_size >> 10);
         return NULL;
     }
     report = daxfile_report_build(f, daxfile_nvdimm_page(nv),
@@ -148,20 +148,17 @@ daxfile_hook_dev_root(const DaxfileHookCtx *h, const DaxfileNvdimm *nv,
         return TRUE;
     name = daxfile_escape(nv->path);
     if (!real) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
-                    "'%s' is not a plain path ('.', '..' or '//' in it) and "
-                    "leads outside the managed root '%s'; fix: use a plain "
-                    "absolute path inside the root",
-                    name, lexical->path);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+            "'%s' is not a plain path ('.', '..' or '//' in it) and leads outside the managed root '%s'; fix: use a plain absolute path inside the root",
+            name, lexical->path);
         return FALSE;
     }
     fix = daxfile_escape(plain);
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
-                "'%s' names the managed file '%s' by another spelling "
-                "(relative, '.', '..', '//', a symbolic link or a bind "
-                "mount), which QEMU would open past the hook's checks; fix: "
-                "use '%s' in the domain XML",
-                name, fix, fix);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+        "'%s' names the managed file '%s' by another spelling (relative, '.', '..', '//', a symbolic link or a bind mount), which QEMU would open past the hook's checks; fix: use '%s' in the domain XML",
+        name, fix, fix);
     return FALSE;
 }
 
@@ -514,9 +511,9 @@ hook_reconnect(const DaxfileHookCtx *h, GArray *devs)
         if (!daxfile_hook_hold_unguarded(h, d, cause, NULL))
             text = g_strdup_printf("not made static at reconnect: %s", cause);
         else
-            text = g_strdup_printf("not made static at reconnect, held "
-                                   "unguarded until the domain stops: %s",
-                                   cause);
+            text = g_strdup_printf(
+                "not made static at reconnect, held unguarded until the domain stops: %s",
+                cause);
         note(h, d->nv, text);
     }
     return TRUE;

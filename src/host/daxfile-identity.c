@@ -88,11 +88,10 @@ block_node(const char *name, GError **error)
             return daxfile_fd_reopen(pfd, O_RDONLY | O_NONBLOCK, nodes[i],
                                      error);
     }
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                "Cannot tell which file the loop device '%s' is backed by: "
-                "neither /dev/block/%u:%u nor /dev/%s is its node; fix: give "
-                "the hook the host's /dev",
-                name, maj, min, name);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+        "Cannot tell which file the loop device '%s' is backed by: neither /dev/block/%u:%u nor /dev/%s is its node; fix: give the hook the host's /dev",
+        name, maj, min, name);
     return -1;
 }
 
@@ -139,10 +138,10 @@ block_backing(int pfd, const struct stat *st, GArray *out, GError **error)
     g_autofree char *name = daxfile_fd_path(pfd);
 
     if (!daxfile_sysfs_exists(sysdir)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "Cannot tell what the block device '%s' stands on: '%s/%s' "
-                    "does not exist; fix: give the hook the host's sysfs",
-                    name, daxfile_sysfs_root(), sysdir);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+            "Cannot tell what the block device '%s' stands on: '%s/%s' does not exist; fix: give the hook the host's sysfs",
+            name, daxfile_sysfs_root(), sysdir);
         return FALSE;
     }
     return loop_backing(sysdir, name, pfd, STACK_DEPTH, out, error);

@@ -60,23 +60,22 @@ daxfile_kernel_set(long nr, const DaxfileFile *f, gboolean on, guint64 align,
         return TRUE;
     switch (errsv) {
     case EPERM:
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
-                    "The kernel refused to change static mode of '%s': "
-                    "CAP_LINUX_IMMUTABLE is needed (run as root)",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+            "The kernel refused to change static mode of '%s': CAP_LINUX_IMMUTABLE is needed; fix: run as root",
+            name);
         break;
     case EBUSY:
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                    "The kernel refused to make '%s' static: it is a "
-                    "swapfile or already static",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+            "The kernel refused to make '%s' static: it is a swapfile or already static",
+            name);
         break;
     case EINVAL:
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
-                    "The kernel refused to make '%s' static: not a DAX "
-                    "regular file, or an extent is a hole, unwritten, shared "
-                    "or not aligned; see 'daxfile check'",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
+            "The kernel refused to make '%s' static: not a DAX regular file, or an extent is a hole, unwritten, shared or not aligned; see 'daxfile check'",
+            name);
         break;
     default:
         daxfile_set_error_errno(error, errsv, "daxctl() failed on '%s'", name);

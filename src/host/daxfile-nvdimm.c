@@ -62,17 +62,15 @@ check_mapping(const DaxfileNvdimm *nv, GError **error)
     g_autoptr(GError) align_error = NULL;
 
     if (!nv->pmem) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "<source> has no <pmem/>, so QEMU maps the file without "
-                    "MAP_SYNC and libvirt preallocates it; fix: add <pmem/> "
-                    "to <source>");
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "<source> has no <pmem/>, so QEMU maps the file without MAP_SYNC and libvirt preallocates it; fix: add <pmem/> to <source>");
         return FALSE;
     }
     if (!nv->alignsize) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "<source> has no <alignsize>, so the mapping is not "
-                    "aligned for huge pages; fix: add <alignsize "
-                    "unit='KiB'>2048</alignsize> to <source>");
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "<source> has no <alignsize>, so the mapping is not aligned for huge pages; fix: add <alignsize unit='KiB'>2048</alignsize> to <source>");
         return FALSE;
     }
     if (!daxfile_align_check(nv->alignsize, &align_error)) {
@@ -92,21 +90,20 @@ check_label(const DaxfileNvdimm *nv, GError **error)
     guint64 visible;
 
     if (nv->label_size && nv->label_size < DAXFILE_MIN_LABEL_SIZE) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "label size %s is below QEMU's minimum of 128 KiB; fix: "
-                    "<label><size unit='KiB'>128</size></label>",
-                    label);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "label size %s is below QEMU's minimum of 128 KiB; fix: <label><size unit='KiB'>128</size></label>",
+            label);
         return FALSE;
     }
     visible = nv->label_size < nv->size
                   ? DAXFILE_ALIGN_DOWN(nv->size - nv->label_size, nv->alignsize)
                   : 0;
     if (visible == 0) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "the guest would see 0 bytes (size %s minus label %s, "
-                    "aligned down to <alignsize>); fix: a larger file and "
-                    "<size>, or a smaller label",
-                    size, label);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "the guest would see 0 bytes (size %s minus label %s, aligned down to <alignsize>); fix: a larger file and <size>, or a smaller label",
+            size, label);
         return FALSE;
     }
     return TRUE;
@@ -116,11 +113,11 @@ gboolean
 daxfile_nvdimm_check(const DaxfileNvdimm *nv, GError **error)
 {
     if (!nv->access || STRNEQ(nv->access, "shared")) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "access is '%s', so guest writes never reach the file; "
-                    "fix: <memory model='%s' access='shared'>",
-                    nv->access ? nv->access : "unset (private)",
-                    daxfile_device_model_to_string(nv->model));
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "access is '%s', so guest writes never reach the file; fix: <memory model='%s' access='shared'>",
+            nv->access ? nv->access : "unset (private)",
+            daxfile_device_model_to_string(nv->model));
         return FALSE;
     }
     /* virtio-pmem: no MAP_SYNC, no alignment, no label: QEMU maps the

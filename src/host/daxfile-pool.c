@@ -81,10 +81,10 @@ daxfile_pool_volume_path(const char *state_dir, const char *pool,
 
     *ret_path = NULL;
     if (!plain_name(pool) || !plain_name(volume)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "volume '%s' of storage pool '%s' is not a name libvirt "
-                    "gives a volume",
-                    shown_vol, shown_pool);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "volume '%s' of storage pool '%s' is not a name libvirt gives a volume",
+            shown_vol, shown_pool);
         return FALSE;
     }
     base = g_strconcat(pool, ".xml", NULL);
@@ -93,11 +93,10 @@ daxfile_pool_volume_path(const char *state_dir, const char *pool,
     if (!daxfile_trusted_read(file, &text, &len, error))
         return FALSE;
     if (!text) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "storage pool '%s' has no state '%s' (it is not active, "
-                    "or libvirt keeps its state elsewhere), so the hook "
-                    "cannot place its volume '%s'",
-                    shown_pool, shown, shown_vol);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+            "storage pool '%s' has no state '%s' (it is not active, or libvirt keeps its state elsewhere), so the hook cannot place its volume '%s'",
+            shown_pool, shown, shown_vol);
         return FALSE;
     }
     doc = pool_state_parse(text, len, shown, &node, error);
@@ -112,10 +111,10 @@ daxfile_pool_volume_path(const char *state_dir, const char *pool,
         !g_path_is_absolute(g_strstrip(target))) {
         g_autofree char *shown_type = daxfile_escape(type ? type : "");
 
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "the hook cannot tell which file or device volume '%s' "
-                    "of storage pool '%s' (type '%s', state '%s') is",
-                    shown_vol, shown_pool, shown_type, shown);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "the hook cannot tell which file or device volume '%s' of storage pool '%s' (type '%s', state '%s') is",
+            shown_vol, shown_pool, shown_type, shown);
         return FALSE;
     }
     *ret_path = g_build_filename(target, volume, NULL);

@@ -107,10 +107,10 @@ daxfile_registry_parse(const char *path, GPtrArray *entries, GError **error)
     guint i;
 
     if (!json_parser_load_from_file(parser, path, &local)) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                    "Cannot read the registry '%s': %s; move it aside and run "
-                    "'daxfile repair'",
-                    path, local->message);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+            "Cannot read the registry '%s': %s; fix: move it aside and run 'daxfile repair'",
+            path, local->message);
         return FALSE;
     }
     root = json_parser_get_root(parser);
@@ -132,8 +132,7 @@ daxfile_registry_parse(const char *path, GPtrArray *entries, GError **error)
 
         if (!e) {
             g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                        "Cannot read the registry '%s': entry %u is "
-                        "malformed",
+                        "Cannot read the registry '%s': entry %u is malformed",
                         path, i);
             return FALSE;
         }

@@ -278,10 +278,9 @@ daxfile_registry_save(DaxfileRegistry *reg, GError **error)
     }
     dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0 || fsync(dirfd) < 0) {
-        daxfile_set_error_errno(error, errno,
-                                "Cannot make '%s' durable "
-                                "(fsync of its directory)",
-                                reg->path);
+        daxfile_set_error_errno(
+            error, errno, "Cannot make '%s' durable (fsync of its directory)",
+            reg->path);
         return FALSE;
     }
     reg->dirty = FALSE;
@@ -310,10 +309,10 @@ daxfile_registry_lock_inode(guint64 dev, guint64 ino, const char *name,
         if (errno == EINTR)
             continue;
         if (errno == EWOULDBLOCK) {
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                        "'%s' is busy: another daxfile operation on it is in "
-                        "progress; try again",
-                        name);
+            g_set_error(
+                error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                "'%s' is busy: another daxfile operation on it is in progress; fix: try again",
+                name);
             return -1;
         }
         daxfile_set_error_errno(error, errno, "Cannot lock '%s'", path);

@@ -88,25 +88,20 @@ report_fix_text(DaxfileReason reason)
     case DAXFILE_REASON_DELALLOC:
     case DAXFILE_REASON_UNKNOWN:
     case DAXFILE_REASON_EMPTY:
-        return "make a provisioned file with 'daxfile create PATH --size "
-               "SIZE' and copy the data into it";
+        return "make a provisioned file with 'daxfile create PATH --size SIZE' and copy the data into it";
     case DAXFILE_REASON_SHARED:
-        return "break the sharing: copy the file without reflink "
-               "(cp --reflink=never) or make it with 'daxfile create'";
+        return "break the sharing: copy the file without reflink (cp --reflink=never) or make it with 'daxfile create'";
     case DAXFILE_REASON_INLINE:
     case DAXFILE_REASON_ENCODED:
     case DAXFILE_REASON_NOT_ALIGNED:
-        return "this filesystem cannot back a static file; use ext4 or xfs "
-               "on a DAX device";
+        return "use ext4 or xfs on a DAX device: this filesystem cannot back a static file";
     case DAXFILE_REASON_MISALIGNED:
     case DAXFILE_REASON_DISCONTIGUOUS:
-        return "recreate the file with 'daxfile create' on a filesystem "
-               "made for aligned extents, or use a smaller --align";
+        return "recreate the file with 'daxfile create' on a filesystem made for aligned extents, or use a smaller --align";
     case DAXFILE_REASON_SIZE:
         return "use a size that is a multiple of the alignment";
     case DAXFILE_REASON_NOT_DAX:
-        return "mount the filesystem with -o dax on a pmem device (or pass "
-               "--allow-non-dax for development without pmem)";
+        return "mount the filesystem with -o dax on a pmem device (or pass --allow-non-dax for development without pmem)";
     case DAXFILE_REASON_WIPE_UNFINISHED:
         return "run 'daxfile wipe' on it again to finish";
     case DAXFILE_REASON_NONE:
@@ -123,11 +118,9 @@ daxfile_report_fix(const DaxfileReport *report, DaxfileReason reason)
                       reason == DAXFILE_REASON_DISCONTIGUOUS;
 
     if (layout && report->fs->geometry_fix)
-        return g_strdup_printf("the filesystem does not allocate aligned "
-                               "extents: recreate it with '%s' and the file "
-                               "with 'daxfile create', or use a smaller "
-                               "--align",
-                               report->fs->geometry_fix);
+        return g_strdup_printf(
+            "the filesystem does not allocate aligned extents: recreate it with '%s' and the file with 'daxfile create', or use a smaller --align",
+            report->fs->geometry_fix);
     return g_strdup(report_fix_text(reason));
 }
 
@@ -177,6 +170,7 @@ daxfile_report_require_ready(const DaxfileReport *report, GError **error)
     why = daxfile_report_describe_problem(report, first);
     fix = daxfile_report_fix(report, first->reason);
     g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY,
-                "'%s' cannot be made static: %s; %s", report->path, why, fix);
+                "'%s' cannot be made static: %s; fix: %s", report->path, why,
+                fix);
     return FALSE;
 }

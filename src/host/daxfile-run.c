@@ -79,9 +79,10 @@ run_check_twice(const RunCtx *ctx, const RunFile *f, GError **error)
 
         if (a->st.st_dev != b->st.st_dev || a->st.st_ino != b->st.st_ino)
             continue;
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' and '%s' are the same file; give each --file once",
-                    a->display, b->display);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+            "'%s' and '%s' are the same file; fix: give each --file once",
+            a->display, b->display);
         return FALSE;
     }
     return TRUE;
@@ -177,8 +178,7 @@ on_check_maps(gpointer user_data)
     if (pending && g_get_monotonic_time() > ctx->deadline) {
         g_autoptr(GError) error = g_error_new(
             DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-            "The command did not map every --file within %u s; static mode "
-            "was not engaged, stopping it",
+            "The command did not map every --file within %u s; static mode was not engaged, stopping it",
             ctx->p->timeout);
 
         run_stop_child(ctx, NULL, error);

@@ -26,10 +26,10 @@ daxfile_static_check_cap(const char *name, GError **error)
 {
     if (daxfile_have_cap_linux_immutable())
         return TRUE;
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
-                "Cannot change static mode of '%s': CAP_LINUX_IMMUTABLE is "
-                "missing (run as root)",
-                name);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+        "Cannot change static mode of '%s': CAP_LINUX_IMMUTABLE is missing; fix: run as root",
+        name);
     return FALSE;
 }
 
@@ -54,18 +54,15 @@ daxfile_static_check_writers(const struct stat *st,
             continue;
         comm = daxfile_proc_comm(pid);
         if (engaged)
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                        "'%s' was opened for writing by process %d (%s) "
-                        "while static mode was being engaged, and the guard "
-                        "cannot stop writes through that descriptor; static "
-                        "mode was rolled back, close it and try again",
-                        name, (int)pid, comm);
+            g_set_error(
+                error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                "'%s' was opened for writing by process %d (%s) while static mode was being engaged, and the guard cannot stop writes through that descriptor; static mode was rolled back, close it and try again",
+                name, (int)pid, comm);
         else
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                        "'%s' is open for writing by process %d (%s), which "
-                        "is not its consumer; the guard cannot stop writes "
-                        "through that descriptor, so close it first",
-                        name, (int)pid, comm);
+            g_set_error(
+                error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+                "'%s' is open for writing by process %d (%s), which is not its consumer; the guard cannot stop writes through that descriptor, so close it first",
+                name, (int)pid, comm);
         return FALSE;
     }
     return TRUE;
@@ -186,16 +183,15 @@ choose_guard(const DaxfileFile *f, const struct stat *st,
         return TRUE;
     }
     if (params->mechanism == DAXFILE_MECH_IMMUTABLE) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
-                    "The immutable guard is unsafe for '%s' on this kernel and "
-                    "filesystem: %s",
-                    name, test.detail);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+            "The immutable guard is unsafe for '%s' on this kernel and filesystem: %s",
+            name, test.detail);
         return FALSE;
     }
     result->mechanism = DAXFILE_MECH_VERIFIED_ONLY;
     result->warning = g_strdup_printf(
-        "the immutable guard is unsafe here (%s); '%s' is verified but "
-        "layout changes are NOT blocked",
+        "the immutable guard is unsafe here (%s); '%s' is verified but layout changes are NOT blocked",
         test.detail, name);
     return TRUE;
 }
@@ -216,30 +212,27 @@ daxfile_static_choose_mechanism(const DaxfileFile *f, const struct stat *st,
         return daxfile_static_check_cap(name, error);
     }
     if (want == DAXFILE_MECH_KERNEL) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
-                    "Cannot use the kernel mechanism for '%s': the running "
-                    "kernel does not advertise daxctl() (%s)",
-                    name,
-                    report->dax_effective ? "no /sys/" DAXFILE_KERNEL_SYSFS_NR
-                                          : "DAX is not in effect");
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+            "Cannot use the kernel mechanism for '%s': the running kernel does not advertise daxctl() (%s)",
+            name,
+            report->dax_effective ? "no /sys/" DAXFILE_KERNEL_SYSFS_NR
+                                  : "DAX is not in effect");
         return FALSE;
     }
     if (want != DAXFILE_MECH_VERIFIED_ONLY && report->dax_effective)
         return choose_guard(f, st, params, result, error);
     if (want == DAXFILE_MECH_IMMUTABLE) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
-                    "Cannot use the immutable guard for '%s': DAX is not in "
-                    "effect, and without DAX a store after the flag can "
-                    "SIGBUS the consumer",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+            "Cannot use the immutable guard for '%s': DAX is not in effect, and without DAX a store after the flag can SIGBUS the consumer",
+            name);
         return FALSE;
     }
     result->mechanism = DAXFILE_MECH_VERIFIED_ONLY;
     if (!report->dax_effective)
         result->warning = g_strdup_printf(
-            "DEVELOPMENT MODE: '%s' is not on DAX; it is verified and "
-            "registered but nothing is enforced, and guest writes are only "
-            "durable after the host flushes the page cache (msync/fsync)",
+            "DEVELOPMENT MODE: '%s' is not on DAX; it is verified and registered but nothing is enforced, and guest writes are only durable after the host flushes the page cache (msync/fsync)",
             name);
     return TRUE;
 }
@@ -253,10 +246,10 @@ daxfile_static_engage(DaxfileMechanism mech, const DaxfileFile *f, gboolean on,
     switch (mech) {
     case DAXFILE_MECH_KERNEL:
         if (!daxfile_kernel_syscall_nr(&nr)) {
-            g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
-                        "Cannot release '%s': the running kernel no longer "
-                        "advertises daxctl()",
-                        f->display);
+            g_set_error(
+                error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED,
+                "Cannot release '%s': the running kernel no longer advertises daxctl()",
+                f->display);
             return FALSE;
         }
         return daxfile_kernel_set(nr, f, on, align, error);

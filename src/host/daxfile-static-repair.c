@@ -42,13 +42,11 @@ static const char *const finding_texts[] = {
     [DAXFILE_REPAIR_FOUND_STALE] = "left over from an earlier boot",
     [DAXFILE_REPAIR_FOUND_INTERRUPTED] = "an enable or disable was interrupted",
     [DAXFILE_REPAIR_FOUND_START_UNFINISHED] =
-        "the start that reserved it never finished (the process that "
-        "reserved it is gone and no process maps the file)",
+        "the start that reserved it never finished (the process that reserved it is gone and no process maps the file)",
     [DAXFILE_REPAIR_FOUND_CONSUMER_GONE] = "its consumer process is gone",
     [DAXFILE_REPAIR_FOUND_UNMAPPED] = "no process maps it any more",
     [DAXFILE_REPAIR_FOUND_MECHANISM_LOST] =
-        "its mechanism is not in force (a start was interrupted before it "
-        "engaged, or the flag was cleared by hand)",
+        "its mechanism is not in force (a start was interrupted before it engaged, or the flag was cleared by hand)",
 };
 
 const char *
@@ -156,8 +154,7 @@ repair_resolve(const DaxfileEntry *e, const DaxfileFile *hint,
         fd = daxfile_fd_reopen(hint->fd, O_RDONLY, hint->display, error);
     } else if (!e->handle) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "its path no longer leads to it and it has no file "
-                    "handle");
+                    "its path no longer leads to it and it has no file handle");
         return NULL;
     } else {
         DaxfileFsRef fs = {.dev = e->dev, .uuid = e->fs_uuid, .fsid = e->fsid};

@@ -106,10 +106,10 @@ daxfile_static_interrupted(const DaxfileEntry *e, const char *name,
     if (!e || (e->state != DAXFILE_STATE_ENGAGING &&
                e->state != DAXFILE_STATE_RELEASING))
         return FALSE;
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                "'%s' was left %s by an interrupted daxfile; run 'daxfile "
-                "repair' first",
-                name, daxfile_entry_state_to_string(e->state));
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+        "'%s' was left %s by an interrupted daxfile; fix: run 'daxfile repair' first",
+        name, daxfile_entry_state_to_string(e->state));
     return TRUE;
 }
 
@@ -123,10 +123,10 @@ check_not_immutable(const DaxfileFile *f, GError **error)
         return FALSE;
     if (!on)
         return TRUE;
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                "'%s' is already immutable and daxfile did not set the flag; "
-                "clear it with 'chattr -i' if nothing else relies on it",
-                name);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+        "'%s' is already immutable and daxfile did not set the flag; fix: clear it with 'chattr -i' if nothing else relies on it",
+        name);
     return FALSE;
 }
 
@@ -204,11 +204,10 @@ daxfile_static_verify_engaged(const DaxfileFile *f, const struct stat *st,
     now = daxfile_extent_map_fingerprint(map);
     if ((guint64)cur.st_size == report->size && STREQ(now, report->fingerprint))
         return TRUE;
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                "'%s' changed while static mode was being engaged (its size "
-                "or block map is no longer the one verified); static mode "
-                "was rolled back, find what writes to it and try again",
-                name);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+        "'%s' changed while static mode was being engaged (its size or block map is no longer the one verified); static mode was rolled back, find what writes to it and try again",
+        name);
     return FALSE;
 }
 
@@ -349,8 +348,7 @@ daxfile_static_still_engaged(const DaxfileFile *f, const struct stat *st,
         return FALSE;
     }
     result->warning =
-        g_strdup_printf("the %s of '%s' had been removed; it "
-                        "is engaged again",
+        g_strdup_printf("the %s of '%s' had been removed; it is engaged again",
                         daxfile_mechanism_to_string(cur->mechanism), name);
     return TRUE;
 }
@@ -371,7 +369,7 @@ daxfile_static_enable_checks(const DaxfileFile *f, const struct stat *st,
         return NULL;
     if (daxfile_is_swapfile(st->st_dev, st->st_ino)) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                    "'%s' is an active swapfile; swapoff it first", name);
+                    "'%s' is an active swapfile; fix: swapoff it first", name);
         return NULL;
     }
     if (!check_not_immutable(f, error) ||
@@ -443,8 +441,7 @@ compare_layout(const DaxfileFile *f, const DaxfileEntry *e,
     result->layout_unchanged = e->fingerprint && STREQ(now, e->fingerprint);
     if (!result->layout_unchanged)
         result->change = g_strdup_printf(
-            "the block map changed while static: %u extents now, "
-            "fingerprint %.12s, was %.12s",
+            "the block map changed while static: %u extents now, fingerprint %.12s, was %.12s",
             daxfile_extent_map_count(map), now,
             e->fingerprint ? e->fingerprint : "none");
 }
@@ -456,12 +453,12 @@ not_static_error(const DaxfileFile *f, GError **error)
     gboolean immutable = FALSE;
 
     daxfile_guard_get(f, &immutable, NULL);
-    g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                immutable ? "'%s' is not static (no registry entry); its "
-                            "immutable flag was not set by daxfile, clear it "
-                            "with 'chattr -i' if you know who set it"
-                          : "'%s' is not static (no registry entry)",
-                name);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+        immutable
+            ? "'%s' is not static (no registry entry); its immutable flag was not set by daxfile, clear it with 'chattr -i' if you know who set it"
+            : "'%s' is not static (no registry entry)",
+        name);
     return FALSE;
 }
 

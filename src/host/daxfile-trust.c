@@ -51,18 +51,15 @@ untrusted(const Walk *w, const char *what, const char *fix, GError **error)
     g_autofree char *at = daxfile_escape(w->at->str);
 
     if (STREQ(w->at->str, w->want))
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
-                    "'%s' %s, so someone other than root could have written "
-                    "it, and daxfile obeys only configuration that only root "
-                    "can change; fix: %s '%s'",
-                    want, what, fix, at);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+            "'%s' %s, so someone other than root could have written it, and daxfile obeys only configuration that only root can change; fix: %s '%s'",
+            want, what, fix, at);
     else
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
-                    "'%s' is reached through '%s', which %s, so someone "
-                    "other than root could replace it, and daxfile obeys "
-                    "only configuration that only root can change; fix: %s "
-                    "'%s'",
-                    want, at, what, fix, at);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+            "'%s' is reached through '%s', which %s, so someone other than root could replace it, and daxfile obeys only configuration that only root can change; fix: %s '%s'",
+            want, at, what, fix, at);
     return FALSE;
 }
 

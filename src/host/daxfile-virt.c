@@ -108,9 +108,8 @@ can_hotplug(virDomainPtr dom, const DaxfileNvdimm *nv, char **ret_note)
     live = daxfile_virt_domain_xml(dom, 0, NULL);
     if (live && live->nvdimms->len > 0)
         return TRUE;
-    *ret_note = g_strdup("the running domain booted without an nvdimm, so "
-                         "QEMU cannot hot-plug one; it appears at the next "
-                         "boot");
+    *ret_note = g_strdup(
+        "the running domain booted without an nvdimm, so QEMU cannot hot-plug one; it appears at the next boot");
     return FALSE;
 }
 
@@ -176,10 +175,10 @@ daxfile_virt_detach(const char *uri, const char *domain, const char *path,
         return FALSE;
     index = daxfile_domain_find_nvdimm(def, path);
     if (index < 0) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
-                    "Domain '%s' has no nvdimm or virtio-pmem device backed "
-                    "by '%s'",
-                    dname, name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
+            "Domain '%s' has no nvdimm or virtio-pmem device backed by '%s'",
+            dname, name);
         return FALSE;
     }
     model = daxfile_device_model_to_string(
@@ -190,9 +189,8 @@ daxfile_virt_detach(const char *uri, const char *domain, const char *path,
         return FALSE;
     }
     if (virDomainIsActive(dom) == 1)
-        ret_result->note = g_strdup_printf("QEMU cannot unplug a %s device: "
-                                           "the running domain keeps it until "
-                                           "it shuts down",
-                                           model);
+        ret_result->note = g_strdup_printf(
+            "QEMU cannot unplug a %s device: the running domain keeps it until it shuts down",
+            model);
     return TRUE;
 }

@@ -59,10 +59,10 @@ mark(int fd, const char *name, guint64 done, gboolean durable, GError **error)
 
     if (fsetxattr(fd, DAXFILE_WIPE_XATTR, value, strlen(value), 0) < 0 ||
         (durable && fsync(fd) < 0)) {
-        daxfile_set_error_errno(error, errno,
-                                "Cannot record the wipe's "
-                                "progress on '%s' (extended attribute %s)",
-                                name, DAXFILE_WIPE_XATTR);
+        daxfile_set_error_errno(
+            error, errno,
+            "Cannot record the wipe's progress on '%s' (extended attribute %s)",
+            name, DAXFILE_WIPE_XATTR);
         return FALSE;
     }
     return TRUE;
@@ -125,11 +125,10 @@ unheld(DaxfileRegistry *reg, const DaxfileFile *f, const struct stat *st,
     if (e) {
         g_autofree char *owner = daxfile_escape(e->owner);
 
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                    "'%s' is %s for '%s'; fix: stop or release it first "
-                    "(a domain: shut it down; 'daxfile disable' for a manual "
-                    "owner; 'daxfile repair' if its owner is gone)",
-                    name, daxfile_entry_state_to_string(e->state), owner);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+            "'%s' is %s for '%s'; fix: stop or release it first (a domain: shut it down; 'daxfile disable' for a manual owner; 'daxfile repair' if its owner is gone)",
+            name, daxfile_entry_state_to_string(e->state), owner);
         return FALSE;
     }
     if (!daxfile_guard_get(f, &on, error))
@@ -138,10 +137,10 @@ unheld(DaxfileRegistry *reg, const DaxfileFile *f, const struct stat *st,
         !daxfile_kernel_get(nr, f, &on, error))
         return FALSE;
     if (on) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                    "'%s' is static but the registry does not know it; fix: "
-                    "'daxfile repair', then wipe it",
-                    name);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+            "'%s' is static but the registry does not know it; fix: 'daxfile repair', then wipe it",
+            name);
         return FALSE;
     }
     return unused(f, st, error);
@@ -162,11 +161,10 @@ device_unheld(DaxfileRegistry *reg, const struct stat *st, const DaxfileFile *f,
     if (e) {
         g_autofree char *owner = daxfile_escape(e->owner);
 
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
-                    "'%s' (%s) is %s for '%s'; fix: shut that domain down "
-                    "first ('daxfile repair' if it is gone)",
-                    name, d->name, daxfile_entry_state_to_string(e->state),
-                    owner);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY,
+            "'%s' (%s) is %s for '%s'; fix: shut that domain down first ('daxfile repair' if it is gone)",
+            name, d->name, daxfile_entry_state_to_string(e->state), owner);
         return FALSE;
     }
     if (!daxfile_devdax_check_mode(d, name, error) || !unused(f, st, error))
@@ -391,8 +389,7 @@ wipe_device(const DaxfileFile *f, const struct stat *st,
         g_set_error(
             error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
             "'%s' (%s) does not read back as zeros at offset %" G_GUINT64_FORMAT
-            " after it was wiped: the medium may "
-            "be failing",
+            " after it was wiped: the medium may be failing",
             name, d->name, ret->first_nonzero);
         return FALSE;
     }
@@ -439,9 +436,9 @@ daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
         return FALSE;
     }
 #ifdef __x86_64__
-    ret->method = ret->map_sync ? "MAP_SYNC, non-temporal stores and a "
-                                  "store fence"
-                                : "page cache, msync";
+    ret->method = ret->map_sync
+                      ? "MAP_SYNC, non-temporal stores and a store fence"
+                      : "page cache, msync";
 #else
     ret->method = ret->map_sync ? "MAP_SYNC, msync" : "page cache, msync";
 #endif
@@ -461,10 +458,10 @@ daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
         if (!nt && msync(map + done, n, MS_SYNC) < 0) {
             errsv = errno;
             munmap(map, size);
-            daxfile_set_error_errno(error, errsv,
-                                    "Cannot write '%s' back "
-                                    "at offset %" G_GUINT64_FORMAT,
-                                    name, done);
+            daxfile_set_error_errno(
+                error, errsv,
+                "Cannot write '%s' back at offset %" G_GUINT64_FORMAT, name,
+                done);
             return FALSE;
         }
         done += n;
@@ -485,11 +482,10 @@ daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
 
         munmap(map, size);
         fsync(fd);
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                    "the wipe of '%s' was interrupted after %s of %s; fix: "
-                    "run 'daxfile wipe' on it again to finish (until then "
-                    "it cannot be attached or made static)",
-                    name, have, all);
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+            "the wipe of '%s' was interrupted after %s of %s; fix: run 'daxfile wipe' on it again to finish (until then it cannot be attached or made static)",
+            name, have, all);
         return FALSE;
     }
     read_back(map, size, ret);
@@ -498,16 +494,13 @@ daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
         g_set_error(
             error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
             "'%s' does not read back as zeros at offset %" G_GUINT64_FORMAT
-            " after it was wiped: the medium may "
-            "be failing; the file stays marked unfinished",
+            " after it was wiped: the medium may be failing; the file stays marked unfinished",
             name, ret->first_nonzero);
         return FALSE;
     }
     if (fremovexattr(fd, DAXFILE_WIPE_XATTR) < 0 || fsync(fd) < 0) {
         daxfile_set_error_errno(error, errno,
-                                "Cannot clear the wipe mark "
-                                "of '%s'",
-                                name);
+                                "Cannot clear the wipe mark of '%s'", name);
         return FALSE;
     }
     return record_end(f, error);

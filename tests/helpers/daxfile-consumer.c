@@ -179,9 +179,9 @@ main(int argc, char **argv)
     int fd, rc, i;
 
     if (argc < 2) {
-        fprintf(stderr,
-                "usage: daxfile-consumer FILE [--sync|--pmem] [--private] "
-                "[--misalign] [--also FILE]...\n");
+        fprintf(
+            stderr,
+            "usage: daxfile-consumer FILE [--sync|--pmem] [--private] [--misalign] [--also FILE]...\n");
         return 2;
     }
     for (i = 2; i < argc; i++) {

@@ -47,9 +47,9 @@ daxfile_test_golden(const char *relpath, const char *actual)
         return;
     }
     if (!g_file_get_contents(path, &expected, NULL, &error)) {
-        g_test_message("missing golden file %s (DAXFILE_TEST_REGENERATE=1 "
-                       "writes it): %s",
-                       path, error->message);
+        g_test_message(
+            "missing golden file %s (DAXFILE_TEST_REGENERATE=1 writes it): %s",
+            path, error->message);
         g_test_fail();
         return;
     }

@@ -201,6 +201,52 @@ def rule_proc_fd(srcdir, files):
                  "(src/common/daxfile-fd.h)")
 
 
+# a line that ends a string literal and a line that starts one: a message
+# split in two, which nobody finds by grepping for what it printed. A
+# literal ending in \n is a line of a longer text (a usage), and stays.
+SPLIT_END = re.compile(r'"\s*$')
+SPLIT_START = re.compile(r'\s*"')
+TEXT_LINE_END = re.compile(r'\\n"\s*$')
+
+
+def rule_split_literal(srcdir, files):
+    bad = []
+    for path in files:
+        if not is_c(path):
+            continue
+        lines = read(srcdir, path).splitlines()
+        for n, (line, nxt) in enumerate(zip(lines, lines[1:]), 1):
+            if (SPLIT_END.search(line) and SPLIT_START.match(nxt) and
+                    not TEXT_LINE_END.search(line) and
+                    not line.lstrip().startswith(("#", "*", "/*", "//"))):
+                bad.append(f"{path}:{n}: {line.strip()}")
+    return bad, ("join the pieces into one literal on one line, however "
+                 "long (.clang-format has BreakStringLiterals: false)")
+
+
+# A message's fix comes after "; fix: " (DEVELOPERS.md): a literal of the
+# product with "; <imperative> " is a fix written another way. The guest's
+# checks keep theirs in a field of its own ("hint", printed after "; ").
+STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+BARE_FIX = re.compile(r"; (use|run|pass|give|recreate|put|make|try|swapoff|"
+                      r"rename|move|clear|drop|remove|set|add|start|stop|"
+                      r"choose|install|mount|unmount|load|wait|free|define|"
+                      r"enable|disable|create|delete|edit|reboot|restart) ")
+FIX_FIELD_FILES = ("guest-tools/lib/daxguest-checks.c",)
+
+
+def rule_fix_hint(srcdir, files):
+    bad = []
+    for path in c_files(files):
+        if path in FIX_FIELD_FILES or "/tests/" in path:
+            continue
+        for n, line in enumerate(read(srcdir, path).splitlines(), 1):
+            for lit in STRING_LITERAL.findall(line):
+                if BARE_FIX.search(lit):
+                    bad.append(f"{path}:{n}: {lit}")
+    return bad, "write the fix as '; fix: <what to do>'"
+
+
 CLANG_FORMAT_VERSION = "14"
 
 
@@ -247,6 +293,10 @@ RULES = [
      "a name enters without a file", rule_escape),
     ("proc-fd", "/proc/self/fd/ spelt only in the readlink, the reopens "
      "and daxctl()", rule_proc_fd),
+    ("split-literal", "no string literal split across lines, but the "
+     "lines of a text (each ending in \\n)", rule_split_literal),
+    ("fix-hint", "a message's fix written one way: after '; fix: '",
+     rule_fix_hint),
     ("clang-format", "every C file laid out as .clang-format says",
      rule_clang_format),
 ]

@@ -96,9 +96,10 @@ test_report_size_differs(void)
     spec_init(&spec, DAXFILE_DEVICE_NVDIMM, FILE_PATH);
     spec.size = 32 * M;
     g_assert_false(daxfile_attach_check(&spec, &opts, report, &error));
-    expect_refused(error, DAXFILE_ERROR_INVALID,
-                   "'" FILE_PATH "' is 64 MiB, not 32 MiB; the device size "
-                   "must equal the file's size (drop --size)");
+    expect_refused(
+        error, DAXFILE_ERROR_INVALID,
+        "'" FILE_PATH
+        "' is 64 MiB, not 32 MiB; the device size must equal the file's size; fix: drop --size");
 }
 
 /* a writable device needs a static-ready file; a read-only one does not */
@@ -220,10 +221,10 @@ test_devdax_refused(void)
     expect_refused(e2, DAXFILE_ERROR_INVALID, "'" DEVDAX "'");
     spec_init(&model, DAXFILE_DEVICE_VIRTIO_PMEM, DEVDAX);
     g_assert_false(daxfile_attach_check(&model, &none, NULL, &e3));
-    expect_refused(e3, DAXFILE_ERROR_INVALID,
-                   "'" DEVDAX "' is a device-dax device (dax0.0): it is "
-                   "given to a guest as an nvdimm, and there is nothing to "
-                   "create; fix: drop --model");
+    expect_refused(
+        e3, DAXFILE_ERROR_INVALID,
+        "'" DEVDAX
+        "' is a device-dax device (dax0.0): it is given to a guest as an nvdimm, and there is nothing to create; fix: drop --model");
     spec_init(&made, DAXFILE_DEVICE_NVDIMM, DEVDAX);
     g_assert_false(daxfile_attach_check(&made, &create, NULL, &e4));
     expect_refused(e4, DAXFILE_ERROR_INVALID, "; fix: drop --create");

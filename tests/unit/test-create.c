@@ -33,29 +33,28 @@ typedef struct {
 static const Plan plans[] = {
     /* the size must be a multiple of the alignment; the fix rounds up */
     {NOWHERE "/new.img", 3 * M, 2 * M,
-     "Size 3 MiB of '" NOWHERE "/new.img' is not a multiple of the "
-     "alignment 2 MiB; use --size 4M"},
+     "Size 3 MiB of '" NOWHERE
+     "/new.img' is not a multiple of the alignment 2 MiB; fix: use --size 4M"},
     {NOWHERE "/new.img", 4 * M + 4 * K, 2 * M,
-     "Size 4100 KiB of '" NOWHERE "/new.img' is not a multiple of the "
-     "alignment 2 MiB; use --size 6M"},
+     "Size 4100 KiB of '" NOWHERE
+     "/new.img' is not a multiple of the alignment 2 MiB; fix: use --size 6M"},
     {NOWHERE "/new.img", 5000, 4 * K,
-     "Size 5000 bytes of '" NOWHERE "/new.img' is not a multiple of the "
-     "alignment 4 KiB; use --size 8K"},
+     "Size 5000 bytes of '" NOWHERE
+     "/new.img' is not a multiple of the alignment 4 KiB; fix: use --size 8K"},
     {NOWHERE "/new.img", 0, 2 * M,
-     "Size 0 bytes of '" NOWHERE "/new.img' is not a multiple of the "
-     "alignment 2 MiB; use --size 2M"},
+     "Size 0 bytes of '" NOWHERE
+     "/new.img' is not a multiple of the alignment 2 MiB; fix: use --size 2M"},
     /* ... except past the largest size, where it rounds down */
     {NOWHERE "/new.img", G_MAXINT64, 2 * M,
-     "Size 9223372036854775807 bytes of '" NOWHERE "/new.img' is not a "
-     "multiple of the alignment 2 MiB; use --size 8796093022206M"},
+     "Size 9223372036854775807 bytes of '" NOWHERE
+     "/new.img' is not a multiple of the alignment 2 MiB; fix: use --size 8796093022206M"},
     /* the alignment is a power of two, at least a page */
     {NOWHERE "/new.img", 6 * M, 3 * M,
-     "Alignment 3 MiB is not a power of two; use e.g. 2M or 4K"},
+     "Alignment 3 MiB is not a power of two; fix: use e.g. 2M or 4K"},
     {NOWHERE "/new.img", 6 * M, 0,
-     "Alignment 0 bytes is not a power of two; use e.g. 2M or 4K"},
+     "Alignment 0 bytes is not a power of two; fix: use e.g. 2M or 4K"},
     {NOWHERE "/new.img", 6 * M, 1 * K,
-     "Alignment 1 KiB is smaller than the page size (4096 bytes); use 4K "
-     "or larger"},
+     "Alignment 1 KiB is smaller than the page size (4096 bytes); fix: use 4K or larger"},
     /* the path names a file */
     {NOWHERE "/", 2 * M, 2 * M, "'" NOWHERE "/' does not name a file"},
     {"/", 2 * M, 2 * M, "'/' does not name a file"},
@@ -85,8 +84,9 @@ test_plan(gconstpointer data)
     }
     g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND);
     g_assert_cmpstr(error->message, ==,
-                    "Cannot create '" NOWHERE "/new.img': cannot open "
-                    "directory '" NOWHERE "': No such file or directory");
+                    "Cannot create '" NOWHERE
+                    "/new.img': cannot open directory '" NOWHERE
+                    "': No such file or directory");
 }
 
 /* An existing path is never overwritten, nor a symbolic link followed */
@@ -106,8 +106,7 @@ test_exists(void)
     for (i = 0; i < G_N_ELEMENTS(names); i++) {
         g_autofree char *path = g_build_filename(tmp, names[i], NULL);
         g_autofree char *want = g_strdup_printf(
-            "'%s' already exists; daxfile create never overwrites a file "
-            "(remove it or choose another path)",
+            "'%s' already exists; daxfile create never overwrites a file; fix: remove it or choose another path",
             path);
         g_autoptr(GError) error = NULL;
         g_autoptr(DaxfileReport) report =

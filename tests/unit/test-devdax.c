@@ -65,15 +65,13 @@ test_check(void)
     g_assert_true(daxfile_devdax_check(ok, "/dev/x", 256 * M, 2 * M, NULL));
     g_assert_true(daxfile_devdax_check(ok, "/dev/x", 256 * M, 0, NULL));
     expect_refused(ok, 256 * M, 4096,
-                   "has 2 MiB pages but <alignsize> is "
-                   "4 KiB");
-    expect_refused(ok, 128 * M, 2 * M,
-                   "is 256 MiB but <target><size> is "
-                   "128 MiB; fix: <size unit='KiB'>262144</size>");
+                   "has 2 MiB pages but <alignsize> is 4 KiB");
+    expect_refused(
+        ok, 128 * M, 2 * M,
+        "is 256 MiB but <target><size> is 128 MiB; fix: <size unit='KiB'>262144</size>");
     expect_refused(kmem, 64 * M, 2 * M, "system-ram mode, not devdax");
     expect_refused(kmem, 64 * M, 2 * M,
-                   "daxctl reconfigure-device "
-                   "--mode=devdax dax1.0");
+                   "daxctl reconfigure-device --mode=devdax dax1.0");
     expect_refused(off, 64 * M, 2 * M, "disabled mode");
 }
 
@@ -87,10 +85,9 @@ test_json(void)
 
     json_generator_set_root(gen, node);
     text = json_generator_to_data(gen, NULL);
-    g_assert_cmpstr(text, ==,
-                    "{\"name\":\"dax0.0\",\"path\":\"/dev/dax0.0\","
-                    "\"size\":268435456,\"align\":2097152,"
-                    "\"mode\":\"devdax\"}");
+    g_assert_cmpstr(
+        text, ==,
+        "{\"name\":\"dax0.0\",\"path\":\"/dev/dax0.0\",\"size\":268435456,\"align\":2097152,\"mode\":\"devdax\"}");
 }
 
 int

@@ -88,8 +88,7 @@ test_parse_errors(void)
         "<!DOCTYPE domain><domain><name>x</name></domain>",
         "<domain><name>x</name><memory unit='furlong'>1</memory></domain>",
         "<domain><name>x</name><memory>-1</memory></domain>",
-        "<domain><name>x</name><devices><memory model='nvdimm'><target><size "
-        "unit='EiB'>99</size></target></memory></devices></domain>",
+        "<domain><name>x</name><devices><memory model='nvdimm'><target><size unit='EiB'>99</size></target></memory></devices></domain>",
     };
     guint i;
 
@@ -158,9 +157,8 @@ test_device_xml(void)
     g_assert_null(c);
     g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID);
     /* what we generate reads back the same */
-    wrapped = g_strdup_printf("<domain><name>x</name><devices>%s</devices>"
-                              "</domain>",
-                              a);
+    wrapped = g_strdup_printf(
+        "<domain><name>x</name><devices>%s</devices></domain>", a);
     dom = daxfile_domain_parse(wrapped, strlen(wrapped), NULL);
     g_assert_nonnull(dom);
     nv = g_ptr_array_index(dom->nvdimms, 0);
@@ -244,9 +242,9 @@ test_virtio_pmem(void)
 
     g_assert_nonnull(xml);
     daxfile_test_golden("domxml/device-virtio-pmem.xml", xml);
-    both = g_strdup_printf(DOM(MAXMEM, CELL, "<acpi/>", "%s%s"), xml,
-                           "<memory model='nvdimm'><source><path>/n.img"
-                           "</path></source></memory>");
+    both = g_strdup_printf(
+        DOM(MAXMEM, CELL, "<acpi/>", "%s%s"), xml,
+        "<memory model='nvdimm'><source><path>/n.img</path></source></memory>");
     dom = daxfile_domain_parse(both, strlen(both), NULL);
     g_assert_nonnull(dom);
     g_assert_cmpuint(dom->nvdimms->len, ==, 2);
@@ -273,10 +271,9 @@ test_virtio_pmem(void)
 static void
 test_parse_no_node(void)
 {
-    const char *xml = DOM(MAXMEM, CELL, "<acpi/>",
-                          "<memory model='nvdimm'><source><path>/a.img"
-                          "</path></source><target><size unit='MiB'>512"
-                          "</size></target></memory>");
+    const char *xml = DOM(
+        MAXMEM, CELL, "<acpi/>",
+        "<memory model='nvdimm'><source><path>/a.img</path></source><target><size unit='MiB'>512</size></target></memory>");
     g_autoptr(DaxfileDomain) dom = daxfile_domain_parse(xml, strlen(xml), NULL);
 
     g_assert_nonnull(dom);
@@ -310,23 +307,7 @@ static void
 test_file_refs(void)
 {
     static const char xml[] =
-        "<domain><name>x</name><os><kernel>/k</kernel><initrd>/i</initrd>"
-        "<dtb>/d</dtb><loader readonly='yes'>/l</loader>"
-        "<nvram template='/t'>/n</nvram></os><devices>"
-        "<emulator>/usr/bin/qemu</emulator>"
-        "<disk type='file'><source file='/a'/><target dev='vda'/>"
-        "<backingStore type='file'><source file='/b'/></backingStore></disk>"
-        "<disk type='block'><source dev='/dev/x'/><target dev='vdb'/></disk>"
-        "<memory model='nvdimm'><source><path>/nv</path></source></memory>"
-        "<memory model='virtio-pmem'><source><path>/vp</path></source>"
-        "</memory>"
-        "<serial type='file'><source path='/s'/><log file='/log'/></serial>"
-        "<rng model='virtio'><backend model='random'>/dev/urandom</backend>"
-        "</rng><tpm><backend type='passthrough'><device path='/tpm'/>"
-        "</backend></tpm></devices>"
-        "<qemu:commandline xmlns:qemu='http://libvirt.org/schemas/domain/"
-        "qemu/1.0'><qemu:arg value='-drive'/><qemu:arg value='file=/q,"
-        "if=none'/></qemu:commandline></domain>";
+        "<domain><name>x</name><os><kernel>/k</kernel><initrd>/i</initrd><dtb>/d</dtb><loader readonly='yes'>/l</loader><nvram template='/t'>/n</nvram></os><devices><emulator>/usr/bin/qemu</emulator><disk type='file'><source file='/a'/><target dev='vda'/><backingStore type='file'><source file='/b'/></backingStore></disk><disk type='block'><source dev='/dev/x'/><target dev='vdb'/></disk><memory model='nvdimm'><source><path>/nv</path></source></memory><memory model='virtio-pmem'><source><path>/vp</path></source></memory><serial type='file'><source path='/s'/><log file='/log'/></serial><rng model='virtio'><backend model='random'>/dev/urandom</backend></rng><tpm><backend type='passthrough'><device path='/tpm'/></backend></tpm></devices><qemu:commandline xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'><qemu:arg value='-drive'/><qemu:arg value='file=/q,if=none'/></qemu:commandline></domain>";
     static const char *const want[] = {
         "/domain/os/kernel=/k",
         "/domain/os/initrd=/i",
@@ -371,26 +352,7 @@ static void
 test_file_refs_qemu(void)
 {
     static const char xml[] =
-        "<domain><name>x</name>"
-        "<qemu:commandline xmlns:qemu='http://libvirt.org/schemas/domain/"
-        "qemu/1.0'>"
-        "<qemu:arg value='-blockdev'/><qemu:arg value='{\"driver\":"
-        "\"file\",\"filename\":\"/j1\",\"node-name\":\"n1\"}'/>"
-        "<qemu:arg value='-object'/><qemu:arg value='{\"qom-type\":"
-        "\"memory-backend-file\",\"id\":\"m\",\"mem-path\":"
-        "\"rel/m2\",\"size\":1048576}'/>"
-        "<qemu:arg value='-blockdev'/><qemu:arg value='{\"driver\":"
-        "\"qcow2\",\"node-name\":\"q\",\"file\":{\"driver\":"
-        "\"file\",\"filename\":\"rel/q3\"}}'/>"
-        "<qemu:arg value='-blockdev'/>"
-        "<qemu:arg value='driver=qcow2,node-name=q2,file=n1'/>"
-        "<qemu:arg value='-drive'/><qemu:arg value='file=rel/a,,b,if=none'/>"
-        "<qemu:arg value='-drive'/><qemu:arg value='file=json:{\"driver\":"
-        "\"file\",,\"filename\":\"/j4\"},if=none'/>"
-        "<qemu:arg value='--kernel'/><qemu:arg value='relk'/>"
-        "<qemu:arg value='-m'/><qemu:arg value='512'/>"
-        "<qemu:arg value='-name'/><qemu:arg value='guest=x,debug-threads=on'/>"
-        "</qemu:commandline></domain>";
+        "<domain><name>x</name><qemu:commandline xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'><qemu:arg value='-blockdev'/><qemu:arg value='{\"driver\":\"file\",\"filename\":\"/j1\",\"node-name\":\"n1\"}'/><qemu:arg value='-object'/><qemu:arg value='{\"qom-type\":\"memory-backend-file\",\"id\":\"m\",\"mem-path\":\"rel/m2\",\"size\":1048576}'/><qemu:arg value='-blockdev'/><qemu:arg value='{\"driver\":\"qcow2\",\"node-name\":\"q\",\"file\":{\"driver\":\"file\",\"filename\":\"rel/q3\"}}'/><qemu:arg value='-blockdev'/><qemu:arg value='driver=qcow2,node-name=q2,file=n1'/><qemu:arg value='-drive'/><qemu:arg value='file=rel/a,,b,if=none'/><qemu:arg value='-drive'/><qemu:arg value='file=json:{\"driver\":\"file\",,\"filename\":\"/j4\"},if=none'/><qemu:arg value='--kernel'/><qemu:arg value='relk'/><qemu:arg value='-m'/><qemu:arg value='512'/><qemu:arg value='-name'/><qemu:arg value='guest=x,debug-threads=on'/></qemu:commandline></domain>";
     static const char *const want[] = {
         "2=/j1", "4=rel/m2", "6=rel/q3", "10=rel/a,b", "12=/j4", "14=relk",
     };

@@ -204,8 +204,8 @@ test_beneath(Fixture *fx, gconstpointer data)
                                       &err);
         g_assert_null(r);
         g_assert_error(err, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION);
-        g_assert_nonnull(strstr(err->message, "leads outside the managed "
-                                              "root"));
+        g_assert_nonnull(
+            strstr(err->message, "leads outside the managed root"));
         g_assert_nonnull(strstr(err->message, refused[i]));
     }
     g_clear_pointer(&f, daxfile_file_free);

@@ -12,12 +12,9 @@
 static const char mountinfo[] =
     "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
     "45 27 7:0 / /tmp/lt/e rw,relatime - ext4 /dev/loop0 rw,stripe=512\n"
-    "46 27 7:1 / /tmp/lt/x rw,relatime - xfs /dev/loop1 "
-    "rw,inode64,logbufs=8,logbsize=32k,sunit=4096,swidth=4096,noquota\n"
-    "47 27 259:0 /sub /mnt/bind rw shared:5 master:3 - xfs /dev/pmem0 "
-    "rw,dax=always,sunit=4096\n"
-    "48 27 259:0 / /mnt/pmem\\040dir rw shared:5 - xfs /dev/pmem0 "
-    "rw,dax=always,sunit=4096\n"
+    "46 27 7:1 / /tmp/lt/x rw,relatime - xfs /dev/loop1 rw,inode64,logbufs=8,logbsize=32k,sunit=4096,swidth=4096,noquota\n"
+    "47 27 259:0 /sub /mnt/bind rw shared:5 master:3 - xfs /dev/pmem0 rw,dax=always,sunit=4096\n"
+    "48 27 259:0 / /mnt/pmem\\040dir rw shared:5 - xfs /dev/pmem0 rw,dax=always,sunit=4096\n"
     "49 27 259:1 / /mnt/e rw - ext4 /dev/pmem1 rw,dax\n";
 
 static void

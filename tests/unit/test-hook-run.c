@@ -286,12 +286,12 @@ test_lifecycle(void)
     g_assert_false(hook(conf, "prepare", "begin", vm2, &out, &notes, &error));
     g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY);
     g_assert_true(g_str_has_prefix(error->message, "domain 'vm2' nvdimm0 "));
-    g_assert_nonnull(strstr(error->message, "' is reserved for 'domain:vm1' "
-                                            "(uuid 11111111-2222-3333-4444-"
-                                            "555555555555) since "));
-    g_assert_nonnull(strstr(error->message, ", and it cannot be used by "
-                                            "'domain:vm2' until that owner "
-                                            "releases it"));
+    g_assert_nonnull(strstr(
+        error->message,
+        "' is reserved for 'domain:vm1' (uuid 11111111-2222-3333-4444-555555555555) since "));
+    g_assert_nonnull(strstr(
+        error->message,
+        ", and it cannot be used by 'domain:vm2' until that owner releases it"));
     g_free(reg);
     reg = registry();
     g_assert_cmpstr(reg, ==, "domain:vm1 reserved none\n");

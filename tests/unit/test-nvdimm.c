@@ -34,39 +34,29 @@ typedef struct {
 static const CheckCase check_cases[] = {
     {"ok", GOOD, NULL},
     {"access-missing", DEV(NVDIMM, NULL, TRUE, 2 * M, G, 0),
-     "access is 'unset (private)', so guest writes never reach the file; "
-     "fix: <memory model='nvdimm' access='shared'>"},
+     "access is 'unset (private)', so guest writes never reach the file; fix: <memory model='nvdimm' access='shared'>"},
     {"access-private", DEV(NVDIMM, "private", TRUE, 2 * M, G, 0),
-     "access is 'private', so guest writes never reach the file; fix: "
-     "<memory model='nvdimm' access='shared'>"},
+     "access is 'private', so guest writes never reach the file; fix: <memory model='nvdimm' access='shared'>"},
     {"no-pmem", DEV(NVDIMM, "shared", FALSE, 2 * M, G, 0),
-     "<source> has no <pmem/>, so QEMU maps the file without MAP_SYNC and "
-     "libvirt preallocates it; fix: add <pmem/> to <source>"},
+     "<source> has no <pmem/>, so QEMU maps the file without MAP_SYNC and libvirt preallocates it; fix: add <pmem/> to <source>"},
     {"no-alignsize", DEV(NVDIMM, "shared", TRUE, 0, G, 0),
-     "<source> has no <alignsize>, so the mapping is not aligned for huge "
-     "pages; fix: add <alignsize unit='KiB'>2048</alignsize> to <source>"},
+     "<source> has no <alignsize>, so the mapping is not aligned for huge pages; fix: add <alignsize unit='KiB'>2048</alignsize> to <source>"},
     {"alignsize-not-power-of-two", DEV(NVDIMM, "shared", TRUE, 3 * K, G, 0),
      "<alignsize>: "},
     {"no-size", DEV(NVDIMM, "shared", TRUE, 2 * M, 0, 0),
      "<target> has no <size>; fix: set it to the file's size"},
     {"label-too-small", DEV(NVDIMM, "shared", TRUE, 2 * M, G, 4 * K),
-     "label size 4 KiB is below QEMU's minimum of 128 KiB; fix: "
-     "<label><size unit='KiB'>128</size></label>"},
+     "label size 4 KiB is below QEMU's minimum of 128 KiB; fix: <label><size unit='KiB'>128</size></label>"},
     {"label-minimum", DEV(NVDIMM, "shared", TRUE, 2 * M, G, 128 * K), NULL},
     {"label-fills-device", DEV(NVDIMM, "shared", TRUE, 2 * M, 2 * M, 2 * M),
-     "the guest would see 0 bytes (size 2 MiB minus label 2 MiB, aligned "
-     "down to <alignsize>); fix: a larger file and <size>, or a smaller "
-     "label"},
+     "the guest would see 0 bytes (size 2 MiB minus label 2 MiB, aligned down to <alignsize>); fix: a larger file and <size>, or a smaller label"},
     {"label-leaves-less-than-alignsize",
      DEV(NVDIMM, "shared", TRUE, 2 * M, 2 * M, 128 * K),
-     "the guest would see 0 bytes (size 2 MiB minus label 128 KiB, aligned "
-     "down to <alignsize>); fix: a larger file and <size>, or a smaller "
-     "label"},
+     "the guest would see 0 bytes (size 2 MiB minus label 128 KiB, aligned down to <alignsize>); fix: a larger file and <size>, or a smaller label"},
     /* virtio-pmem: access and size only */
     {"virtio-pmem-ok", DEV(VIRTIO_PMEM, "shared", FALSE, 0, G, 4 * K), NULL},
     {"virtio-pmem-access-private", DEV(VIRTIO_PMEM, "private", FALSE, 0, G, 0),
-     "access is 'private', so guest writes never reach the file; fix: "
-     "<memory model='virtio-pmem' access='shared'>"},
+     "access is 'private', so guest writes never reach the file; fix: <memory model='virtio-pmem' access='shared'>"},
     {"virtio-pmem-no-size", DEV(VIRTIO_PMEM, "shared", FALSE, 0, 0, 0),
      "<target> has no <size>; fix: set it to the file's size"},
 };
@@ -107,9 +97,8 @@ round_trip(const DaxfileNvdimm *made, DaxfileDomain **ret_dom, char **ret_xml)
 
     g_assert_true(daxfile_nvdimm_check(made, NULL));
     g_assert_no_error(error);
-    domain = g_strdup_printf("<domain><name>x</name><devices>%s</devices>"
-                             "</domain>",
-                             xml);
+    domain = g_strdup_printf(
+        "<domain><name>x</name><devices>%s</devices></domain>", xml);
     *ret_dom = daxfile_domain_parse(domain, strlen(domain), &error);
     g_assert_no_error(error);
     g_assert_cmpuint((*ret_dom)->nvdimms->len, ==, 1);

@@ -299,9 +299,9 @@ test_recover_tmp(void)
     g_autoptr(DaxfileRegistry) reg = NULL;
     DaxfileEntry *e;
 
-    write_file(file, "{\"version\": 1, \"entries\": [{\"path\": \"/x.img\", "
-                     "\"dev\": 5, \"ino\": 6, \"state\": \"engaging\", "
-                     "\"mechanism\": \"kernel\", \"owner\": \"pid:9\"}]}");
+    write_file(
+        file,
+        "{\"version\": 1, \"entries\": [{\"path\": \"/x.img\", \"dev\": 5, \"ino\": 6, \"state\": \"engaging\", \"mechanism\": \"kernel\", \"owner\": \"pid:9\"}]}");
     write_file(tmpfile, "{\"version\": 1, \"entr");
     reg = daxfile_registry_open(&error);
     g_assert_no_error(error);
@@ -327,19 +327,15 @@ test_corrupt(void)
         const char *text;
         const char *message;
     } cases[] = {
-        {"{\"entries\": [", "; move it aside and run 'daxfile repair'"},
+        {"{\"entries\": [", "; fix: move it aside and run 'daxfile repair'"},
         {"[]", ": not a daxfile registry"},
         {"{\"version\": 1}", ": not a daxfile registry"},
         {"{\"entries\": [1]}", ": entry 0 is malformed"},
-        {"{\"entries\": [{\"path\": \"/a\", \"state\": \"engaged\", "
-         "\"mechanism\": \"none\"}, {\"path\": \"/b\", \"state\": "
-         "\"frozen\", \"mechanism\": \"none\"}]}",
+        {"{\"entries\": [{\"path\": \"/a\", \"state\": \"engaged\", \"mechanism\": \"none\"}, {\"path\": \"/b\", \"state\": \"frozen\", \"mechanism\": \"none\"}]}",
          ": entry 1 is malformed"},
-        {"{\"entries\": [{\"path\": \"/a\", \"state\": \"engaged\", "
-         "\"mechanism\": \"glue\"}]}",
+        {"{\"entries\": [{\"path\": \"/a\", \"state\": \"engaged\", \"mechanism\": \"glue\"}]}",
          ": entry 0 is malformed"},
-        {"{\"entries\": [{\"state\": \"engaged\", \"mechanism\": "
-         "\"none\"}]}",
+        {"{\"entries\": [{\"state\": \"engaged\", \"mechanism\": \"none\"}]}",
          ": entry 0 is malformed"},
     };
     guint i;
@@ -399,9 +395,9 @@ test_lock_inode(void)
     again = daxfile_registry_lock_inode(2049, 12, "/a.img", FALSE, &error);
     g_assert_cmpint(again, ==, -1);
     g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_BUSY);
-    g_assert_cmpstr(error->message, ==,
-                    "'/a.img' is busy: another daxfile operation on it is "
-                    "in progress; try again");
+    g_assert_cmpstr(
+        error->message, ==,
+        "'/a.img' is busy: another daxfile operation on it is in progress; fix: try again");
     g_clear_error(&error);
     close(first);
     again = daxfile_registry_lock_inode(2049, 12, "/a.img", FALSE, &error);

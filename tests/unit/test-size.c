@@ -172,10 +172,10 @@ test_parse_number(void)
         {"ff", "Invalid number 'ff': expected decimal digits"},
         {"0x1g", "Invalid number '0x1g': expected decimal digits"},
         {"x1", "Invalid number 'x1': expected decimal digits"},
-        {"18446744073709551616", "Invalid number '18446744073709551616': "
-                                 "too large"},
-        {"0x10000000000000000", "Invalid number '0x10000000000000000': "
-                                "too large"},
+        {"18446744073709551616",
+         "Invalid number '18446744073709551616': too large"},
+        {"0x10000000000000000",
+         "Invalid number '0x10000000000000000': too large"},
     };
     size_t i;
 

@@ -374,9 +374,9 @@ test_interrupted(Fixture *fx, gconstpointer data)
     entry_edit(f, state, DAXFILE_MECH_VERIFIED_ONLY);
     g_assert_false(enable(f, ALICE, &result, &e1));
     g_assert_error(e1, DAXFILE_ERROR, DAXFILE_ERROR_BUSY);
-    want = g_strdup_printf("'%s' was left %s by an interrupted daxfile; run "
-                           "'daxfile repair' first",
-                           fx->a, daxfile_entry_state_to_string(state));
+    want = g_strdup_printf(
+        "'%s' was left %s by an interrupted daxfile; fix: run 'daxfile repair' first",
+        fx->a, daxfile_entry_state_to_string(state));
     g_assert_cmpstr(e1->message, ==, want);
     item.file = f;
     item.params = params_for(ALICE);
@@ -574,8 +574,8 @@ typedef struct {
     const char *why; /* after "cannot be made static: ", or NULL: ready */
 } NotReadyCase;
 
-#define FIX                                                                    \
-    "; make a provisioned file with 'daxfile create PATH --size SIZE' and "    \
+#define FIX                                                                      \
+    "; fix: make a provisioned file with 'daxfile create PATH --size SIZE' and " \
     "copy the data into it"
 
 static const NotReadyCase not_ready_cases[] = {
@@ -584,8 +584,7 @@ static const NotReadyCase not_ready_cases[] = {
     {"/static/enable/refused/tail-hole", SHAPE_TAIL_HOLE,
      "hole: no blocks, a write would allocate (offset 0x100000, 3 MiB)" FIX},
     {"/static/enable/refused/unwritten", SHAPE_FALLOCATED,
-     "unwritten (fallocated, never written): the first write would change "
-     "metadata (offset 0x0, 4 MiB)" FIX},
+     "unwritten (fallocated, never written): the first write would change metadata (offset 0x0, 4 MiB)" FIX},
     {"/static/enable/refused/empty", SHAPE_EMPTY, "file is empty" FIX},
     {"/static/enable/written-fsynced", SHAPE_WRITTEN, NULL},
 };
@@ -673,10 +672,9 @@ test_no_fiemap(Fixture *fx, gconstpointer data)
     f = open_file(path);
     g_assert_false(enable(f, ALICE, &result, &error));
     g_assert_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED);
-    want = g_strdup_printf("Cannot read the block map of '%s': the filesystem "
-                           "does not report extents (FIEMAP); static mode is "
-                           "not supported here",
-                           path);
+    want = g_strdup_printf(
+        "Cannot read the block map of '%s': the filesystem does not report extents (FIEMAP); static mode is not supported here",
+        path);
     g_assert_cmpstr(error->message, ==, want);
     g_assert_cmpuint(entry_count(), ==, 0);
     daxfile_test_rmtree(dir);

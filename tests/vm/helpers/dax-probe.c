@@ -43,9 +43,10 @@
 static int
 probe_usage(void)
 {
-    fprintf(stderr, "usage: dax-probe statx|mapsync PATH\n"
-                    "       dax-probe faults PATH [--sync] [--offset BYTES] "
-                    "[--expect-pmd]\n");
+    fprintf(
+        stderr,
+        "usage: dax-probe statx|mapsync PATH\n"
+        "       dax-probe faults PATH [--sync] [--offset BYTES] [--expect-pmd]\n");
     return 2;
 }
 
@@ -119,10 +120,10 @@ probe_faults(int argc, char **argv)
             if (!daxfile_size_parse_flags(argv[++a], DAXFILE_SIZE_ZERO, &offset,
                                           NULL) ||
                 offset % DAX_PMD_SIZE) {
-                fprintf(stderr,
-                        "dax-probe: invalid --offset '%s'; a "
-                        "multiple of 2 MiB\n",
-                        argv[a]);
+                fprintf(
+                    stderr,
+                    "dax-probe: invalid --offset '%s'; a multiple of 2 MiB\n",
+                    argv[a]);
                 return 2;
             }
         } else {
@@ -147,8 +148,8 @@ probe_faults(int argc, char **argv)
     for (i = PROBE_PAGE; i < DAX_PMD_SIZE; i += PROBE_PAGE)
         PROBE_TOUCH(&p[i]);
     f2 = dax_faults_now();
-    printf("'%s' offset %" PRIu64 "%s: first touch %ld fault(s), other "
-           "511 pages %ld fault(s)\n",
+    printf("'%s' offset %" PRIu64
+           "%s: first touch %ld fault(s), other 511 pages %ld fault(s)\n",
            path, offset, sync ? " MAP_SYNC" : "", f1 - f0, f2 - f1);
     munmap((void *)p, DAX_PMD_SIZE);
     close(fd);
