@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <locale.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli-common.h"
 #include "cli-verbs.h"
@@ -142,10 +143,60 @@ dispatch(const CliVerb *verb, int argc, char **argv)
     return verb->dispatch(argc, argv);
 }
 
+/* Edits (insertions, deletions, substitutions) that turn @a into @b */
+static gsize
+levenshtein(const char *a, const char *b)
+{
+    gsize la = strlen(a), lb = strlen(b), i, j;
+    g_autofree gsize *row = g_new(gsize, lb + 1);
+
+    for (j = 0; j <= lb; j++)
+        row[j] = j;
+    for (i = 1; i <= la; i++) {
+        gsize diag = row[0];
+
+        row[0] = i;
+        for (j = 1; j <= lb; j++) {
+            gsize up = row[j];
+
+            row[j] = MIN(MIN(row[j] + 1, row[j - 1] + 1),
+                         diag + (a[i - 1] == b[j - 1] ? 0 : 1));
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The verb @word was probably meant as (systemd's strv_find_closest()):
+ * the one it is the start of, when only one starts so, else the one
+ * fewest edits away, when two at most and fewer than its length; NULL */
+static const char *
+closest_verb(const CliVerb *const *verbs, gsize n, const char *word)
+{
+    const char *prefixed = NULL, *best = NULL;
+    gsize i, nprefixed = 0, best_distance = 3;
+
+    for (i = 0; i < n; i++) {
+        gsize d;
+
+        if (g_str_has_prefix(verbs[i]->name, word)) {
+            prefixed = verbs[i]->name;
+            nprefixed++;
+        }
+        d = levenshtein(word, verbs[i]->name);
+        if (d < best_distance && d < strlen(word)) {
+            best = verbs[i]->name;
+            best_distance = d;
+        }
+    }
+    return nprefixed == 1 && *word ? prefixed : best;
+}
+
 int
 cli_dispatch_verb(const CliVerb *const *verbs, gsize n, int argc, char **argv)
 {
     const char *program = cli_program();
+    const char *closest;
     gsize i;
 
     setlocale(LC_ALL, "");
@@ -167,7 +218,14 @@ cli_dispatch_verb(const CliVerb *const *verbs, gsize n, int argc, char **argv)
         if (STREQ(argv[1], verbs[i]->name))
             return dispatch(verbs[i], argc - 1, argv + 1);
     }
-    fprintf(stderr, "%s: unknown command '%s' (see '%s --help')\n", program,
-            argv[1], program);
+    closest = closest_verb(verbs, n, argv[1]);
+    if (closest)
+        fprintf(
+            stderr,
+            "%s: unknown command '%s', did you mean '%s'? (see '%s --help')\n",
+            program, argv[1], closest, program);
+    else
+        fprintf(stderr, "%s: unknown command '%s' (see '%s --help')\n", program,
+                argv[1], program);
     return CLI_EXIT_USAGE;
 }

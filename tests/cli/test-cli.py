@@ -23,6 +23,8 @@ CASES = [
     ("help", ["--help"]),
     ("version", ["--version"]),
     ("unknown-command", ["frobnicate"]),
+    ("unknown-command-close", ["stauts"]),
+    ("unknown-command-prefix", ["wip"]),
     ("create-help", ["create", "--help"]),
     ("check-help", ["check", "--help"]),
     ("status-help", ["status", "--help"]),
