@@ -313,136 +313,41 @@ read_back(const unsigned char *map, guint64 size, DaxfileWipeResult *ret)
     ret->verify_seconds = now() - t0;
 }
 
-/* A device-dax device: zeroed through its own mapping (synchronous: no
- * page cache, no metadata), while the registry lock of the device keeps a
- * domain's start waiting; a device has no extended attributes, so its
- * wipe record (daxfile-wipes.h) alone marks a partial wipe. */
-static gboolean
-wipe_device(const DaxfileFile *f, const struct stat *st,
-            const DaxfileWipeParams *p, DaxfileWipeResult *ret, GError **error)
+/* What one wipe zeroes: its mapping, its @label in messages ("'name'" or
+ * "'name' (dax0.0)"), whether stores through the mapping reach the medium
+ * without msync (MAP_SYNC or device-dax), and for a file its fd, whose
+ * progress mark follows each chunk (-1: a device-dax device, which has no
+ * extended attributes and no msync; its wipe record alone marks it) */
+typedef struct {
+    DaxfileMapping map;
+    const char *name;
+    const char *label;
+    gboolean sync;
+    int file_fd;
+} WipeTarget;
+
+static void
+wipe_target_clear(WipeTarget *t)
 {
-    int fd = f->fd;
-    const char *name = f->display;
-    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
-    g_autoptr(DaxfileDevdax) d = NULL;
-    g_auto(DaxfileFd) lock = -1;
-    void *addr = NULL;
-    unsigned char *map;
-    guint64 done = 0, align;
-    double t0;
-
-    if (!reg)
-        return FALSE;
-    lock = daxfile_registry_lock_inode(st->st_rdev, 0, name, FALSE, error);
-    if (lock < 0 || !device_unheld(reg, st, f, &d, error) ||
-        !record_begin(f, error))
-        return FALSE;
-    g_clear_pointer(&reg, daxfile_registry_free);
-    ret->size = d->size;
-    align = MAX(d->align, (guint64)DAXFILE_SZ_2M);
-    if (!daxfile_map_aligned(fd, d->size, 0, PROT_READ | PROT_WRITE, MAP_SHARED,
-                             align, &addr, NULL)) {
-        daxfile_set_error_errno(error, errno, "Cannot map '%s' (%s)", name,
-                                d->name);
-        return FALSE;
-    }
-    map = addr;
-    ret->map_sync = TRUE; /* a device-dax mapping is synchronous */
-#ifdef __x86_64__
-    ret->method = "device-dax mapping, non-temporal stores and a store fence";
-#else
-    ret->method = "device-dax mapping, stores";
-#endif
-    t0 = now();
-    while (done < d->size) {
-        guint64 n = MIN((guint64)WIPE_CHUNK, d->size - done);
-
-        if (p && p->cancel && g_atomic_int_get(p->cancel)) {
-            ret->interrupted = TRUE;
-            break;
-        }
-#ifdef __x86_64__
-        zero(map + done, n, n % 64 == 0);
-#else
-        zero(map + done, n, FALSE);
-#endif
-        done += n;
-        ret->zeroed += n;
-        if (p && p->progress)
-            p->progress(done, d->size, p->progress_data);
-    }
-    ret->seconds = now() - t0;
-    if (ret->interrupted) {
-        g_autofree char *have = daxfile_size_format(done);
-        g_autofree char *all = daxfile_size_format(d->size);
-
-        munmap(map, d->size);
-        g_set_error(
-            error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-            "the wipe of '%s' (%s) was interrupted after %s of %s; fix: run 'daxfile wipe' on it again, or 'daxfile repair' (until then no domain may use it)",
-            name, d->name, have, all);
-        return FALSE;
-    }
-    read_back(map, d->size, ret);
-    munmap(map, d->size);
-    if (!ret->verified) {
-        g_set_error(
-            error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-            "'%s' (%s) does not read back as zeros at offset %" G_GUINT64_FORMAT
-            " after it was wiped: the medium may be failing",
-            name, d->name, ret->first_nonzero);
-        return FALSE;
-    }
-    return record_end(f, error);
+    daxfile_mapping_clear(&t->map);
 }
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(WipeTarget, wipe_target_clear)
 
-gboolean
-daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
-             DaxfileWipeResult *ret, GError **error)
+/* The one zero-and-verify loop: from @done to the end, a chunk at a time,
+ * each durable (non-temporal stores and a fence on a synchronous mapping,
+ * else msync) before the file's progress mark moves past it, until the end
+ * or @p's cancel; then every byte read back. @unfinished_fix: what to do
+ * after an interruption; @unverified_note: appended when the read-back
+ * finds a byte that is not zero. */
+static gboolean
+zero_and_verify(WipeTarget *t, guint64 done, const DaxfileWipeParams *p,
+                const char *unfinished_fix, const char *unverified_note,
+                DaxfileWipeResult *ret, GError **error)
 {
-    int fd = f->fd;
-    const char *name = f->display;
-    unsigned char *map;
-    struct stat st;
-    guint64 done = 0, size;
-    double t0;
-    int errsv;
+    unsigned char *map = t->map.addr;
+    guint64 size = t->map.length;
+    double t0 = now();
 
-    memset(ret, 0, sizeof(*ret));
-    if (fstat(fd, &st) < 0) {
-        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", name);
-        return FALSE;
-    }
-    if (S_ISCHR(st.st_mode))
-        return wipe_device(f, &st, p, ret, error);
-    if (!daxfile_file_check_regular(&st, name, error))
-        return FALSE;
-    if (st.st_size == 0) {
-        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
-                    "'%s' is empty: there is nothing to wipe", name);
-        return FALSE;
-    }
-    size = ret->size = (guint64)st.st_size;
-    if (!claim(f, &st, &done, error))
-        return FALSE;
-    ret->resumed_from = done;
-    map = mmap(NULL, size, PROT_READ | PROT_WRITE,
-               MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
-    ret->map_sync = map != MAP_FAILED;
-    if (map == MAP_FAILED)
-        map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED) {
-        daxfile_set_error_errno(error, errno, "Cannot map '%s'", name);
-        return FALSE;
-    }
-#ifdef __x86_64__
-    ret->method = ret->map_sync
-                      ? "MAP_SYNC, non-temporal stores and a store fence"
-                      : "page cache, msync";
-#else
-    ret->method = ret->map_sync ? "MAP_SYNC, msync" : "page cache, msync";
-#endif
-    t0 = now();
     while (done < size) {
         guint64 n = MIN((guint64)WIPE_CHUNK, size - done);
         gboolean nt = FALSE;
@@ -452,15 +357,13 @@ daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
             break;
         }
 #ifdef __x86_64__
-        nt = ret->map_sync && done % 64 == 0 && n % 64 == 0;
+        nt = t->sync && done % 64 == 0 && n % 64 == 0;
 #endif
         zero(map + done, n, nt);
-        if (!nt && msync(map + done, n, MS_SYNC) < 0) {
-            errsv = errno;
-            munmap(map, size);
+        if (!nt && t->file_fd >= 0 && msync(map + done, n, MS_SYNC) < 0) {
             daxfile_set_error_errno(
-                error, errsv,
-                "Cannot write '%s' back at offset %" G_GUINT64_FORMAT, name,
+                error, errno,
+                "Cannot write %s back at offset %" G_GUINT64_FORMAT, t->label,
                 done);
             return FALSE;
         }
@@ -468,10 +371,8 @@ daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
         ret->zeroed += n;
         /* behind the data, which is durable already: an older mark only
          * makes the next wipe zero a chunk again */
-        if (!mark(fd, name, done, FALSE, error)) {
-            munmap(map, size);
+        if (t->file_fd >= 0 && !mark(t->file_fd, t->name, done, FALSE, error))
             return FALSE;
-        }
         if (p && p->progress)
             p->progress(done, size, p->progress_data);
     }
@@ -480,27 +381,124 @@ daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
         g_autofree char *have = daxfile_size_format(done);
         g_autofree char *all = daxfile_size_format(size);
 
-        munmap(map, size);
-        fsync(fd);
-        g_set_error(
-            error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-            "the wipe of '%s' was interrupted after %s of %s; fix: run 'daxfile wipe' on it again to finish (until then it cannot be attached or made static)",
-            name, have, all);
+        if (t->file_fd >= 0)
+            fsync(t->file_fd);
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
+                    "the wipe of %s was interrupted after %s of %s; fix: %s",
+                    t->label, have, all, unfinished_fix);
         return FALSE;
     }
     read_back(map, size, ret);
-    munmap(map, size);
     if (!ret->verified) {
         g_set_error(
             error, DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-            "'%s' does not read back as zeros at offset %" G_GUINT64_FORMAT
-            " after it was wiped: the medium may be failing; the file stays marked unfinished",
-            name, ret->first_nonzero);
+            "%s does not read back as zeros at offset %" G_GUINT64_FORMAT
+            " after it was wiped: the medium may be failing%s",
+            t->label, ret->first_nonzero, unverified_note);
         return FALSE;
     }
-    if (fremovexattr(fd, DAXFILE_WIPE_XATTR) < 0 || fsync(fd) < 0) {
-        daxfile_set_error_errno(error, errno,
-                                "Cannot clear the wipe mark of '%s'", name);
+    return TRUE;
+}
+
+/* A device-dax device: zeroed through its own mapping (synchronous: no
+ * page cache, no metadata), while the registry lock of the device keeps a
+ * domain's start waiting; its wipe record (daxfile-wipes.h) alone marks a
+ * partial wipe. */
+static gboolean
+wipe_device(const DaxfileFile *f, const struct stat *st,
+            const DaxfileWipeParams *p, DaxfileWipeResult *ret, GError **error)
+{
+    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(error);
+    g_autoptr(DaxfileDevdax) d = NULL;
+    g_auto(DaxfileFd) lock = -1;
+    g_autofree char *label = NULL;
+    g_auto(WipeTarget) t = {{NULL, 0}, f->display, NULL, TRUE, -1};
+
+    if (!reg)
+        return FALSE;
+    lock =
+        daxfile_registry_lock_inode(st->st_rdev, 0, f->display, FALSE, error);
+    if (lock < 0 || !device_unheld(reg, st, f, &d, error) ||
+        !record_begin(f, error))
+        return FALSE;
+    g_clear_pointer(&reg, daxfile_registry_free);
+    ret->size = d->size;
+    if (!daxfile_map_aligned(f->fd, d->size, 0, PROT_READ | PROT_WRITE,
+                             MAP_SHARED, MAX(d->align, (guint64)DAXFILE_SZ_2M),
+                             &t.map.addr, NULL)) {
+        daxfile_set_error_errno(error, errno, "Cannot map '%s' (%s)",
+                                f->display, d->name);
+        return FALSE;
+    }
+    t.map.length = d->size;
+    t.label = label = g_strdup_printf("'%s' (%s)", f->display, d->name);
+    ret->map_sync = TRUE; /* a device-dax mapping is synchronous */
+#ifdef __x86_64__
+    ret->method = "device-dax mapping, non-temporal stores and a store fence";
+#else
+    ret->method = "device-dax mapping, stores";
+#endif
+    if (!zero_and_verify(
+            &t, 0, p,
+            "run 'daxfile wipe' on it again, or 'daxfile repair' (until then no domain may use it)",
+            "", ret, error))
+        return FALSE;
+    return record_end(f, error);
+}
+
+gboolean
+daxfile_wipe(const DaxfileFile *f, const DaxfileWipeParams *p,
+             DaxfileWipeResult *ret, GError **error)
+{
+    g_autofree char *label = NULL;
+    g_auto(WipeTarget) t = {{NULL, 0}, f->display, NULL, FALSE, f->fd};
+    struct stat st;
+    guint64 done = 0;
+
+    memset(ret, 0, sizeof(*ret));
+    if (fstat(f->fd, &st) < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot stat '%s'", f->display);
+        return FALSE;
+    }
+    if (S_ISCHR(st.st_mode))
+        return wipe_device(f, &st, p, ret, error);
+    if (!daxfile_file_check_regular(&st, f->display, error))
+        return FALSE;
+    if (st.st_size == 0) {
+        g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_INVALID,
+                    "'%s' is empty: there is nothing to wipe", f->display);
+        return FALSE;
+    }
+    ret->size = t.map.length = (guint64)st.st_size;
+    if (!claim(f, &st, &done, error))
+        return FALSE;
+    ret->resumed_from = done;
+    t.map.addr = mmap(NULL, t.map.length, PROT_READ | PROT_WRITE,
+                      MAP_SHARED_VALIDATE | MAP_SYNC, f->fd, 0);
+    t.sync = ret->map_sync = t.map.addr != MAP_FAILED;
+    if (t.map.addr == MAP_FAILED)
+        t.map.addr = mmap(NULL, t.map.length, PROT_READ | PROT_WRITE,
+                          MAP_SHARED, f->fd, 0);
+    if (t.map.addr == MAP_FAILED) {
+        daxfile_set_error_errno(error, errno, "Cannot map '%s'", f->display);
+        return FALSE;
+    }
+#ifdef __x86_64__
+    ret->method = ret->map_sync
+                      ? "MAP_SYNC, non-temporal stores and a store fence"
+                      : "page cache, msync";
+#else
+    ret->method = ret->map_sync ? "MAP_SYNC, msync" : "page cache, msync";
+#endif
+    t.label = label = g_strdup_printf("'%s'", f->display);
+    if (!zero_and_verify(
+            &t, done, p,
+            "run 'daxfile wipe' on it again to finish (until then it cannot be attached or made static)",
+            "; the file stays marked unfinished", ret, error))
+        return FALSE;
+    if (fremovexattr(f->fd, DAXFILE_WIPE_XATTR) < 0 || fsync(f->fd) < 0) {
+        daxfile_set_error_errno(
+            error, errno, "Cannot clear the wipe mark of '%s'", f->display);
         return FALSE;
     }
     return record_end(f, error);
