@@ -55,12 +55,6 @@ static const char *const qemu_file_keys[] = {
 };
 
 /* @name (NULL: none) is in the NULL-terminated @list */
-static gboolean
-in_list(const char *name, const char *const *list)
-{
-    return name && g_strv_contains(list, name);
-}
-
 static void
 add_ref(GPtrArray *refs, xmlNode *node, const char *path, gint nvdimm)
 {
@@ -94,7 +88,7 @@ qemu_file_key(const QemuArg *q, const char *key)
     last = last ? last + 1 : key;
     if (STREQ(last, "file") && q->option && STREQ(q->option, "-blockdev"))
         return FALSE;
-    return in_list(last, qemu_file_keys);
+    return daxfile_str_in_list(last, qemu_file_keys);
 }
 
 static void qemu_json(const QemuArg *q, const char *key, JsonNode *node);
@@ -233,7 +227,7 @@ qemu_commandline(GPtrArray *refs, xmlNode *cmdline)
         } else if ((opt = qemu_option(value))) {
             g_free(option);
             option = g_strdup(opt);
-            file_next = in_list(opt, qemu_file_options);
+            file_next = daxfile_str_in_list(opt, qemu_file_options);
         } else if (value[0] != '{' || !qemu_json_text(&q, value)) {
             qemu_opts(&q, value);
         }
@@ -264,11 +258,11 @@ collect_refs(xmlNode *node, gint nvdimm, guint *n_nvdimm, GPtrArray *refs)
             continue;
         if (qemu && STREQ(an, "value"))
             qemu_opts(&q, v);
-        else if (in_list(an, file_attrs) ||
+        else if (daxfile_str_in_list(an, file_attrs) ||
                  (STREQ(an, "dev") && STREQ(name, "source")))
             add_ref(refs, (xmlNode *)a, v, -1);
     }
-    if (!qemu && in_list(name, file_texts)) {
+    if (!qemu && daxfile_str_in_list(name, file_texts)) {
         g_autofree char *text = daxfile_xml_text(node);
         gboolean own = nvdimm >= 0 && STREQ(name, "path") && node->parent &&
                        STREQ((const char *)node->parent->name, "source") &&

@@ -23,12 +23,6 @@ static const char *const network_types[] = {
 };
 
 /* @name (NULL: none) is in the NULL-terminated @list */
-static gboolean
-in_list(const char *name, const char *const *list)
-{
-    return name && g_strv_contains(list, name);
-}
-
 /* A single path component, nothing that could lead out of a directory */
 static gboolean
 plain_name(const char *name)
@@ -105,9 +99,9 @@ daxfile_pool_volume_path(const char *state_dir, const char *pool,
     type = daxfile_xml_attr(node, "type");
     target = daxfile_xml_text(
         daxfile_xml_child(daxfile_xml_child(node, "target"), "path"));
-    if (in_list(type, network_types))
+    if (daxfile_str_in_list(type, network_types))
         return TRUE;
-    if (!in_list(type, placed_types) || !target ||
+    if (!daxfile_str_in_list(type, placed_types) || !target ||
         !g_path_is_absolute(g_strstrip(target))) {
         g_autofree char *shown_type = daxfile_escape(type ? type : "");
 
