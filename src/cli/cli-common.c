@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli-common.h"
 #include "daxfile-json.h"
@@ -61,4 +62,37 @@ cli_print_json(JsonNode *node)
     g_autofree char *text = daxfile_json_to_string(owned);
 
     fputs(text, stdout);
+}
+
+static gsize
+cell_width(const char *cell)
+{
+    return g_utf8_validate(cell, -1, NULL) ? (gsize)g_utf8_strlen(cell, -1)
+                                           : strlen(cell);
+}
+
+void
+cli_print_table(const char *const *header, guint ncols, const GPtrArray *cells)
+{
+    g_autofree gsize *width = g_new0(gsize, ncols);
+    guint i, c;
+
+    if (cells->len == 0)
+        return;
+    for (c = 0; c < ncols; c++)
+        width[c] = cell_width(header[c]);
+    for (i = 0; i < cells->len; i++)
+        width[i % ncols] =
+            MAX(width[i % ncols],
+                cell_width(g_ptr_array_index((GPtrArray *)cells, i)));
+    for (i = 0; i < ncols + cells->len; i++) {
+        const char *cell =
+            i < ncols ? header[i]
+                      : g_ptr_array_index((GPtrArray *)cells, i - ncols);
+        c = i % ncols;
+        if (c + 1 == ncols)
+            printf("%s\n", cell);
+        else
+            printf("%s%*s", cell, (int)(width[c] - cell_width(cell) + 2), "");
+    }
 }

@@ -30,3 +30,10 @@ gboolean cli_parse_size(const char *cmd, const char *option, const char *value,
 
 /* @node (taken) on stdout as pretty JSON */
 void cli_print_json(JsonNode *node);
+
+/* A table for people (systemd's format-table, in small): @header's @ncols
+ * titles, then @cells (row after row, @ncols each); every column as wide
+ * as its widest cell (in characters), two spaces apart, the last not
+ * padded. Nothing at all when @cells is empty. */
+void cli_print_table(const char *const *header, guint ncols,
+                     const GPtrArray *cells);

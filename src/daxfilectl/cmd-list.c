@@ -27,22 +27,32 @@ static const GOptionEntry repair_options[] = {
     {NULL},
 };
 
+/* One row of the list: path, state, mechanism, owner, since */
 static void
-print_entry(const DaxfileEntry *e)
+add_entry(GPtrArray *cells, const DaxfileEntry *e)
 {
-    g_autofree char *path = daxfile_escape(e->path);
-
-    printf("%-40s %-9s %-16s %-20s %s%s\n", path,
-           e->unguarded ? "unguarded" : daxfile_entry_state_to_string(e->state),
-           daxfile_mechanism_to_string(e->mechanism), e->owner, e->since,
-           daxfile_entry_is_stale(e) ? "  (stale: run 'daxfile repair')" : "");
+    g_ptr_array_add(cells, daxfile_escape(e->path));
+    g_ptr_array_add(cells,
+                    g_strdup(e->unguarded
+                                 ? "unguarded"
+                                 : daxfile_entry_state_to_string(e->state)));
+    g_ptr_array_add(cells, g_strdup(daxfile_mechanism_to_string(e->mechanism)));
+    g_ptr_array_add(cells, daxfile_escape(e->owner));
+    g_ptr_array_add(cells, g_strconcat(e->since,
+                                       daxfile_entry_is_stale(e)
+                                           ? "  (stale: run 'daxfile repair')"
+                                           : "",
+                                       NULL));
 }
 
 static int
 cmd_list(int argc, char **argv)
 {
+    static const char *const header[] = {"PATH", "STATE", "MECHANISM", "OWNER",
+                                         "SINCE"};
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) entries = NULL;
+    g_autoptr(GPtrArray) cells = g_ptr_array_new_with_free_func(g_free);
     guint i;
 
     entries = daxfile_static_list(&error);
@@ -52,11 +62,9 @@ cmd_list(int argc, char **argv)
         cli_print_json(daxfile_static_list_to_json(entries));
         return CLI_EXIT_OK;
     }
-    if (entries->len > 0)
-        printf("%-40s %-9s %-16s %-20s %s\n", "PATH", "STATE", "MECHANISM",
-               "OWNER", "SINCE");
     for (i = 0; i < entries->len; i++)
-        print_entry(g_ptr_array_index(entries, i));
+        add_entry(cells, g_ptr_array_index(entries, i));
+    cli_print_table(header, G_N_ELEMENTS(header), cells);
     return CLI_EXIT_OK;
 }
 

@@ -59,6 +59,8 @@ CASES = [
     ("watch-nothing", ["watch"], {"DAXFILE_CONF": "nothing.conf"}),
     # a registry (populate_registry) as left by an earlier boot, a dead
     # consumer and an interrupted enable: repair's text and --json
+    # the same registry listed: each column as wide as its widest cell
+    ("list", ["list"], {"DAXFILE_STATE_DIR": "state-list"}),
     ("repair", ["repair"], {"DAXFILE_STATE_DIR": "state-text"}),
     ("repair-json", ["repair", "--json"], {"DAXFILE_STATE_DIR": "state-json"}),
 ]
@@ -121,7 +123,7 @@ def populate(d):
         f.write("[hook]\nmanaged_roots=/var/lib/libvirt/pmem\n")
     with open(os.path.join(d, "nothing.conf"), "w") as f:
         f.write("[hook]\n")
-    for state in ("state-text", "state-json"):
+    for state in ("state-text", "state-json", "state-list"):
         populate_registry(os.path.join(d, state))
 
 
