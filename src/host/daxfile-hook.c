@@ -347,7 +347,8 @@ daxfile_hook_prepare_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
 }
 
 static gboolean
-hook_prepare(const DaxfileHookCtx *h, GError **error)
+hook_prepare(const DaxfileHookCtx *h, char **ret_stdout G_GNUC_UNUSED,
+             GError **error)
 {
     g_autoptr(GArray) devs = managed_devices(h, error);
 
@@ -384,13 +385,6 @@ attest(const DaxfileHookCtx *h, const DaxfileNvdimm *nv, pid_t pid,
         dev_check_mappers(qemu, f, FALSE, &local))
         return TRUE;
     return daxfile_hook_dev_fail(h, nv, local, error);
-}
-
-static gboolean
-is_op(const DaxfileHookCall *call, const char *op, const char *subop)
-{
-    return call->op && call->subop && STREQ(call->op, op) &&
-           STREQ(call->subop, subop);
 }
 
 /* The QEMU of the domain (libvirt's pid file) and its smaps, read once
@@ -490,7 +484,7 @@ daxfile_hook_hold_unguarded(const DaxfileHookCtx *h, const DaxfileHookDev *d,
  * the guest has not had already. So a device that cannot be made static
  * is held for the domain unguarded, and said; the hook succeeds. */
 static gboolean
-hook_reconnect(const DaxfileHookCtx *h, GArray *devs)
+hook_reconnect_devs(const DaxfileHookCtx *h, GArray *devs)
 {
     guint i;
 
@@ -519,17 +513,25 @@ hook_reconnect(const DaxfileHookCtx *h, GArray *devs)
     return TRUE;
 }
 
-/* started begin and reconnect begin: QEMU has the files mapped */
+/* started begin: QEMU has the files mapped */
 static gboolean
-hook_engage(const DaxfileHookCtx *h, GError **error)
+hook_started(const DaxfileHookCtx *h, char **ret_stdout G_GNUC_UNUSED,
+             GError **error)
 {
     g_autoptr(GArray) devs = managed_devices(h, error);
 
-    if (!devs)
-        return FALSE;
-    if (is_op(h->call, "reconnect", "begin"))
-        return hook_reconnect(h, devs);
-    return daxfile_hook_engage_devs(h, devs, error);
+    return devs && daxfile_hook_engage_devs(h, devs, error);
+}
+
+/* reconnect begin: as started, a device that cannot be made static held
+ * unguarded (hook_reconnect_devs()) */
+static gboolean
+hook_reconnect(const DaxfileHookCtx *h, char **ret_stdout G_GNUC_UNUSED,
+               GError **error)
+{
+    g_autoptr(GArray) devs = managed_devices(h, error);
+
+    return devs && hook_reconnect_devs(h, devs);
 }
 
 /* stopped end and release end: release every device this domain holds,
@@ -589,7 +591,8 @@ daxfile_hook_release_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
 }
 
 static gboolean
-hook_release(const DaxfileHookCtx *h, GError **error)
+hook_release(const DaxfileHookCtx *h, char **ret_stdout G_GNUC_UNUSED,
+             GError **error)
 {
     g_autoptr(GArray) devs = managed_devices(h, NULL);
 
@@ -672,6 +675,24 @@ hook_incoming(const DaxfileHookCtx *h, char **ret_stdout, GError **error)
     return *ret_stdout != NULL;
 }
 
+/* The operations the hook acts on (libvirt's hooks page: qemu); libvirt
+ * calls it for others too, which it leaves alone */
+static const struct {
+    const char *op;
+    const char *subop;
+    gboolean (*run)(const DaxfileHookCtx *h, char **ret_stdout, GError **error);
+    gboolean without_nvdimm; /* runs for a domain without one: prepare
+                              * checks what else the domain names */
+} phases[] = {
+    {"prepare", "begin", hook_prepare, TRUE},
+    {"started", "begin", hook_started, FALSE},
+    {"reconnect", "begin", hook_reconnect, FALSE},
+    {"stopped", "end", hook_release, FALSE},
+    {"release", "end", hook_release, FALSE},
+    {"migrate", "begin", hook_incoming, FALSE},
+    {"restore", "begin", hook_incoming, FALSE},
+};
+
 gboolean
 daxfile_hook_run(const DaxfileHookCall *call, const DaxfileConf *conf,
                  char **ret_stdout, GPtrArray *notes, GError **error)
@@ -679,28 +700,26 @@ daxfile_hook_run(const DaxfileHookCall *call, const DaxfileConf *conf,
     g_autoptr(DaxfileDomain) dom = NULL;
     g_autofree char *owner = NULL;
     DaxfileHookCtx h = {call, conf, NULL, NULL, notes, NULL};
+    gsize i;
 
     *ret_stdout = NULL;
     if (conf->roots->len == 0 && !conf->device_dax)
         return TRUE; /* nothing is managed: leave every domain alone */
-    if (!is_op(call, "prepare", "begin") && !is_op(call, "started", "begin") &&
-        !is_op(call, "stopped", "end") && !is_op(call, "release", "end") &&
-        !is_op(call, "reconnect", "begin") &&
-        !is_op(call, "migrate", "begin") && !is_op(call, "restore", "begin"))
+    if (!call->op || !call->subop)
+        return TRUE;
+    for (i = 0; i < G_N_ELEMENTS(phases); i++)
+        if (STREQ(call->op, phases[i].op) &&
+            STREQ(call->subop, phases[i].subop))
+            break;
+    if (i == G_N_ELEMENTS(phases))
         return TRUE;
     dom = daxfile_domain_parse(call->xml, call->xml_len, error);
     if (!dom)
         return FALSE;
-    if (dom->nvdimms->len == 0 && !is_op(call, "prepare", "begin"))
-        return TRUE; /* (prepare still checks what else it names) */
+    if (dom->nvdimms->len == 0 && !phases[i].without_nvdimm)
+        return TRUE;
     owner = g_strdup_printf("domain:%s", dom->name);
     h.dom = dom;
     h.owner = owner;
-    if (is_op(call, "prepare", "begin"))
-        return hook_prepare(&h, error);
-    if (is_op(call, "started", "begin") || is_op(call, "reconnect", "begin"))
-        return hook_engage(&h, error);
-    if (is_op(call, "stopped", "end") || is_op(call, "release", "end"))
-        return hook_release(&h, error);
-    return hook_incoming(&h, ret_stdout, error);
+    return phases[i].run(&h, ret_stdout, error);
 }
