@@ -30,7 +30,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Plug, plug_clear)
 static gboolean
 plug_init(Plug *p, const DaxfilePlug *plug, GError **error)
 {
-    DaxfileHookDev d = {(DaxfileNvdimm *)plug->nv, NULL};
+    DaxfileHookDev d = {(DaxfileNvdimm *)plug->nv};
     GError *local = NULL;
 
     p->call.object = plug->dom->name;
@@ -43,7 +43,7 @@ plug_init(Plug *p, const DaxfilePlug *plug, GError **error)
     p->h.dom = plug->dom;
     p->h.owner = g_strdup_printf("domain:%s", plug->dom->name);
     p->h.notes = plug->notes;
-    p->devs = g_array_new(FALSE, FALSE, sizeof(DaxfileHookDev));
+    p->devs = daxfile_hook_devs_new();
     p->mappers = g_array_new(FALSE, FALSE, sizeof(pid_t));
     if (plug->qemu > 0)
         g_array_append_val(p->mappers, plug->qemu);

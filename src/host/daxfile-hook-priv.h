@@ -9,6 +9,7 @@
 #include <glib.h>
 
 #include "daxfile-hook.h"
+#include "daxfile-static.h"
 
 G_BEGIN_DECLS
 
@@ -24,11 +25,18 @@ typedef struct {
                             * NULL: none */
 } DaxfileHookCtx;
 
-/* A device the hook acts on */
+/* A device the hook acts on, and what a phase does with it: its file,
+ * once the phase opened it (owned), and its static-mode item (item.file
+ * is that file; item.result and item.released say what static mode did) */
 typedef struct {
     DaxfileNvdimm *nv;
     const DaxfileRoot *root; /* NULL: a device-dax device */
+    DaxfileFile *file;
+    DaxfileStaticItem item;
 } DaxfileHookDev;
+
+/* An empty array of DaxfileHookDev that frees their files and items */
+GArray *daxfile_hook_devs_new(void);
 
 /* "domain 'vm1' nvdimm0 '/mnt/pmem/vm1.img'" */
 char *daxfile_hook_dev_label(const DaxfileHookCtx *h, const DaxfileNvdimm *nv);
@@ -81,11 +89,10 @@ gboolean daxfile_hook_check_no_alias(const DaxfileHookCtx *h, GArray *devs,
 
 /* Nothing else reaches a managed file: no other file reference of the
  * domain (daxfile_domain_file_refs(), and its storage volumes, placed
- * through their pools' state) is the file of one of @devs (whose opened
- * files are @files, parallel), or a file the registry holds for another
- * owner. Compared by what they are, however spelt; what cannot be
- * identified is refused. */
+ * through their pools' state) is the file of one of @devs (each opened),
+ * or a file the registry holds for another owner. Compared by what they
+ * are, however spelt; what cannot be identified is refused. */
 gboolean daxfile_hook_check_refs(const DaxfileHookCtx *h, GArray *devs,
-                                 GPtrArray *files, GError **error);
+                                 GError **error);
 
 G_END_DECLS

@@ -64,18 +64,19 @@ daxfile_hook_check_no_alias(const DaxfileHookCtx *h, GArray *devs,
     return TRUE;
 }
 
-/* The managed device among @devs whose file (@own, parallel to @devs) one
- * of @ids is, or NULL */
+/* The managed device among @devs (each opened) whose file one of @ids
+ * is, or NULL */
 static const DaxfileNvdimm *
-ref_hits_device(GArray *ids, GArray *devs, GArray *own)
+ref_hits_device(GArray *ids, GArray *devs)
 {
     guint i;
 
-    for (i = 0; i < own->len; i++) {
-        const DaxfileIdentity *o = &g_array_index(own, DaxfileIdentity, i);
+    for (i = 0; i < devs->len; i++) {
+        const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
+        DaxfileIdentity o = daxfile_identity_of(&d->file->st);
 
-        if (daxfile_identities_have(ids, o->dev, o->ino))
-            return g_array_index(devs, DaxfileHookDev, i).nv;
+        if (daxfile_identities_have(ids, o.dev, o.ino))
+            return d->nv;
     }
     return NULL;
 }
@@ -158,8 +159,7 @@ volume_unplaced(const DaxfileHookCtx *h, const DaxfileVolumeRef *ref,
 
 /* What daxfile_hook_check_refs() compares each reference with */
 typedef struct {
-    GArray *devs;       /* DaxfileHookDev */
-    GArray *own;        /* their files' identities */
+    GArray *devs;       /* DaxfileHookDev, each opened */
     GPtrArray *entries; /* the registry's */
 } RefCheck;
 
@@ -176,7 +176,7 @@ check_ref(const DaxfileHookCtx *h, const RefCheck *c, const DaxfileFileRef *ref,
 
     if (!daxfile_path_identities(ref->path, ids, &local))
         return ref_unplaced(h, ref, local, error);
-    nv = ref_hits_device(ids, c->devs, c->own);
+    nv = ref_hits_device(ids, c->devs);
     e = nv ? NULL : ref_hits_entry(h, ids, c->entries);
     if (nv || e)
         return ref_fail(h, ref, nv, e, error);
@@ -215,25 +215,17 @@ check_volumes(const DaxfileHookCtx *h, const RefCheck *c, GError **error)
  * compared by what they are, however they are spelt; storage volumes by
  * the file their pool places them at. */
 gboolean
-daxfile_hook_check_refs(const DaxfileHookCtx *h, GArray *devs, GPtrArray *files,
-                        GError **error)
+daxfile_hook_check_refs(const DaxfileHookCtx *h, GArray *devs, GError **error)
 {
     g_autoptr(GPtrArray) refs = daxfile_domain_file_refs(h->dom);
     g_autoptr(GPtrArray) entries = daxfile_static_list(error);
-    g_autoptr(GArray) own = g_array_new(FALSE, TRUE, sizeof(DaxfileIdentity));
-    RefCheck c = {devs, own, entries};
+    RefCheck c = {devs, entries};
     guint i;
 
     if (!entries)
         return FALSE;
-    if (files->len == 0 && entries->len == 0)
+    if (devs->len == 0 && entries->len == 0)
         return TRUE;
-    g_array_set_size(own, files->len);
-    for (i = 0; i < files->len; i++) {
-        const DaxfileFile *f = g_ptr_array_index(files, i);
-
-        g_array_index(own, DaxfileIdentity, i) = daxfile_identity_of(&f->st);
-    }
     for (i = 0; i < refs->len; i++) {
         const DaxfileFileRef *ref = g_ptr_array_index(refs, i);
 

@@ -176,11 +176,11 @@ daxfile_hook_dev_is_devdax(const DaxfileHookCtx *h, const DaxfileNvdimm *nv)
 static GArray *
 managed_devices(const DaxfileHookCtx *h, GError **error)
 {
-    g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(DaxfileHookDev));
+    g_autoptr(GArray) out = daxfile_hook_devs_new();
     guint i;
 
     for (i = 0; i < h->dom->nvdimms->len; i++) {
-        DaxfileHookDev d = {g_ptr_array_index(h->dom->nvdimms, i), NULL};
+        DaxfileHookDev d = {g_ptr_array_index(h->dom->nvdimms, i)};
         GError *local = NULL;
 
         if (!daxfile_hook_dev_root(h, d.nv, &d.root, &local)) {
@@ -197,11 +197,11 @@ managed_devices(const DaxfileHookCtx *h, GError **error)
 static GArray *
 plain_devices(const DaxfileHookCtx *h)
 {
-    GArray *out = g_array_new(FALSE, FALSE, sizeof(DaxfileHookDev));
+    GArray *out = daxfile_hook_devs_new();
     guint i;
 
     for (i = 0; i < h->dom->nvdimms->len; i++) {
-        DaxfileHookDev d = {g_ptr_array_index(h->dom->nvdimms, i), NULL};
+        DaxfileHookDev d = {g_ptr_array_index(h->dom->nvdimms, i)};
 
         if (!daxfile_path_is_plain(d.nv->path))
             continue;
@@ -212,28 +212,46 @@ plain_devices(const DaxfileHookCtx *h)
     return out;
 }
 
-static GPtrArray *
-files_new(void)
+static void
+dev_clear(DaxfileHookDev *d)
 {
-    return g_ptr_array_new_with_free_func((GDestroyNotify)daxfile_file_free);
+    daxfile_static_item_clear(&d->item);
+    g_clear_pointer(&d->file, daxfile_file_free);
 }
 
-/* The static-mode set of @devs over @files (parallel to @devs); at
- * started, @consumers holds the domain's attested QEMU, the only process
- * that may keep a file open for writing (NULL elsewhere: none may) */
-static GArray *
-dev_items(const DaxfileHookCtx *h, GArray *devs, GPtrArray *files,
-          const GArray *consumers)
+GArray *
+daxfile_hook_devs_new(void)
 {
-    GArray *items =
-        g_array_sized_new(FALSE, TRUE, sizeof(DaxfileStaticItem), files->len);
+    GArray *devs = g_array_new(FALSE, TRUE, sizeof(DaxfileHookDev));
+
+    g_array_set_clear_func(devs, (GDestroyNotify)dev_clear);
+    return devs;
+}
+
+/* @d's file, opened by a phase (owned by @d from now on) */
+static void
+dev_set_file(DaxfileHookDev *d, DaxfileFile *f)
+{
+    g_clear_pointer(&d->file, daxfile_file_free);
+    d->file = f;
+}
+
+/* The static-mode items of @devs (each opened), as the set operations
+ * take them: pointers to each device's own item, in @devs' order. At
+ * started, @consumers holds the domain's attested QEMU, the only process
+ * that may keep a file open for writing (NULL elsewhere: none may). */
+static GPtrArray *
+dev_items(const DaxfileHookCtx *h, GArray *devs, const GArray *consumers)
+{
+    GPtrArray *items = g_ptr_array_sized_new(devs->len);
     guint i;
 
-    g_array_set_clear_func(items, (GDestroyNotify)daxfile_static_item_clear);
-    for (i = 0; i < files->len; i++) {
-        const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
-        DaxfileStaticItem it = {
-            .file = g_ptr_array_index(files, i),
+    for (i = 0; i < devs->len; i++) {
+        DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
+
+        daxfile_static_item_clear(&d->item);
+        d->item = (DaxfileStaticItem){
+            .file = d->file,
             .params = {.align = daxfile_nvdimm_page(d->nv),
                        .device = daxfile_device_model_to_string(d->nv->model),
                        .allow_non_dax = d->root && d->root->allow_non_dax,
@@ -242,8 +260,7 @@ dev_items(const DaxfileHookCtx *h, GArray *devs, GPtrArray *files,
                        .consumers = consumers,
                        .wait = TRUE},
         };
-
-        g_array_append_val(items, it);
+        g_ptr_array_add(items, &d->item);
     }
     return items;
 }
@@ -317,8 +334,7 @@ dev_check_mappers(const GArray *allowed, const DaxfileFile *f, gboolean prepare,
 gboolean
 daxfile_hook_prepare_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
 {
-    g_autoptr(GPtrArray) files = files_new();
-    g_autoptr(GArray) items = NULL;
+    g_autoptr(GPtrArray) items = NULL;
     GError *local = NULL;
     guint failed = 0;
     guint i;
@@ -326,20 +342,18 @@ daxfile_hook_prepare_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
     if (!daxfile_hook_check_no_alias(h, devs, error))
         return FALSE;
     for (i = 0; i < devs->len; i++) {
-        const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
-        DaxfileFile *f = dev_validate(h, d->nv, d->root, &local);
+        DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
 
-        if (f)
-            g_ptr_array_add(files, f);
-        if (!f || !dev_check_mappers(h->mappers, f, TRUE, &local))
+        dev_set_file(d, dev_validate(h, d->nv, d->root, &local));
+        if (!d->file || !dev_check_mappers(h->mappers, d->file, TRUE, &local))
             return daxfile_hook_dev_fail(h, d->nv, local, error);
     }
-    if (!daxfile_hook_check_refs(h, devs, files, error))
+    if (!daxfile_hook_check_refs(h, devs, error))
         return FALSE;
     if (devs->len == 0)
         return TRUE;
-    items = dev_items(h, devs, files, NULL);
-    if (!daxfile_static_reserve_set((DaxfileStaticItem *)items->data,
+    items = dev_items(h, devs, NULL);
+    if (!daxfile_static_reserve_set((DaxfileStaticItem *const *)items->pdata,
                                     items->len, h->call->parent,
                                     h->call->parent_start, &failed, &local))
         return set_fail(h, devs, failed, local, error);
@@ -404,8 +418,7 @@ qemu_smaps(const DaxfileHookCtx *h, pid_t *ret_pid, char **ret_smaps,
 gboolean
 daxfile_hook_engage_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
 {
-    g_autoptr(GPtrArray) files = files_new();
-    g_autoptr(GArray) items = NULL;
+    g_autoptr(GPtrArray) items = NULL;
     g_autoptr(GArray) qemu = g_array_new(FALSE, FALSE, sizeof(pid_t));
     g_autofree char *smaps = NULL;
     GError *local = NULL;
@@ -414,7 +427,7 @@ daxfile_hook_engage_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
     guint i;
 
     for (i = 0; i < devs->len; i++) {
-        const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
+        DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
         DaxfileFile *f;
 
         /* A device-dax device is not attested: the kernel maps it shared
@@ -428,7 +441,7 @@ daxfile_hook_engage_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
             f = dev_open(h, d->nv, d->root, &local);
         if (!f)
             return daxfile_hook_dev_fail(h, d->nv, local, error);
-        g_ptr_array_add(files, f);
+        dev_set_file(d, f);
         if (d->root && !attest(h, d->nv, pid, smaps, f, error))
             return FALSE;
     }
@@ -436,17 +449,15 @@ daxfile_hook_engage_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
         return TRUE;
     if (pid > 0)
         g_array_append_val(qemu, pid);
-    items = dev_items(h, devs, files, qemu);
-    if (!daxfile_static_enable_set((DaxfileStaticItem *)items->data, items->len,
-                                   &failed, &local))
+    items = dev_items(h, devs, qemu);
+    if (!daxfile_static_enable_set((DaxfileStaticItem *const *)items->pdata,
+                                   items->len, &failed, &local))
         return set_fail(h, devs, failed, local, error);
-    for (i = 0; i < items->len; i++) {
-        const DaxfileStaticItem *it =
-            &g_array_index(items, DaxfileStaticItem, i);
+    for (i = 0; i < devs->len; i++) {
+        const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
 
-        if (it->result.warning)
-            note(h, g_array_index(devs, DaxfileHookDev, i).nv,
-                 it->result.warning);
+        if (d->item.result.warning)
+            note(h, d->nv, d->item.result.warning);
     }
     return TRUE;
 }
@@ -456,24 +467,22 @@ daxfile_hook_hold_unguarded(const DaxfileHookCtx *h, const DaxfileHookDev *d,
                             const char *reason, GError **error)
 {
     g_autoptr(DaxfileDevdax) dd = NULL;
-    g_autoptr(DaxfileFile) f = NULL;
-    g_autoptr(GArray) one = g_array_new(FALSE, FALSE, sizeof(DaxfileHookDev));
-    g_autoptr(GPtrArray) files = files_new();
-    g_autoptr(GArray) items = NULL;
+    g_autoptr(GArray) one = daxfile_hook_devs_new();
+    g_autoptr(GPtrArray) items = NULL;
+    DaxfileHookDev copy = {d->nv, d->root};
     GError *local = NULL;
     pid_t qemu;
 
-    f = d->root ? dev_open(h, d->nv, d->root, &local)
-                : daxfile_devdax_open(d->nv->path, &dd, &local);
-    if (!f)
+    copy.file = d->root ? dev_open(h, d->nv, d->root, &local)
+                        : daxfile_devdax_open(d->nv->path, &dd, &local);
+    if (!copy.file)
         return daxfile_hook_dev_fail(h, d->nv, local, error);
     qemu = daxfile_attest_qemu_pid(h->conf->qemu_pid_dir, h->dom->name,
                                    h->conf->path, NULL);
-    g_array_append_val(one, *d);
-    g_ptr_array_add(files, g_steal_pointer(&f));
-    items = dev_items(h, one, files, NULL);
+    g_array_append_val(one, copy);
+    items = dev_items(h, one, NULL);
     if (daxfile_static_hold_unguarded(
-            (DaxfileStaticItem *)items->data, qemu > 0 ? qemu : 0,
+            g_ptr_array_index(items, 0), qemu > 0 ? qemu : 0,
             qemu > 0 ? daxfile_proc_start_time(qemu) : 0, reason, &local))
         return TRUE;
     return daxfile_hook_dev_fail(h, d->nv, local, error);
@@ -492,13 +501,13 @@ hook_reconnect_devs(const DaxfileHookCtx *h, GArray *devs)
         return TRUE;
     for (i = 0; i < devs->len; i++) {
         const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
-        g_autoptr(GArray) one =
-            g_array_new(FALSE, FALSE, sizeof(DaxfileHookDev));
+        g_autoptr(GArray) one = daxfile_hook_devs_new();
+        DaxfileHookDev copy = {d->nv, d->root};
         g_autoptr(GError) why = NULL;
         g_autofree char *cause = NULL;
         g_autofree char *text = NULL;
 
-        g_array_append_val(one, *d);
+        g_array_append_val(one, copy);
         if (daxfile_hook_engage_devs(h, one, &why))
             continue;
         cause = daxfile_hook_dev_cause(h, d->nv, why->message);
@@ -541,17 +550,14 @@ hook_reconnect(const DaxfileHookCtx *h, char **ret_stdout G_GNUC_UNUSED,
 gboolean
 daxfile_hook_release_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
 {
-    g_autoptr(GArray) opened =
-        g_array_new(FALSE, FALSE, sizeof(DaxfileHookDev));
-    g_autoptr(GPtrArray) files = files_new();
-    g_autoptr(GArray) items = NULL;
+    g_autoptr(GPtrArray) items = NULL;
     GError *local = NULL;
     guint failed = 0;
     gboolean ok;
     guint i;
 
-    for (i = 0; i < devs->len; i++) {
-        const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
+    for (i = devs->len; i-- > 0;) {
+        DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
         DaxfileFile *f = NULL;
         int fd = -1;
 
@@ -561,30 +567,29 @@ daxfile_hook_release_devs(const DaxfileHookCtx *h, GArray *devs, GError **error)
         else if ((fd = open(d->nv->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >=
                  0)
             f = daxfile_file_new_from_fd(fd, d->nv->path, NULL);
-        if (!f)
-            continue;
-        g_ptr_array_add(files, f);
-        g_array_append_val(opened, *d);
+        if (f)
+            dev_set_file(d, f);
+        else /* gone: left to 'daxfile repair' */
+            g_array_remove_index(devs, i);
     }
-    if (files->len == 0)
+    if (devs->len == 0)
         return TRUE;
-    items = dev_items(h, opened, files, NULL);
-    ok = daxfile_static_release_set((DaxfileStaticItem *)items->data,
+    items = dev_items(h, devs, NULL);
+    ok = daxfile_static_release_set((DaxfileStaticItem *const *)items->pdata,
                                     items->len, &failed, &local);
     if (!ok)
-        set_fail(h, opened, failed, local, error);
-    for (i = 0; i < items->len; i++) {
-        const DaxfileStaticItem *it =
-            &g_array_index(items, DaxfileStaticItem, i);
+        set_fail(h, devs, failed, local, error);
+    for (i = 0; i < devs->len; i++) {
+        const DaxfileHookDev *d = &g_array_index(devs, DaxfileHookDev, i);
 
-        if (it->not_ours || !it->released.owner ||
-            it->released.layout_unchanged || !ok)
+        if (d->item.not_ours || !d->item.released.owner ||
+            d->item.released.layout_unchanged || !ok)
             continue;
         ok = daxfile_hook_dev_fail(
-            h, g_array_index(opened, DaxfileHookDev, i).nv,
+            h, d->nv,
             g_error_new(DAXFILE_ERROR, DAXFILE_ERROR_FAILED,
-                        "'%s' was released but %s", it->file->display,
-                        it->released.change),
+                        "'%s' was released but %s", d->file->display,
+                        d->item.released.change),
             error);
     }
     return ok;

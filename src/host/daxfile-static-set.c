@@ -73,7 +73,8 @@ member_fail(const Member *m, guint *ret_failed)
 /* The set in (device, inode) order, every inode locked: two sets that
  * share files lock them in the same order and cannot deadlock. */
 static GArray *
-set_lock(DaxfileStaticItem *items, guint n, guint *ret_failed, GError **error)
+set_lock(DaxfileStaticItem *const *items, guint n, guint *ret_failed,
+         GError **error)
 {
     g_autoptr(GArray) set = g_array_sized_new(FALSE, TRUE, sizeof(Member), n);
     guint i;
@@ -81,11 +82,11 @@ set_lock(DaxfileStaticItem *items, guint n, guint *ret_failed, GError **error)
     g_array_set_clear_func(set, (GDestroyNotify)member_clear);
     for (i = 0; i < n; i++) {
         Member m = {.idx = i,
-                    .item = &items[i],
+                    .item = items[i],
                     .lock = -1,
-                    .file = items[i].file,
-                    .fd = items[i].file->fd,
-                    .name = items[i].file->display};
+                    .file = items[i]->file,
+                    .fd = items[i]->file->fd,
+                    .name = items[i]->file->display};
 
         g_array_append_val(set, m);
         if (!daxfile_static_fd_identity(
@@ -310,8 +311,9 @@ set_step(DaxfileRegistry *reg, GArray *set, gboolean verify, guint *ret_failed,
 }
 
 static gboolean
-set_commit(DaxfileStaticItem *items, guint n, gboolean reserve, pid_t holder,
-           guint64 holder_start, guint *ret_failed, GError **error)
+set_commit(DaxfileStaticItem *const *items, guint n, gboolean reserve,
+           pid_t holder, guint64 holder_start, guint *ret_failed,
+           GError **error)
 {
     g_autoptr(GArray) set = NULL;
     g_autoptr(DaxfileRegistry) reg = NULL;
@@ -341,23 +343,23 @@ set_commit(DaxfileStaticItem *items, guint n, gboolean reserve, pid_t holder,
 }
 
 gboolean
-daxfile_static_reserve_set(DaxfileStaticItem *items, guint n, pid_t holder,
-                           guint64 holder_start, guint *ret_failed,
-                           GError **error)
+daxfile_static_reserve_set(DaxfileStaticItem *const *items, guint n,
+                           pid_t holder, guint64 holder_start,
+                           guint *ret_failed, GError **error)
 {
     return set_commit(items, n, TRUE, holder, holder_start, ret_failed, error);
 }
 
 gboolean
-daxfile_static_enable_set(DaxfileStaticItem *items, guint n, guint *ret_failed,
-                          GError **error)
+daxfile_static_enable_set(DaxfileStaticItem *const *items, guint n,
+                          guint *ret_failed, GError **error)
 {
     return set_commit(items, n, FALSE, 0, 0, ret_failed, error);
 }
 
 gboolean
-daxfile_static_release_set(DaxfileStaticItem *items, guint n, guint *ret_failed,
-                           GError **error)
+daxfile_static_release_set(DaxfileStaticItem *const *items, guint n,
+                           guint *ret_failed, GError **error)
 {
     g_autoptr(GArray) set = NULL;
     g_autoptr(DaxfileRegistry) reg = NULL;
@@ -404,7 +406,7 @@ daxfile_static_hold_unguarded(DaxfileStaticItem *item, pid_t holder,
     Member *m;
     guint failed = 0;
 
-    set = set_lock(item, 1, &failed, error);
+    set = set_lock(&item, 1, &failed, error);
     if (!set || !(reg = daxfile_registry_open(error)))
         return FALSE;
     m = &g_array_index(set, Member, 0);

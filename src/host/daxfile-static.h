@@ -80,6 +80,7 @@ gboolean daxfile_static_disable(const DaxfileFile *f, const char *owner,
 /* Sets: several files changed together in one registry transaction (the
  * libvirt hook's phases, one per domain). The inode locks are taken in
  * (device, inode) order, the registry is opened once and written once.
+ * @items: @n pointers, each to an item of the caller's records.
  * On failure *ret_failed is the index of the item the error is about
  * (G_MAXUINT when it is about the registry); a reserve or enable that
  * fails leaves the registry and the files as before. Unlike enable/disable of
@@ -107,16 +108,16 @@ void daxfile_static_item_clear(DaxfileStaticItem *item);
  * the entry holds while process @holder (started at @holder_start, as
  * daxfile_proc_start_time() reads it; 0 for none) lives or a process maps
  * the file; after that it is left over, for `daxfile repair`. */
-gboolean daxfile_static_reserve_set(DaxfileStaticItem *items, guint n,
+gboolean daxfile_static_reserve_set(DaxfileStaticItem *const *items, guint n,
                                     pid_t holder, guint64 holder_start,
                                     guint *ret_failed, GError **error);
 /* daxfile_static_enable() for every item: all of them or none */
-gboolean daxfile_static_enable_set(DaxfileStaticItem *items, guint n,
+gboolean daxfile_static_enable_set(DaxfileStaticItem *const *items, guint n,
                                    guint *ret_failed, GError **error);
 /* Release every item the owner holds (reserved or static); items without
  * an entry of theirs are marked not_ours. A release that fails leaves
  * that item's entry and goes on with the others. */
-gboolean daxfile_static_release_set(DaxfileStaticItem *items, guint n,
+gboolean daxfile_static_release_set(DaxfileStaticItem *const *items, guint n,
                                     guint *ret_failed, GError **error);
 
 /* Hold the file of @item (one) for its owner without making it static:

@@ -25,6 +25,10 @@
 #include "daxfile-static.h"
 #include "daxfile-test-util.h"
 
+/* the set operations take pointers to the caller's items */
+#define ONE(item) ((DaxfileStaticItem *const[]){(item)})
+#define TWO(items) ((DaxfileStaticItem *const[]){&(items)[0], &(items)[1]})
+
 #define K (G_GUINT64_CONSTANT(1) << 10)
 #define M (G_GUINT64_CONSTANT(1) << 20)
 #define ALICE "test:alice"
@@ -380,7 +384,7 @@ test_interrupted(Fixture *fx, gconstpointer data)
     g_assert_cmpstr(e1->message, ==, want);
     item.file = f;
     item.params = params_for(ALICE);
-    g_assert_false(daxfile_static_enable_set(&item, 1, &failed, &e2));
+    g_assert_false(daxfile_static_enable_set(ONE(&item), 1, &failed, &e2));
     g_assert_cmpstr(e2->message, ==, want);
     g_assert_cmpuint(failed, ==, 0);
     daxfile_static_item_clear(&item);
@@ -443,8 +447,8 @@ reserve_ok(const DaxfileFile *f, pid_t holder)
     g_autoptr(GError) error = NULL;
     guint failed = 0;
 
-    g_assert_true(
-        daxfile_static_reserve_set(&item, 1, holder, start, &failed, &error));
+    g_assert_true(daxfile_static_reserve_set(ONE(&item), 1, holder, start,
+                                             &failed, &error));
     g_assert_no_error(error);
     g_assert_cmpint(item.result.mechanism, ==, DAXFILE_MECH_NONE);
     daxfile_static_item_clear(&item);
@@ -727,7 +731,8 @@ test_set(Fixture *fx, gconstpointer data)
     a = open_file(fx->a);
     b = open_file(fx->b);
     items_init(items, a, b, ALICE);
-    g_assert_true(daxfile_static_reserve_set(items, 2, 0, 0, &failed, &error));
+    g_assert_true(
+        daxfile_static_reserve_set(TWO(items), 2, 0, 0, &failed, &error));
     g_assert_no_error(error);
     assert_entry(a, DAXFILE_STATE_RESERVED, DAXFILE_MECH_NONE, ALICE);
     assert_entry(b, DAXFILE_STATE_RESERVED, DAXFILE_MECH_NONE, ALICE);
@@ -735,7 +740,8 @@ test_set(Fixture *fx, gconstpointer data)
 
     for (i = 0; i < 2; i++) {
         items_init(items, a, b, ALICE);
-        g_assert_true(daxfile_static_enable_set(items, 2, &failed, &error));
+        g_assert_true(
+            daxfile_static_enable_set(TWO(items), 2, &failed, &error));
         g_assert_no_error(error);
         g_assert_cmpint(items[0].result.mechanism, ==,
                         DAXFILE_MECH_VERIFIED_ONLY);
@@ -752,7 +758,7 @@ test_set(Fixture *fx, gconstpointer data)
     }
 
     items_init(items, a, b, ALICE);
-    g_assert_true(daxfile_static_release_set(items, 2, &failed, &error));
+    g_assert_true(daxfile_static_release_set(TWO(items), 2, &failed, &error));
     g_assert_no_error(error);
     for (i = 0; i < 2; i++) {
         g_assert_false(items[i].not_ours);
@@ -764,7 +770,7 @@ test_set(Fixture *fx, gconstpointer data)
     g_assert_cmpuint(entry_count(), ==, 0);
     items_clear(items);
     items_init(items, a, b, ALICE);
-    g_assert_true(daxfile_static_release_set(items, 2, &failed, &error));
+    g_assert_true(daxfile_static_release_set(TWO(items), 2, &failed, &error));
     g_assert_no_error(error);
     g_assert_true(items[0].not_ours);
     g_assert_true(items[1].not_ours);
@@ -799,32 +805,33 @@ test_set_none(Fixture *fx, gconstpointer data)
     again = open_file(fx->a);
 
     items_init(items, a, s, ALICE);
-    g_assert_false(daxfile_static_enable_set(items, 2, &failed, &e1));
+    g_assert_false(daxfile_static_enable_set(TWO(items), 2, &failed, &e1));
     g_assert_error(e1, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY);
     g_assert_cmpuint(failed, ==, 1);
     g_assert_cmpuint(entry_count(), ==, 0);
     items_clear(items);
 
     items_init(items, a, s, ALICE);
-    g_assert_true(daxfile_static_reserve_set(items, 2, 0, 0, &failed, &error));
+    g_assert_true(
+        daxfile_static_reserve_set(TWO(items), 2, 0, 0, &failed, &error));
     g_assert_no_error(error);
     items_clear(items);
     items_init(items, a, s, ALICE);
-    g_assert_false(daxfile_static_enable_set(items, 2, &failed, &e2));
+    g_assert_false(daxfile_static_enable_set(TWO(items), 2, &failed, &e2));
     g_assert_error(e2, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY);
     g_assert_cmpuint(failed, ==, 1);
     assert_entry(a, DAXFILE_STATE_RESERVED, DAXFILE_MECH_NONE, ALICE);
     assert_entry(s, DAXFILE_STATE_RESERVED, DAXFILE_MECH_NONE, ALICE);
     items_clear(items);
     items_init(items, a, s, ALICE);
-    g_assert_true(daxfile_static_release_set(items, 2, &failed, &error));
+    g_assert_true(daxfile_static_release_set(TWO(items), 2, &failed, &error));
     g_assert_no_error(error);
     g_assert_cmpuint(entry_count(), ==, 0);
     items_clear(items);
 
     enable_ok(b, BOB);
     items_init(items, a, b, ALICE);
-    g_assert_false(daxfile_static_enable_set(items, 2, &failed, &e3));
+    g_assert_false(daxfile_static_enable_set(TWO(items), 2, &failed, &e3));
     g_assert_error(e3, DAXFILE_ERROR, DAXFILE_ERROR_BUSY);
     assert_message(e3, "is static for '" BOB "'");
     g_assert_cmpuint(failed, ==, 1);
@@ -833,7 +840,7 @@ test_set_none(Fixture *fx, gconstpointer data)
     items_clear(items);
 
     items_init(items, a, again, ALICE);
-    g_assert_false(daxfile_static_enable_set(items, 2, &failed, &e4));
+    g_assert_false(daxfile_static_enable_set(TWO(items), 2, &failed, &e4));
     g_assert_error(e4, DAXFILE_ERROR, DAXFILE_ERROR_INVALID);
     assert_message(e4, "are the same file");
     g_assert_cmpuint(entry_count(), ==, 1);
@@ -857,7 +864,7 @@ test_set_release_theirs(Fixture *fx, gconstpointer data)
     enable_ok(a, ALICE);
     enable_ok(b, BOB);
     items_init(items, a, b, ALICE);
-    g_assert_true(daxfile_static_release_set(items, 2, &failed, &error));
+    g_assert_true(daxfile_static_release_set(TWO(items), 2, &failed, &error));
     g_assert_no_error(error);
     g_assert_false(items[0].not_ours);
     g_assert_true(items[1].not_ours);
