@@ -6,7 +6,9 @@
 #include <stdio.h>
 
 #include "daxfile-escape.h"
+#include "daxfile-report-json.h"
 #include "daxfile-size.h"
+#include "daxfile-static-json.h"
 #include "daxfile-static.h"
 #include "daxfilectl.h"
 
@@ -113,7 +115,7 @@ print_static(const DaxfileStaticState *state)
 }
 
 void
-cli_print_status(const DaxfileReport *report)
+cli_print_status(const DaxfileReport *report, const DaxfileStaticState *state)
 {
     const DaxfileFsInfo *fs = report->fs;
     g_autofree char *size = daxfile_size_format(report->size);
@@ -135,10 +137,21 @@ cli_print_status(const DaxfileReport *report)
     printf("extents:      %u\n", daxfile_extent_map_count(report->map));
     printf("align:        %s\n", align);
     printf("static ready: %s\n", report->static_ready ? "yes" : "no");
-    if (report->static_state)
-        print_static(report->static_state);
+    if (state)
+        print_static(state);
     if (report->problems->len > 0) {
         printf("problems:\n");
         cli_print_problems(report);
     }
+}
+
+JsonNode *
+cli_status_to_json(const DaxfileReport *report, const DaxfileStaticState *state)
+{
+    JsonNode *node = daxfile_report_to_json(report);
+
+    if (state)
+        json_object_set_member(json_node_get_object(node), "static",
+                               daxfile_static_state_to_json(state));
+    return node;
 }

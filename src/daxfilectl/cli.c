@@ -30,8 +30,11 @@ cli_parse_align(const char *cmd, const char *value, guint64 *ret_align,
     return TRUE;
 }
 
-DaxfileReport *
-cli_build_report(const char *path, const CliReportOptions *opts, GError **error)
+/* Open @path safely and build its report, and (opts->with_static) read
+ * its static-mode state into *@ret_state */
+static DaxfileReport *
+build_report(const char *path, const CliReportOptions *opts,
+             DaxfileStaticState **ret_state, GError **error)
 {
     g_autoptr(DaxfileFile) f = daxfile_file_open(
         path, opts->follow ? DAXFILE_OPEN_FOLLOW : DAXFILE_OPEN_READ, error);
@@ -41,7 +44,7 @@ cli_build_report(const char *path, const CliReportOptions *opts, GError **error)
         return NULL;
     report = daxfile_report_build(f, opts->align, opts->allow_non_dax, error);
     if (report && opts->with_static)
-        report->static_state = daxfile_static_state_read(f, report);
+        *ret_state = daxfile_static_state_read(f, report);
     return report;
 }
 
@@ -56,8 +59,9 @@ cli_for_each_report(int argc, char **argv, const CliReportOptions *opts)
     json_builder_begin_array(json);
     for (i = 0; i < argc; i++) {
         g_autoptr(GError) error = NULL;
+        g_autoptr(DaxfileStaticState) state = NULL;
         g_autoptr(DaxfileReport) report =
-            cli_build_report(argv[i], opts, &error);
+            build_report(argv[i], opts, &state, &error);
 
         if (!report) {
             ret = cli_report_error(error);
@@ -66,9 +70,9 @@ cli_for_each_report(int argc, char **argv, const CliReportOptions *opts)
         if (opts->fail_unready && !report->static_ready)
             ret = CLI_EXIT_FAILURE;
         if (opts->json)
-            json_builder_add_value(json, opts->to_json(report));
+            json_builder_add_value(json, opts->to_json(report, state));
         else
-            opts->print(report, i > 0);
+            opts->print(report, state, i > 0);
     }
     json_builder_end_array(json);
     root = json_builder_get_root(json);

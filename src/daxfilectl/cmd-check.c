@@ -25,7 +25,8 @@ static const GOptionEntry check_options[] = {
 };
 
 static void
-print_verdict(const DaxfileReport *report, gboolean separator)
+print_verdict(const DaxfileReport *report,
+              const DaxfileStaticState *state G_GNUC_UNUSED, gboolean separator)
 {
     g_autofree char *align = daxfile_size_format(report->align);
 
@@ -38,13 +39,20 @@ print_verdict(const DaxfileReport *report, gboolean separator)
     cli_print_problems(report);
 }
 
+static JsonNode *
+check_to_json(const DaxfileReport *report,
+              const DaxfileStaticState *state G_GNUC_UNUSED)
+{
+    return daxfile_report_check_to_json(report);
+}
+
 static int
 cmd_check(int argc, char **argv)
 {
     CliReportOptions opts = {
         .fail_unready = TRUE,
         .print = print_verdict,
-        .to_json = daxfile_report_check_to_json,
+        .to_json = check_to_json,
     };
     int ret = CLI_EXIT_OK;
 

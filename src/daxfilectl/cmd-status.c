@@ -24,11 +24,12 @@ static const GOptionEntry status_options[] = {
 };
 
 static void
-print_status(const DaxfileReport *report, gboolean separator)
+print_status(const DaxfileReport *report, const DaxfileStaticState *state,
+             gboolean separator)
 {
     if (separator)
         printf("\n");
-    cli_print_status(report);
+    cli_print_status(report, state);
 }
 
 static int
@@ -38,7 +39,7 @@ cmd_status(int argc, char **argv)
         .fail_unready = FALSE,
         .with_static = TRUE,
         .print = print_status,
-        .to_json = daxfile_report_to_json,
+        .to_json = cli_status_to_json,
     };
     int ret = CLI_EXIT_OK;
 

@@ -79,21 +79,24 @@ typedef struct {
     gboolean follow;
     gboolean json;
     gboolean fail_unready; /* exit 1 when a file is not static-ready */
-    gboolean with_static;  /* add the static-mode state */
-    void (*print)(const DaxfileReport *report, gboolean separator);
-    JsonNode *(*to_json)(const DaxfileReport *report);
+    gboolean with_static;  /* read each file's static-mode state too */
+    /* @state: the file's static-mode state, or NULL (!with_static) */
+    void (*print)(const DaxfileReport *report, const DaxfileStaticState *state,
+                  gboolean separator);
+    JsonNode *(*to_json)(const DaxfileReport *report,
+                         const DaxfileStaticState *state);
 } CliReportOptions;
-
-/* Open @path safely and build its report. */
-DaxfileReport *cli_build_report(const char *path, const CliReportOptions *opts,
-                                GError **error);
 
 /* Build a report for each path and print it (human or one JSON array).
  * A path that cannot be opened is reported and makes the exit status 1. */
 int cli_for_each_report(int argc, char **argv, const CliReportOptions *opts);
 
-/* Human report for `status` (cli-print.c). */
-void cli_print_status(const DaxfileReport *report);
+/* `status` (cli-print.c): a file's report and its static-mode state, for
+ * people and as JSON (the report's object with the state as "static") */
+void cli_print_status(const DaxfileReport *report,
+                      const DaxfileStaticState *state);
+JsonNode *cli_status_to_json(const DaxfileReport *report,
+                             const DaxfileStaticState *state);
 void cli_print_problems(const DaxfileReport *report);
 
 /* Summaries of enable/disable on stderr (shared by enable, disable, run);

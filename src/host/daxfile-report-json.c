@@ -4,7 +4,6 @@
  */
 #include "daxfile-json.h"
 #include "daxfile-report-json.h"
-#include "daxfile-static-json.h"
 
 static void
 json_add_problems(JsonBuilder *b, const DaxfileReport *report)
@@ -80,11 +79,6 @@ daxfile_report_to_json(const DaxfileReport *report)
     daxfile_json_add_string(b, "fingerprint", report->fingerprint);
     json_add_problems(b, report);
     daxfile_json_add_bool(b, "static_ready", report->static_ready);
-    if (report->static_state) {
-        json_builder_set_member_name(b, "static");
-        json_builder_add_value(
-            b, daxfile_static_state_to_json(report->static_state));
-    }
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }

@@ -3,8 +3,7 @@
 #include "daxfile-fiemap.h"
 #include "daxfile-report.h"
 #include "daxfile-size.h"
-#include "daxfile-static.h"
-#include "daxfile-wipe.h"
+#include "daxfile-wipe-mark.h"
 
 void
 daxfile_report_free(DaxfileReport *report)
@@ -18,7 +17,6 @@ daxfile_report_free(DaxfileReport *report)
     if (report->problems)
         g_array_unref(report->problems);
     g_free(report->fingerprint);
-    daxfile_static_state_free(report->static_state);
     g_free(report);
 }
 

@@ -11,7 +11,6 @@
 G_BEGIN_DECLS
 
 /* What static mode says about the file (daxfile-static.h) */
-typedef struct _DaxfileStaticState DaxfileStaticState;
 
 typedef struct {
     char *path;     /* display form (escaped) */
@@ -27,7 +26,6 @@ typedef struct {
     gboolean allow_non_dax;
     gboolean static_ready; /* layout_ok and (DAX or allowed) */
     char *fingerprint;
-    DaxfileStaticState *static_state; /* filled by static mode, or NULL */
 } DaxfileReport;
 
 void daxfile_report_free(DaxfileReport *report);

@@ -11,6 +11,28 @@
  *                            whether it is still in force
  *   daxfile-static-set.c     sets: several files in one registry transaction
  *   daxfile-static-repair.c  repair: interrupted and left-over entries
+ *   daxfile-static-machine.c the states an entry goes through, and the one
+ *                            writer of them
+ *
+ * Static mode's states (DaxfileEntryState; "none": no entry), every
+ * transition it makes, and nothing else:
+ *
+ *   none -> reserved         prepare reserves a set (the immutable guard
+ *                            waits for QEMU's mapping)
+ *   none -> engaging         enable (one file) logs its intent
+ *   none -> engaged          a set: the registry first, then the inodes
+ *   reserved -> engaged      started engages a prepared set
+ *   reserved -> engaging     enable of a file this owner reserved
+ *   reserved -> reserved     a hot-plug held unguarded
+ *   engaging -> engaged      engaged and verified
+ *   engaging -> reserved     enable rolled back to the reservation
+ *   engaged -> releasing     disable (one file) logs its intent
+ *   engaged -> reserved      a set rolled back to its reservations
+ *   any -> none              released, rolled back, or repaired
+ *
+ * daxfile_static_transition() and daxfile_static_transition_state() are
+ * the only writers of an entry's state (syntax-check's registry-writes
+ * rule); a transition not listed is an internal error.
  */
 #pragma once
 
@@ -21,6 +43,24 @@
 #include "daxfile-static.h"
 
 G_BEGIN_DECLS
+
+/* daxfile-static-machine.c */
+
+/* Static mode may go from @from to @to (DAXFILE_STATE_LAST: no entry) */
+gboolean daxfile_static_transition_legal(DaxfileEntryState from,
+                                         DaxfileEntryState to);
+
+/* @next (owned; its state the new one; NULL: none) takes the place of
+ * @reg's entry of (@dev, @ino), when static mode may go from that entry's
+ * state (none: no entry) to @next's; else an internal error, and @reg is
+ * as it was */
+gboolean daxfile_static_transition(DaxfileRegistry *reg, guint64 dev,
+                                   guint64 ino, DaxfileEntry *next,
+                                   GError **error);
+
+/* The same for @e, an entry of @reg, going to @to */
+gboolean daxfile_static_transition_state(DaxfileRegistry *reg, DaxfileEntry *e,
+                                         DaxfileEntryState to, GError **error);
 
 /* daxfile-static.c */
 

@@ -413,7 +413,7 @@ daxfile_static_repair(const char *hint_path, DaxfileRepairResult *ret_result,
         if (!needs_repair(e, hint, &found)) {
             i++;
         } else if (repair_entry(reg, e, found, hint, ret_result, &local)) {
-            daxfile_registry_remove(reg, e->dev, e->ino);
+            daxfile_static_transition(reg, e->dev, e->ino, NULL, NULL);
         } else if (local) {
             /* save what was done so far, then report the failure */
             daxfile_registry_save(reg, NULL);

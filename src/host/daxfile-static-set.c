@@ -161,7 +161,8 @@ device_entry_new(const Member *m, DaxfileMechanism mech,
  * engage on it. */
 static gboolean
 set_member_device(DaxfileRegistry *reg, Member *m, DaxfileEntry *cur,
-                  gboolean reserve, pid_t holder, guint64 holder_start)
+                  gboolean reserve, pid_t holder, guint64 holder_start,
+                  GError **error)
 {
     DaxfileStaticItem *it = m->item;
     DaxfileEntry *e;
@@ -180,8 +181,7 @@ set_member_device(DaxfileRegistry *reg, Member *m, DaxfileEntry *cur,
         e->holder_pid = holder_start ? holder : 0;
         e->holder_start = holder_start;
     }
-    daxfile_registry_put(reg, e);
-    return TRUE;
+    return daxfile_static_transition(reg, m->st.st_dev, m->st.st_ino, e, error);
 }
 
 /* Check one file and put its entry, in its target state, in @reg. At
@@ -212,7 +212,8 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
                                      error))
         return FALSE;
     if (S_ISCHR(m->st.st_mode))
-        return set_member_device(reg, m, cur, reserve, holder, holder_start);
+        return set_member_device(reg, m, cur, reserve, holder, holder_start,
+                                 error);
     if (cur && (reserve || cur->state == DAXFILE_STATE_ENGAGED)) {
         m->skip = TRUE;
         if (reserve)
@@ -236,10 +237,8 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
         daxfile_enable_result_clear(&it->result);
         it->result.mechanism = DAXFILE_MECH_NONE;
         e = reservation_new(m, holder, holder_start, error);
-        if (!e)
-            return FALSE;
-        daxfile_registry_put(reg, e);
-        return TRUE;
+        return e && daxfile_static_transition(reg, m->st.st_dev, m->st.st_ino,
+                                              e, error);
     }
     abspath = daxfile_static_fd_abspath(m->file);
     e = daxfile_static_entry_new(abspath, m->fd, &m->st, &it->params, m->report,
@@ -248,7 +247,8 @@ set_member(DaxfileRegistry *reg, Member *m, gboolean reserve, pid_t holder,
         e->holder_pid = holder_start ? holder : 0;
         e->holder_start = holder_start;
     }
-    daxfile_registry_put(reg, e);
+    if (!daxfile_static_transition(reg, m->st.st_dev, m->st.st_ino, e, error))
+        return FALSE;
     m->engage = TRUE;
     return TRUE;
 }
@@ -269,10 +269,8 @@ set_rollback(DaxfileRegistry *reg, GArray *set, GError **failure)
             continue;
         if (m->skip)
             continue;
-        if (m->old)
-            daxfile_registry_put(reg, g_steal_pointer(&m->old));
-        else
-            daxfile_registry_remove(reg, m->st.st_dev, m->st.st_ino);
+        daxfile_static_transition(reg, m->st.st_dev, m->st.st_ino,
+                                  g_steal_pointer(&m->old), NULL);
     }
     daxfile_registry_save(reg, NULL);
 }
@@ -386,7 +384,7 @@ daxfile_static_release_set(DaxfileStaticItem *const *items, guint n,
             ok = ok ? member_fail(m, ret_failed) : FALSE;
             continue;
         }
-        daxfile_registry_remove(reg, m->st.st_dev, m->st.st_ino);
+        daxfile_static_transition(reg, m->st.st_dev, m->st.st_ino, NULL, NULL);
     }
     /* the inodes first, durably: until the registry is written it still
      * names them */
@@ -422,6 +420,7 @@ daxfile_static_hold_unguarded(DaxfileStaticItem *item, pid_t holder,
     e->holder_pid = holder_start ? holder : 0;
     e->holder_start = holder_start;
     e->unguarded = g_strdup(reason);
-    daxfile_registry_put(reg, e);
-    return daxfile_registry_save(reg, error);
+    return daxfile_static_transition(reg, m->st.st_dev, m->st.st_ino, e,
+                                     error) &&
+           daxfile_registry_save(reg, error);
 }

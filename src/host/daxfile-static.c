@@ -236,10 +236,8 @@ static gboolean
 enable_rollback(DaxfileRegistry *reg, const struct stat *st, DaxfileEntry **old,
                 GError *failure, GError **error)
 {
-    if (*old)
-        daxfile_registry_put(reg, g_steal_pointer(old));
-    else
-        daxfile_registry_remove(reg, st->st_dev, st->st_ino);
+    daxfile_static_transition(reg, st->st_dev, st->st_ino, g_steal_pointer(old),
+                              NULL);
     daxfile_registry_save(reg, NULL);
     g_propagate_error(error, failure);
     return FALSE;
@@ -255,10 +253,9 @@ engage_logged(DaxfileRegistry *reg, DaxfileEntry *e, const DaxfileFile *f,
     if (!daxfile_static_engage(mech, f, TRUE, params->align, error))
         return FALSE;
     daxfile_test_crash_point("enable-engaged");
-    if (!daxfile_static_verify_engaged(f, st, params, report, mech, error))
+    if (!daxfile_static_verify_engaged(f, st, params, report, mech, error) ||
+        !daxfile_static_transition_state(reg, e, DAXFILE_STATE_ENGAGED, error))
         return FALSE;
-    e->state = DAXFILE_STATE_ENGAGED;
-    daxfile_registry_touch(reg);
     return daxfile_registry_save(reg, error);
 }
 
@@ -284,7 +281,8 @@ commit_enable(const DaxfileFile *f, const struct stat *st,
     abspath = daxfile_static_fd_abspath(f);
     e = daxfile_static_entry_new(abspath, f->fd, st, params, report, mech,
                                  DAXFILE_STATE_ENGAGING);
-    daxfile_registry_put(reg, e);
+    if (!daxfile_static_transition(reg, st->st_dev, st->st_ino, e, error))
+        return FALSE;
     if (!daxfile_registry_save(reg, &local))
         return enable_rollback(reg, st, &old, local, error);
     daxfile_test_crash_point("enable-logged");
@@ -512,16 +510,16 @@ daxfile_static_disable(const DaxfileFile *f, const char *owner, gboolean wait,
     if (daxfile_static_owner_conflict(e, owner, name, error) ||
         !daxfile_static_release_allowed(e, name, error))
         return FALSE;
-    e->state = DAXFILE_STATE_RELEASING;
-    daxfile_registry_touch(reg);
-    if (!daxfile_registry_save(reg, error))
+    if (!daxfile_static_transition_state(reg, e, DAXFILE_STATE_RELEASING,
+                                         error) ||
+        !daxfile_registry_save(reg, error))
         return FALSE;
     daxfile_test_crash_point("disable-logged");
     if (!daxfile_static_release_inode(f, e, ret_result, error))
         return FALSE;
     daxfile_test_crash_point("disable-released");
-    daxfile_registry_remove(reg, st.st_dev, st.st_ino);
-    return daxfile_registry_save(reg, error);
+    return daxfile_static_transition(reg, st.st_dev, st.st_ino, NULL, error) &&
+           daxfile_registry_save(reg, error);
 }
 
 GPtrArray *

@@ -133,6 +133,7 @@ gboolean daxfile_static_hold_unguarded(DaxfileStaticItem *item, pid_t holder,
                                        GError **error);
 
 /* What static mode says about one file, for `daxfile status` */
+typedef struct _DaxfileStaticState DaxfileStaticState;
 struct _DaxfileStaticState {
     DaxfileEntry *entry;              /* a copy of its registry entry, or
                                        * NULL when it is not static */

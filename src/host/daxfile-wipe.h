@@ -22,15 +22,10 @@
 
 #include "daxfile-conf.h"
 #include "daxfile-file.h"
+#include "daxfile-wipe-mark.h"
 #include "daxfile-wipes.h"
 
 G_BEGIN_DECLS
-
-#define DAXFILE_WIPE_XATTR "user.daxfile.wipe"
-
-/* TRUE when a wipe of @fd did not finish; *@ret_done: how many bytes from
- * the start it had zeroed for sure */
-gboolean daxfile_wipe_pending(int fd, guint64 *ret_done);
 
 typedef void (*DaxfileWipeProgress)(guint64 done, guint64 total, gpointer data);
 

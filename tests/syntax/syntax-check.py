@@ -247,6 +247,69 @@ def rule_fix_hint(srcdir, files):
     return bad, "write the fix as '; fix: <what to do>'"
 
 
+# static mode's states have one writer (daxfile-static-priv.h)
+REGISTRY_WRITE = re.compile(r"\bdaxfile_registry_(put|remove)\(|"
+                            r"(->|\.)state = DAXFILE_STATE_")
+REGISTRY_WRITERS = ("src/host/daxfile-static-machine.c",
+                    "src/host/daxfile-registry.c",
+                    "src/host/daxfile-registry-json.c")
+
+
+def rule_registry_writes(srcdir, files):
+    bad = []
+    for path in c_files(files):
+        if path in REGISTRY_WRITERS:
+            continue
+        for n, line in enumerate(read(srcdir, path).splitlines(), 1):
+            if REGISTRY_WRITE.search(line):
+                bad.append(f"{path}:{n}: {line.strip()}")
+    return bad, ("change a registry entry's state through "
+                 "daxfile_static_transition() or _transition_state() "
+                 "(daxfile-static-machine.c)")
+
+
+# A module of src/ is a .c/.h pair, with its -priv.h and -json parts;
+# the CLI's folders are one module each (src/cli, src/daxfilectl)
+INCLUDE = re.compile(r'^#include "([^"]+)\.h"')
+FOLDER_MODULES = ("src/cli", "src/daxfilectl")
+
+
+def rule_include_cycles(srcdir, files):
+    ours = [p for p in files if p.startswith("src/") and is_c(p)]
+    folder = {os.path.basename(p)[:-2]: os.path.dirname(p) for p in ours}
+
+    def module(stem):
+        if folder.get(stem) in FOLDER_MODULES:
+            return folder[stem]
+        return re.sub(r"-(priv|json)$", "", stem)
+
+    deps = {}
+    for path in ours:
+        m = module(os.path.basename(path)[:-2])
+        for line in read(srcdir, path).splitlines():
+            inc = INCLUDE.match(line)
+            if inc and inc.group(1) in folder and module(inc.group(1)) != m:
+                deps.setdefault(m, set()).add(module(inc.group(1)))
+    bad, state = [], {}
+
+    def walk(m, stack):
+        state[m] = "open"
+        stack.append(m)
+        for d in sorted(deps.get(m, ())):
+            if state.get(d) == "open":
+                bad.append(" -> ".join(stack[stack.index(d):] + [d]))
+            elif d not in state:
+                walk(d, stack)
+        stack.pop()
+        state[m] = "done"
+
+    for m in sorted(deps):
+        if m not in state:
+            walk(m, [])
+    return bad, ("a module includes what is below it only; move what both "
+                 "need into a module below both")
+
+
 CLANG_FORMAT_VERSION = "14"
 
 
@@ -297,6 +360,10 @@ RULES = [
      "lines of a text (each ending in \\n)", rule_split_literal),
     ("fix-hint", "a message's fix written one way: after '; fix: '",
      rule_fix_hint),
+    ("registry-writes", "static mode's registry states written by its "
+     "transition functions alone", rule_registry_writes),
+    ("include-cycles", "no two modules of src/ include each other, "
+     "directly or around a circle", rule_include_cycles),
     ("clang-format", "every C file laid out as .clang-format says",
      rule_clang_format),
 ]
