@@ -6,9 +6,8 @@
 #include <stdio.h>
 
 #include "daxfile-escape.h"
-#include "daxfile-report-json.h"
+#include "daxfile-host-json.h"
 #include "daxfile-size.h"
-#include "daxfile-static-json.h"
 #include "daxfile-static.h"
 #include "daxfilectl.h"
 

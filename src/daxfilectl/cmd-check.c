@@ -4,7 +4,7 @@
  */
 #include <stdio.h>
 
-#include "daxfile-report-json.h"
+#include "daxfile-host-json.h"
 #include "daxfile-size.h"
 #include "daxfilectl.h"
 

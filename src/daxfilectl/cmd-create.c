@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "daxfile-create.h"
-#include "daxfile-report-json.h"
+#include "daxfile-host-json.h"
 #include "daxfile-size.h"
 #include "daxfilectl.h"
 

@@ -8,7 +8,7 @@
 
 #include "daxfile-escape.h"
 #include "daxfile-registry.h"
-#include "daxfile-static-json.h"
+#include "daxfile-host-json.h"
 #include "daxfilectl.h"
 
 static gboolean arg_json;

@@ -12,7 +12,7 @@
 #include "daxfile-escape.h"
 #include "daxfile-fd.h"
 #include "daxfile-size.h"
-#include "daxfile-wipe-json.h"
+#include "daxfile-host-json.h"
 #include "daxfilectl.h"
 
 static gboolean arg_json;

@@ -11,7 +11,7 @@
 #include "daxfile-error.h"
 #include "daxfile-escape.h"
 #include "daxfile-fd.h"
-#include "daxfile-registry-json.h"
+#include "daxfile-registry-format.h"
 #include "daxfile-registry.h"
 #include "daxfile-seam.h"
 #include "daxfile-util.h"

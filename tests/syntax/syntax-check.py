@@ -25,7 +25,8 @@ One TAP result per rule; a failure lists every file that breaks it.
                    (daxfile-file.c: its display, and the failures before a
                    handle exists); the CLIs, which print (src/daxfilectl/,
                    the guest's output module daxguest-checks-output.c);
-                   the JSON views of registry entries (src/host/*-json.c)
+                   the JSON view (daxfile-host-json.c) and the registry's
+                   on-disk format (daxfile-registry-format.c)
                  a name that enters with no file, shown once there: sizes
                    as typed (daxfile-size.c), configuration keys
                    (daxfile-conf.c), the components of a trusted lookup
@@ -78,7 +79,7 @@ ESCAPE_CALL = re.compile(r"\bdaxfile_escape\s*\(")
 ESCAPE_ALLOWED = re.compile(r"""^(
     src/common/daxfile-(escape|file|size)\.c
   | src/daxfilectl/[^/]+\.c
-  | src/host/daxfile-[a-z]+-json\.c
+  | src/host/daxfile-(host-json|registry-format)\.c
   | src/host/daxfile-(conf|trust|domxml|hook|hook-refs|pool|virt|attest|attach
                       |create|wipe)\.c
   | guest-tools/lib/daxguest-(checks-output|target|bench)\.c
@@ -252,7 +253,7 @@ REGISTRY_WRITE = re.compile(r"\bdaxfile_registry_(put|remove)\(|"
                             r"(->|\.)state = DAXFILE_STATE_")
 REGISTRY_WRITERS = ("src/host/daxfile-static-machine.c",
                     "src/host/daxfile-registry.c",
-                    "src/host/daxfile-registry-json.c")
+                    "src/host/daxfile-registry-format.c")
 
 
 def rule_registry_writes(srcdir, files):
@@ -268,7 +269,8 @@ def rule_registry_writes(srcdir, files):
                  "(daxfile-static-machine.c)")
 
 
-# A module of src/ is a .c/.h pair, with its -priv.h and -json parts;
+# A module of src/ is a .c/.h pair, with its -priv, -json and -format
+# parts;
 # the CLI's folders are one module each (src/cli, src/daxfilectl)
 INCLUDE = re.compile(r'^#include "([^"]+)\.h"')
 FOLDER_MODULES = ("src/cli", "src/daxfilectl")
@@ -281,7 +283,7 @@ def rule_include_cycles(srcdir, files):
     def module(stem):
         if folder.get(stem) in FOLDER_MODULES:
             return folder[stem]
-        return re.sub(r"-(priv|json)$", "", stem)
+        return re.sub(r"-(priv|json|format)$", "", stem)
 
     deps = {}
     for path in ours:

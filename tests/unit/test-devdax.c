@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "daxfile-devdax-json.h"
+#include "daxfile-host-json.h"
 #include "daxfile-error.h"
 
 #define M (G_GUINT64_CONSTANT(1) << 20)

@@ -16,7 +16,7 @@
 #include "daxfile-attest.h"
 #include "daxfile-json.h"
 #include "daxfile-proc.h"
-#include "daxfile-proc-json.h"
+#include "daxfile-host-json.h"
 
 #define DEV makedev(0xfd, 0x01)
 #define INO 1234

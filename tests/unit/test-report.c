@@ -5,7 +5,7 @@
 #include <linux/fiemap.h>
 
 #include "daxfile-json.h"
-#include "daxfile-report-json.h"
+#include "daxfile-host-json.h"
 #include "daxfile-test-util.h"
 
 #define M (G_GUINT64_CONSTANT(1) << 20)

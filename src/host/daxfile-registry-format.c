@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile-registry-json.c: the registry's on-disk format, a JSON object
+ * daxfile-registry-format.c: the registry's on-disk format, a JSON object
  * {"version": 2, "entries": [...]}
  *
  * Version 2 added each entry's "fs_uuid"; a reservation may carry
@@ -15,7 +15,7 @@
 #include "daxfile-error.h"
 #include "daxfile-escape.h"
 #include "daxfile-json.h"
-#include "daxfile-registry-json.h"
+#include "daxfile-registry-format.h"
 
 #define REGISTRY_VERSION 2
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daxfile-registry-json.h: the registry's on-disk format
+ * daxfile-registry-format.h: the registry's on-disk format
  * (daxfile-registry.h), JSON
  */
 #pragma once
