@@ -80,8 +80,9 @@ ESCAPE_ALLOWED = re.compile(r"""^(
     src/common/daxfile-(escape|file|size)\.c
   | src/daxfilectl/[^/]+\.c
   | src/host/daxfile-(host-json|registry-format)\.c
-  | src/host/daxfile-(conf|trust|domxml|hook|hook-refs|pool|virt|attest|attach
+  | src/host/daxfile-(conf|trust|domxml|hook|hook-refs|pool|attest|attach
                       |create|wipe)\.c
+  | src/virt/daxfile-virt\.c
   | guest-tools/lib/daxguest-(checks-output|target|bench)\.c
 )$""", re.X)
 PROC_FD = '"/proc/self/fd/'
