@@ -63,6 +63,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
 from daxtest import (DAXFILE, Tap, build_path, daxfile,  # noqa: E402
                      enforced, layout_changes)
 import libvirt_env as lv  # noqa: E402
+from stallwatch import StallWatch  # noqa: E402
 
 lv.QUIET = True
 tap = Tap()
@@ -1087,6 +1088,8 @@ def stage_migrate_dst():
 
 
 def main():
+    # a step that hangs says what this host was doing (the CI log shows it)
+    StallWatch(tap).start()
     if STAGE == "first":
         tap.subtest("first", stage_first)
     elif STAGE == "migrate-src":
