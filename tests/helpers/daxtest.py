@@ -245,6 +245,18 @@ def resume(proc):
     return wait_state(proc, False)
 
 
+def finish_paused(proc, timeout=120):
+    """Let @proc (stopped at test pauses, DAXFILE_TEST_PAUSE) run to its
+    end: continue it at every pause it reaches, also one the test stopped
+    waiting for; its (stdout, stderr), or TimeoutExpired"""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        if proc_state(proc) == "T":
+            os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(0.05)
+    return proc.communicate(timeout=max(1, deadline - time.monotonic()))
+
+
 def need_root(tap):
     if os.geteuid() != 0:
         Tap.skip_all("needs root (loop devices, mount)")

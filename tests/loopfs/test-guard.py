@@ -45,7 +45,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs,  # noqa: E402
                      QemuStandIn, Tap, build_path, daxfile, enforced, fake_dax_env, need_root,
-                     one_line_error, require_seams, tempdir, wait_state)
+                     finish_paused, one_line_error, require_seams, tempdir,
+                     wait_state)
 
 M = 1 << 20
 
@@ -595,10 +596,9 @@ def t_writer_window(w):
     before = layout(f)
     p = w.spawn(WRAPPER + [DAXFILE, "enable", f],
                 env={"DAXFILE_TEST_PAUSE": "enable-checked"})
-    stopped = wait_state(p, True)
+    stopped = wait_state(p, True, 60)
     fd = os.open(f, os.O_RDWR)
-    os.kill(p.pid, signal.SIGCONT)
-    err = p.communicate(timeout=120)[1]
+    err = finish_paused(p)[1]
     truncated = False
     try:
         os.ftruncate(fd, 6 * M)

@@ -31,7 +31,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs,  # noqa: E402
                      QemuStandIn, Tap, build_path, daxfile, is_immutable, need_root,
-                     one_line_error, require_seams, tempdir, wait_state)
+                     finish_paused, one_line_error, require_seams, tempdir,
+                     wait_state)
 
 tap = Tap()
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
@@ -220,11 +221,10 @@ def test_symlink_swap(fs, dx):
     ino_a = os.stat(a).st_ino
     proc = dx.popen("enable", "--allow-non-dax", "--owner", "swap", a,
                     env={"DAXFILE_TEST_PAUSE": "enable-opened"})
-    stopped = wait_state(proc, True, timeout=4.0)
+    stopped = wait_state(proc, True, timeout=60)
     os.rename(a, a + ".orig")
     os.symlink(b, a)
-    os.kill(proc.pid, signal.SIGCONT)
-    proc.communicate(timeout=60)
+    finish_paused(proc)
     ent = entries(dx)
     tap.ok(stopped and proc.returncode == 0 and len(ent) == 1 and
            ent[0]["path"] == a + ".orig",

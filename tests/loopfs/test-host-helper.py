@@ -15,7 +15,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, WRAPPER, LoopFs, Tap, age_filesystem,  # noqa
-                     daxfile, fiemap_flags, need_root, one_line_error,
+                     daxfile, fiemap_flags, finish_paused, need_root,
+                     one_line_error,
                      require_seams, resume, tempdir, tree_snapshot,
                      wait_state)
 
@@ -128,13 +129,13 @@ def test_allocate_again(fs):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     seen = {}
     try:
-        if wait_state(proc, True) and resume(proc):
-            if wait_state(proc, True):
+        # each allocation of 64 MiB under valgrind or ASan: seconds
+        if wait_state(proc, True, 60) and resume(proc):
+            if wait_state(proc, True, 60):
                 seen = {n: os.stat(fs.path(n)).st_blocks * 512
                         for n in os.listdir(fs.path()) if n.startswith(".")}
                 seen["(used)"] = used_bytes(fs) - before
-            resume(proc)
-        proc.communicate(timeout=120)
+        finish_paused(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
