@@ -1086,7 +1086,6 @@ def stage_migrate_dst():
            "owner and mode back", (res.stderr, left))
 
 
-
 def main():
     # a step that hangs says what this host was doing (the CI log shows it)
     StallWatch(tap).start()

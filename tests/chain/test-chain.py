@@ -33,6 +33,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
@@ -57,6 +58,8 @@ class Relay:
 
     def __init__(self, tap, prefix, caps):
         self.tap, self.prefix, self.caps = tap, prefix, caps
+        self.last_result = time.monotonic()
+        self.stalled = False
         self.chunks = None
         self.results = 0
         self.passed = []
@@ -68,6 +71,8 @@ class Relay:
             self._relay(kind, val, text)
 
     def _relay(self, kind, val, text):
+        if kind in ("test", "bail"):
+            self.last_result = time.monotonic()
         if kind == "test":
             self.results += 1
             name = f"{self.prefix}: {val.name}"
@@ -232,6 +237,66 @@ def main():
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         return tap.done()
+    try:
+        for attempt in (1, 2):
+            if not chain(args, tap, l1, l2, workdir, logs, seed):
+                break
+            if attempt == 1:
+                seed = secrets.randbelow(1 << 30)
+                tap.diag(f"the emulated host made no progress for "
+                         f"{STALL_KILL} s (what it was doing: the STALL "
+                         "lines above) and was killed; the chain runs once "
+                         f"more from the start, seed {seed}")
+            else:
+                tap.ok(False, f"the emulated host made no progress for "
+                       f"{STALL_KILL} s twice (the STALL lines above)")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return tap.done()
+
+
+# An emulated host that reports no result for this long has hung: its own
+# steps time out sooner (virsh 300 s, L2's first chunk and power-off 300 s)
+STALL_KILL = 420
+
+
+def watched_boot(image, relay, **kwargs):
+    """image.boot(), killed when @relay has had no result for STALL_KILL
+    seconds (relay.stalled says so)"""
+    cancel = threading.Event()
+    done = threading.Event()
+
+    def watch():
+        while not done.wait(5):
+            if time.monotonic() - relay.last_result > STALL_KILL:
+                relay.stalled = True
+                cancel.set()
+                return
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    try:
+        return image.boot("chain-l1", on_tap=relay, cancel=cancel, **kwargs)
+    finally:
+        done.set()
+        t.join()
+
+
+def hung(tap, res, boot):
+    """Say where @boot hung, keep its serial log beside the next one's;
+    True"""
+    tap.diag(f"{boot} hung: the last lines of its serial log:\n"
+             + "\n".join(res.tail(30)))
+    if res.serial_log_path:
+        os.replace(res.serial_log_path,
+                   res.serial_log_path.replace(".serial.log",
+                                               ".hung.serial.log"))
+    return True
+
+
+def chain(args, tap, l1, l2, workdir, logs, seed):
+    """Boot 1 to the crash, boot 2 after it, on new NVDIMMs and a new
+    state disk; True when the emulated host hung (nothing reported)"""
     # two for fsdax (xfs, ext4), a small one for devdax
     pmems = [vm.Pmem.create(os.path.join(vm.default_tmpdir(),
                                          f"{os.path.basename(workdir)}-{i}"),
@@ -239,6 +304,7 @@ def main():
              for i, size in enumerate(("1G", "1G", "128M"))]
     disk = os.path.join(workdir, "state.img")
     with open(disk, "wb") as f:
+        f.truncate(0)
         f.truncate(256 << 20)
     base_env = {"CHAIN_MECH": MECH.get(args.kernel, "immutable-guard"),
                 "CHAIN_CRASH": args.crash,
@@ -253,30 +319,35 @@ def main():
         relay = Relay(tap, "boot 1", lv.caps_cache(args.kernel))
         env = dict(base_env, CHAIN_STAGE="first",
                    CHAIN_L2DIR=l2_files(l2, workdir, "stream", seed))
-        res = l1.boot("chain-l1", env=env, on_tap=relay,
-                      kill_on=r"^# CHAIN-CRASH-NOW" if args.crash == "kill"
-                      else None,
-                      serial_log=os.path.join(logs, f"chain-{args.kernel}-"
-                                              "boot1.serial.log"), **boot)
+        res = watched_boot(l1, relay, env=env,
+                           kill_on=r"^# CHAIN-CRASH-NOW"
+                           if args.crash == "kill" else None,
+                           serial_log=os.path.join(
+                               logs, f"chain-{args.kernel}-boot1.serial.log"),
+                           **boot)
+        if relay.stalled:
+            return hung(tap, res, "boot 1")
         boot_ok(tap, res, f"boot 1: L1 on {args.kernel} crashed by "
                 f"{args.crash} right after the release", crashed=True)
         if relay.chunks is None:
             tap.ok(False, "boot 1 reached the crash point; boot 2 skipped")
-            return tap.done()
+            return False
         chunks = relay.chunks
         relay = Relay(tap, "boot 2", lv.caps_cache(args.kernel))
         env = dict(base_env, CHAIN_STAGE="after", CHAIN_COUNT=str(chunks),
                    CHAIN_L2DIR=l2_files(l2, workdir, "verify", seed, chunks))
-        res = l1.boot("chain-l1", env=env, on_tap=relay,
-                      serial_log=os.path.join(logs, f"chain-{args.kernel}-"
-                                              "boot2.serial.log"), **boot)
+        res = watched_boot(l1, relay, env=env,
+                           serial_log=os.path.join(
+                               logs, f"chain-{args.kernel}-boot2.serial.log"),
+                           **boot)
+        if relay.stalled:
+            return hung(tap, res, "boot 2")
         boot_ok(tap, res, f"boot 2: L1 on {args.kernel} ran to its end")
         tap.ok(relay.results > 0, "boot 2 reported results")
+        return False
     finally:
         for p in pmems:
             p.remove()
-        shutil.rmtree(workdir, ignore_errors=True)
-    return tap.done()
 
 
 if __name__ == "__main__":

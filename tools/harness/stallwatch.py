@@ -3,13 +3,13 @@
 
 A guest-side test (tests/chain/l1-chain.py) starts a StallWatch over its
 Tap. Once no result has come for `stall` seconds, and again after twice,
-four and eight times as long while none comes, it prints as TAP comments the load, and each
-task that runs or waits uninterruptibly (R, D) or is one of `names`
-(libvirtd, QEMU, virsh, daxfile...): its state, CPU time, wchan and kernel
-stack (/proc/PID/stack). It reads /proc/PID/stat, wchan and stack only,
-none of which waits for a task's memory map lock, so a task stuck in a
-page fault does not stop it. A step that is merely slow costs a few
-comment lines; nothing else changes.
+four and eight times as long while none comes, it prints as TAP comments
+the load, and each task that runs or waits uninterruptibly (R, D) or is
+one of `names` (libvirtd, QEMU, virsh, daxfile...): its state, CPU time,
+wchan and kernel stack (/proc/PID/stack). It reads /proc/PID/stat, wchan
+and stack only, none of which waits for a task's memory map lock, so a
+task stuck in a page fault does not stop it. A step that is merely slow
+costs a few comment lines; nothing else changes.
 """
 
 import os
