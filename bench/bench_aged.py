@@ -17,7 +17,8 @@ import time
 
 from benchlib import (GIB, MIB, LoopFs, goal, log, run as run_cmd, table,
                       tmpfs_or_disk)
-from fsops import age_filesystem, fiemap_flags  # tools/harness (benchlib's path)
+# tools/harness, on the path by benchlib
+from fsops import age_filesystem, fiemap_flags
 
 NAME = "aged"
 FILE = 128 * MIB

@@ -113,7 +113,7 @@ def measure(ctx, fstype, image_size, extra, specs, runs):
 
 def run(ctx):
     runs = 10 if ctx.quick else 30
-    data = {"method": {
+    method = {
         "images": "sparse image files in /var/tmp on loop devices: xfs "
                   "4 TiB (mkfs.xfs -m reflink=0 -d su=2m,sw=1 -K -l "
                   "size=128m); xfs 256 GiB with two allocation groups "
@@ -132,8 +132,8 @@ def run(ctx):
                   "ms = median over rounds of (check - daxfile --version of "
                   "the same round); FIEMAP = median of 20 walks inside "
                   "bench-dax (daxfile_fiemap_read, as daxfile reads the "
-                  "map: 512 extents per ioctl, FIEMAP_FLAG_SYNC first)"},
-        "files": []}
+                  "map: 512 extents per ioctl, FIEMAP_FLAG_SYNC first)"}
+    data = {"method": method, "files": []}
     all_files = []
     base = {}
     for name, fstype, size, extra, specs in FILESYSTEMS:

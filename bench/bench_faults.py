@@ -58,8 +58,8 @@ def boot(ctx, script, kernel, pmem_sizes, env, tag):
         for size in pmem_sizes:
             pmems.append(vm.Pmem.temporary_file(size))
         log_path = os.path.join(ctx.logdir, f"{tag}-{kernel}.serial.log")
-        res = image.boot(guest_script(script), pmems=pmems, env=env, timeout=ctx.vm_timeout,
-                         serial_log=log_path)
+        res = image.boot(guest_script(script), pmems=pmems, env=env,
+                         timeout=ctx.vm_timeout, serial_log=log_path)
     finally:
         for p in pmems:
             p.remove()
@@ -100,9 +100,9 @@ def run(ctx):
     env = {"BF_ROUNDS": str(rounds), "BF_FS": "xfs ext4",
            "BF_PAGES_4K": "1024" if ctx.quick else "4096",
            "BF_PAGES_2M": "64" if ctx.quick else "128"}
-    data = {"method": {
-        "harness": "tools/harness daxfile_vm, QEMU TCG, emulated NVDIMMs backed "
-                   "by prefilled files in /dev/shm",
+    method = {
+        "harness": "tools/harness daxfile_vm, QEMU TCG, emulated NVDIMMs "
+                   "backed by prefilled files in /dev/shm",
         "nvdimms": "0: 2 GiB fsdax (xfs su=2m / ext4 stride=512, -o dax); "
                    "1: 1 GiB devdax align 2M; 2: 512 MiB devdax align 4K",
         "stores": "one byte per page, timed with CLOCK_MONOTONIC; 4 KiB "
@@ -119,8 +119,8 @@ def run(ctx):
                      "files each round",
         "rounds": rounds,
         "aggregation": "p50/p99: median over rounds of the per-round value; "
-                       "max: over all rounds"},
-        "kernels": {}}
+                       "max: over all rounds"}
+    data = {"method": method, "kernels": {}}
     goals = []
     tables = []
     notes = []

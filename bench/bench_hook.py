@@ -4,8 +4,8 @@ with 1 and 4 nvdimms, against the same start with no hook, rounds
 interleaved. The hook is installed behind a timing wrapper (bench-dax time
 --append), so the time libvirt spends in it at each phase is measured
 inside libvirt, which a difference of two noisy `virsh start` times cannot
-resolve. Also the hook alone, run by hand at prepare begin / release end, and the
-process start of daxfile's binaries (wall time, shared libraries, page
+resolve. Also the hook alone, run by hand at prepare begin / release end,
+and the process start of daxfile's binaries (wall time, shared libraries, page
 faults), which is most of the hook's time per phase.
 Uses tools/harness/libvirt_env.py (the running libvirtd, or one started by
 hand and stopped after)."""
@@ -199,9 +199,9 @@ def run(ctx):
                      "phase, inside libvirt; start = prepare + start + "
                      "started, stop = stopped + release",
         "domain": "TCG, 512 MiB RAM, 2 vCPUs, the VM harness's 6.1 kernel "
-                  "and initramfs (tools/harness/guest/idle.sh); 1 or 4 nvdimms of "
-                  f"{FILE_SIZE >> 20} MiB, daxfile-created on a loop xfs "
-                  "(su=2m)",
+                  "and initramfs (tools/harness/guest/idle.sh); 1 or 4 "
+                  f"nvdimms of {FILE_SIZE >> 20} MiB, daxfile-created on a "
+                  "loop xfs (su=2m)",
         "timing": "wall time of `virsh start` and of `virsh destroy` (each a "
                   "new virsh process); one warm-up start per domain; rounds "
                   "rotate the order of the arms",
@@ -243,9 +243,10 @@ def run(ctx):
                         if (arm, ndev) not in checked:
                             held = registry_holds(ctx, files[0])
                             if held != (arm == "daxfile"):
+                                ran = "did not run" if held is False \
+                                    else "ran"
                                 raise BenchError(
-                                    f"arm {arm}: the daxfile hook "
-                                    f"{'did not run' if held is False else 'ran'}")
+                                    f"arm {arm}: the daxfile hook {ran}")
                             checked.add((arm, ndev))
                         t_d = timed_virsh(lv, "destroy", name)
                         if not lv.wait_shutoff(name, timeout=60):
@@ -363,14 +364,14 @@ def report(data, samples):
                   [[n, v["median_ms"], v["median_ms"] - base, v["libraries"],
                     v["minflt"]] for n, v in ps.items()])))
         net = ps["daxfile --version"]["median_ms"] - base
+        hook_ps = ps['daxfile-hook --version']
         goals.append(goal(
             f"start: daxfile --version <= {START_MS:.0f} ms on the host (net "
             "of /bin/true's process start)", net, START_MS, net <= START_MS,
             "ms", note=f"{ps['daxfile --version']['libraries']} shared "
                        "libraries; the hook binary: "
-                       f"{ps['daxfile-hook --version']['libraries']}, "
-                       f"{ps['daxfile-hook --version']['median_ms'] - base:.1f}"
-                       " ms net"))
+                       f"{hook_ps['libraries']}, "
+                       f"{hook_ps['median_ms'] - base:.1f} ms net"))
     at = data.get("attestation")
     if at:
         per = at["per_device_us"] / 1e3

@@ -167,8 +167,8 @@ def run(ctx):
     cost_sparse = st["sparse"]["prealloc_cost_s"]
     data = {"size": size, "runs": runs, "backing": where, "stats": st,
             "guest": data_guest,
-            "ratio_sparse_vs_static_total": ratio(st["sparse"]["median_s"],
-                                                  st["static-cold"]["median_s"]),
+            "ratio_sparse_vs_static_total": ratio(
+                st["sparse"]["median_s"], st["static-cold"]["median_s"]),
             "ratio_sparse_vs_static_prealloc_cost": ratio(cost_sparse,
                                                           cost_static),
             "method": {
@@ -194,7 +194,8 @@ def run(ctx):
                   "static-cold (no number stated; reported; non-DAX host)",
                   data["ratio_sparse_vs_static_total"], None, True, "x",
                   note="prealloc cost (minus prealloc=off): sparse / static "
-                       f"= {fmt_ratio(data['ratio_sparse_vs_static_prealloc_cost'])}")]
+                       "= " + fmt_ratio(
+                           data['ratio_sparse_vs_static_prealloc_cost']))]
     for fs, gst in data_guest["fs"].items():
         if "created" in gst and "sparse" in gst:
             goals.append(goal(

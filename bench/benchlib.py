@@ -351,7 +351,7 @@ def table(headers, rows):
     out = []
     for i, r in enumerate(cells):
         out.append("| " + " | ".join(c.ljust(width[j])
-                                      for j, c in enumerate(r)) + " |")
+                                     for j, c in enumerate(r)) + " |")
         if i == 0:
             out.append("|" + "|".join("-" * (w + 2) for w in width) + "|")
     return "\n".join(out)

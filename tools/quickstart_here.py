@@ -69,7 +69,8 @@ def mount_of(path):
 
 def dax_mounts():
     """mount points of DAX filesystems on this machine"""
-    return [mnt for mnt, _, dax in mounts() if {"dax", "dax=always"} & set(dax)]
+    return [mnt for mnt, _, dax in mounts()
+            if {"dax", "dax=always"} & set(dax)]
 
 
 def guest_failure(tap_lines):
@@ -346,8 +347,9 @@ class OnThisHost(Steps):
             self.step("guest kernel and initramfs", self.make_image)
             self.step(f"daxfile create ({self.args.size})", self.backing_file)
             self.step("define the guest, daxfile attach", self.guest)
-            self.step("virsh start: the file static, layout changes refused"
-                      if not self.dev_mode else "virsh start", self.start_guest)
+            self.step("virsh start" if self.dev_mode else
+                      "virsh start: the file static, layout changes refused",
+                      self.start_guest)
             self.step("first boot: write through MAP_SYNC, power off",
                       self.boot, "write")
             self.step("second boot: verify", self.boot, "verify")

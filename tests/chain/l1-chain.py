@@ -13,8 +13,9 @@ CHAIN_STAGE=first: the files are static while QEMU runs (every layout
 change refused), libvirtd restarts without losing that, a stop releases
 them with libvirt's owner and mode back; then four domains are left in
 four phases (start stuck after prepare, started, running: L2 writing with
-CHAIN_L2IO=1, else paused; just released) and the host crashes: sysrq-b (CHAIN_CRASH=sysrq) or the test
-host kills our QEMU at the marker line (CHAIN_CRASH=kill).
+CHAIN_L2IO=1, else paused; just released) and the host crashes: sysrq-b
+(CHAIN_CRASH=sysrq) or the test host kills our QEMU at the marker line
+(CHAIN_CRASH=kill).
 
 On Debian's 6.1, once: the users' paths around a start on real fsdax
 (issue 35), with `daxfile watch` running and wipe_on_undefine=true: a
@@ -156,8 +157,8 @@ def install():
     os.makedirs("/etc/daxfile", exist_ok=True)
     with open("/etc/daxfile/daxfile.conf", "w") as f:
         f.write("[hook]\n" + HOOK_CONF.get(STAGE, "managed_roots=/mnt/xfs;"
-                                             "/mnt/ext4\ndevice_dax=true\n"
-                                             "wipe_on_undefine=true\n"))
+                                           "/mnt/ext4\ndevice_dax=true\n"
+                                           "wipe_on_undefine=true\n"))
     hooks = "/etc/libvirt/hooks/qemu.d"
     os.makedirs(hooks, exist_ok=True)
     shutil.copy2(build_path("libvirt-hooks", "daxfile-hook"),
@@ -722,8 +723,9 @@ def t_crash():
 def stage_first():
     install()
     took = libvirtd_start()
-    if not tap.ok(took is not None, f"libvirtd started by hand ({took or 0:.1f}"
-                  " s)", libvirtd_log_tail()):
+    if not tap.ok(took is not None,
+                  f"libvirtd started by hand ({took or 0:.1f} s)",
+                  libvirtd_log_tail()):
         return
     t_create()
     with open(f"{IMAGES}/cmdline") as f:
@@ -861,6 +863,7 @@ def stage_after():
     t_wipe()
 
 # ------------------------------------------------------- stages migrate
+
 
 def static_of(path):
     return ((status(path) or {}).get("static")) or {}

@@ -39,8 +39,10 @@ CASES = [
     ("create-size-unaligned", ["create", "new.img", "--size", "3M"]),
     ("create-size-unaligned-max", ["create", "new.img", "--size",
                                    "9223372036854775807"]),
-    ("create-align-3m", ["create", "new.img", "--size", "6M", "--align", "3M"]),
-    ("create-align-1k", ["create", "new.img", "--size", "6M", "--align", "1K"]),
+    ("create-align-3m",
+     ["create", "new.img", "--size", "6M", "--align", "3M"]),
+    ("create-align-1k",
+     ["create", "new.img", "--size", "6M", "--align", "1K"]),
     ("create-exists", ["create", "regular.img", "--size", "2M"]),
     ("create-dot", ["create", ".", "--size", "2M"]),
     ("create-trailing-slash", ["create", "newdir/", "--size", "2M"]),
@@ -146,7 +148,8 @@ def main():
             except FileNotFoundError:
                 want = f"(missing golden file {path})\n"
             diff = "".join(difflib.unified_diff(
-                want.splitlines(True), got.splitlines(True), "expected", "got"))
+                want.splitlines(True), got.splitlines(True), "expected",
+                "got"))
             tap.ok(got == want, f"daxfile {' '.join(argv)}".strip(), diff)
     return tap.done()
 

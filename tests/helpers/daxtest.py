@@ -25,7 +25,8 @@ import time
 
 SRCDIR = os.environ.get(
     "DAXFILE_SRCDIR",
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
 BUILDDIR = os.environ.get("DAXFILE_BUILDDIR", os.path.join(SRCDIR, "build"))
 
 # The TAP emitter and the filesystem helpers that bench/ and tools/ use too
@@ -33,7 +34,8 @@ BUILDDIR = os.environ.get("DAXFILE_BUILDDIR", os.path.join(SRCDIR, "build"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "tools", "harness"))
 from daxtap import Tap  # noqa: E402
-from fsops import (FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE,  # noqa: E402
+from fsops import (FALLOC_FL_COLLAPSE_RANGE,  # noqa: E402
+                   FALLOC_FL_INSERT_RANGE,
                    FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE,
                    FALLOC_FL_ZERO_RANGE, FICLONE, age_filesystem, fallocate,
                    fiemap_flags, layout_changes)
@@ -49,7 +51,8 @@ def build_path(*parts):
 
 # DAXFILE_WRAPPER="valgrind ..." runs every daxfile binary under it
 WRAPPER = os.environ.get("DAXFILE_WRAPPER", "").split()
-DAXFILE = os.environ.get("DAXFILE_BIN", build_path("src", "daxfilectl", "daxfile"))
+DAXFILE = os.environ.get("DAXFILE_BIN",
+                         build_path("src", "daxfilectl", "daxfile"))
 
 
 VALGRIND_NOTE = re.compile(

@@ -214,7 +214,8 @@ def golden(tap, world, name, proc, extra_ok=True, diag=""):
     diff = "".join(difflib.unified_diff(want.splitlines(True),
                                         got.splitlines(True), "expected",
                                         "got"))
-    tap.ok(got == want and extra_ok, f"hook: {name}", (diff or got) + str(diag))
+    tap.ok(got == want and extra_ok, f"hook: {name}",
+           (diff or got) + str(diag))
 
 
 def guarded(path):

@@ -279,8 +279,8 @@ def define_domains(loop):
     xml = domain("")
     res = lv.define(xml, loop.tmp, DOM)
     assert res.returncode == 0, res.stderr
-    noacpi = xml.replace(DOM, DOM_NOACPI).replace("<features><acpi/></features>",
-                                                  "")
+    noacpi = xml.replace(DOM, DOM_NOACPI).replace(
+        "<features><acpi/></features>", "")
     res = lv.define(noacpi, loop.tmp, DOM_NOACPI)
     assert res.returncode == 0, res.stderr
     disk = domain("<disk type='file' device='disk'><driver name='qemu' "

@@ -144,7 +144,7 @@ def t_watch(w):
                w.guarded(f1),
                "virsh attach-device --live: the watch makes it static, one "
                "line naming domain and device", (plug.stderr, line,
-               w.entries()))
+                                                 w.entries()))
         plug = w.plug(d, nvdimm(f2))
         line = watcher.wait(f"'{f2}'")
         e = w.entry(f2)
@@ -171,7 +171,7 @@ def t_watch(w):
                w.guarded(f1) and w.entry(f2).get("unguarded"),
                "libvirtd restarts: the domain keeps running, static and "
                "unguarded as before", (restarted, back, lv.state(d),
-                                      w.entries()))
+                                       w.entries()))
         lv.virsh("destroy", d)
         tap.ok(all(w.entries(f) == [] and not is_immutable(f)
                    for f in (f0, f1, f2)),

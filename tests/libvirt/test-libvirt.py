@@ -170,11 +170,12 @@ def test_refusals(w):
         res = lv.virsh("start", name)
         tap.ok(res.returncode != 0 and "Hook script execution failed" in
                res.stderr and want in res.stderr and
-               f"domain '{name}'" in res.stderr and lv.state(name) == "shut off",
+               f"domain '{name}'" in res.stderr and
+               lv.state(name) == "shut off",
                f"virsh start refuses: {what}, with the hook's message",
                res.stderr)
     tap.ok(all(registry_for(w.path(n)) == [] for n in ("good.img",
-                                                        "falloc.img")),
+                                                       "falloc.img")),
            "no refused start left a registry entry")
 
 

@@ -141,8 +141,8 @@ def checkout_invisible(tap):
         pmem.remove()
         shutil.rmtree(empty)
     tap_text = "\n".join(res.tap)
-    want = [f"not ok 1 - the checkout and the build shared from the real "
-            f"host", f"# '{empty}/tools/quickstart.py' is not there in the "
+    want = ["not ok 1 - the checkout and the build shared from the real "
+            "host", f"# '{empty}/tools/quickstart.py' is not there in the "
             "emulated host: the real host's share of that directory did not "
             "mount", f"# $ ls -ld '{empty}/tools'"]
     missing = [w for w in want if w not in tap_text]

@@ -167,7 +167,8 @@ class Run:
         res = lv.virsh("start", "--paused", name)
         if held:
             other = self.live_elsewhere(held[0], name)
-            self.expect(res.returncode != 0 and f"domain:{other}" in res.stderr,
+            self.expect(res.returncode != 0 and
+                        f"domain:{other}" in res.stderr,
                         f"start {name}, {held[0]} in {other}: {res.stderr}")
         else:
             self.expect(res.returncode == 0, f"start {name}: {res.stderr}")
@@ -347,7 +348,8 @@ def report(tap, w, run, watcher):
     bad = [f for f in run.files if
            (run.final.get(f) == "zeros") != run.zeros(f) or
            (run.final.get(f) != "zeros" and not run.intact(f))]
-    tap.ok(not bad, f"at the end: the {sum(v == 'zeros' for v in run.final.values())} "
+    zeros = sum(v == 'zeros' for v in run.final.values())
+    tap.ok(not bad, f"at the end: the {zeros} "
            "files of undefined domains no other domain used are zeros, "
            f"the other {len(run.files)} - those intact", bad)
     left = [e for e in w.entries() if e["path"].startswith(w.loop.path)]

@@ -44,9 +44,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs,  # noqa: E402
-                     QemuStandIn, Tap, build_path, daxfile, enforced, fake_dax_env, need_root,
-                     finish_paused, one_line_error, require_seams, tempdir,
-                     wait_state)
+                     QemuStandIn, Tap, build_path, daxfile, enforced,
+                     fake_dax_env, finish_paused, need_root, one_line_error,
+                     require_seams, tempdir, wait_state)
 
 M = 1 << 20
 
@@ -72,6 +72,8 @@ def prepared():
     """an entry's state after the prepare hook: the kernel mechanism makes
     the file static there already, the guard only reserves it"""
     return "engaged" if MECH[0] == "kernel" else "reserved"
+
+
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
 CONSUMER = build_path("tests", "helpers", "daxfile-consumer")
 DAXFILE_COMMS = ("daxfile", "daxfile-hook")
@@ -712,8 +714,8 @@ def t_reparented(w):
     shell = subprocess.Popen(argv, stdin=subprocess.PIPE,
                              stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL,
-                             env=dict(os.environ, **w.env, DAXFILE_TEST_PAUSE=
-                                      "prepare-reserving"))
+                             env=dict(os.environ, **w.env,
+                                      DAXFILE_TEST_PAUSE="prepare-reserving"))
     shell.stdin.write(domain_xml([f]).encode())
     shell.stdin.close()
     hook = stopped_child_of(shell.pid, timeout=60)
@@ -1066,7 +1068,7 @@ def run_all(args, directory):
             for func, *a in ((t_selftest_child, args.selftest_kills),
                              (t_selftest_cache,),
                              (t_repair_unresolvable,
-                                                   extra),
+                              extra),
                              (t_writer_window,), (t_aliases,),
                              (t_two_nvdimms,), (t_one_write_per_phase,),
                              (t_reservations,),

@@ -30,9 +30,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs,  # noqa: E402
-                     QemuStandIn, Tap, build_path, daxfile, is_immutable, need_root,
-                     finish_paused, one_line_error, require_seams, tempdir,
-                     wait_state)
+                     QemuStandIn, Tap, build_path, daxfile, finish_paused,
+                     is_immutable, need_root, one_line_error, require_seams,
+                     tempdir, wait_state)
 
 tap = Tap()
 HOOK = build_path("libvirt-hooks", "daxfile-hook")

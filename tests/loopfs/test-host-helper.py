@@ -171,8 +171,8 @@ def test_default_geometry(fs):
     if res.rc == 0:
         # mballoc can be lucky on ext4; then the layout must really be aligned
         bad = [e for e in fiemap_flags(path) if e[1] % (2 * M)]
-        tap.ok(not bad, f"{fs.kind}: create succeeded only with aligned extents",
-               bad)
+        tap.ok(not bad,
+               f"{fs.kind}: create succeeded only with aligned extents", bad)
     else:
         tap.ok(one_line_error(res) and "nothing was created" in res.err and
                "mkfs." in res.err and tree_snapshot(fs.mnt) == before,
@@ -198,8 +198,8 @@ def test_tmpfs():
     with tempdir() as d:
         mnt = os.path.join(d, "tmpfs")
         os.mkdir(mnt)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", mnt],
-                       check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs",
+                        mnt], check=True)
         try:
             path = os.path.join(mnt, "f.img")
             with open(path, "wb") as f:
@@ -233,7 +233,8 @@ def bad_input_cases(fs):
     os.mkdir(os.path.join(d, "dir"))
     j = lambda n: os.path.join(d, n)  # noqa: E731
     return [
-        ("missing path", ["check", j("nope.img")], "No such file or directory"),
+        ("missing path", ["check", j("nope.img")],
+         "No such file or directory"),
         ("directory", ["check", j("dir")], "is a directory"),
         ("symlink", ["check", j("link.img")], "is a symbolic link"),
         ("fifo", ["status", j("fifo")], "is a FIFO"),

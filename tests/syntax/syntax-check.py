@@ -347,6 +347,27 @@ def rule_clang_format(srcdir, files):
     return bad, f"run {binary} -i on them; it reads .clang-format"
 
 
+def rule_python_style(srcdir, files):
+    """None as the list: skipped (no flake8)"""
+    paths = [os.path.join(srcdir, p) for p in files
+             if is_python(srcdir, p)]
+    try:
+        out = subprocess.run(["/usr/bin/python3", "-m", "flake8",
+                              "--max-line-length=79"] + paths,
+                             capture_output=True, text=True)
+    except OSError as e:
+        return None, f"cannot run flake8: {e}"
+    if out.returncode != 0 and "No module named flake8" in out.stderr:
+        return None, ("flake8 is not installed (apt-get install "
+                      "python3-flake8; ruff is packaged in neither Debian 12 "
+                      "nor 13)")
+    bad = [os.path.relpath(line, srcdir) for line in out.stdout.splitlines()]
+    if out.returncode != 0 and not bad:
+        bad = [f"flake8 failed: {out.stderr.strip()}"]
+    return bad, ("write the Python as PEP 8 and pyflakes say (79 columns, "
+                 "as the C's 80)")
+
+
 RULES = [
     ("test-seams", "no test-seam variable named in C outside the seam module",
      rule_test_seams),
@@ -367,6 +388,8 @@ RULES = [
      "transition functions alone", rule_registry_writes),
     ("include-cycles", "no two modules of src/ include each other, "
      "directly or around a circle", rule_include_cycles),
+    ("python-style", "every Python file clean under flake8 (pycodestyle "
+     "and pyflakes)", rule_python_style),
     ("clang-format", "every C file laid out as .clang-format says",
      rule_clang_format),
 ]

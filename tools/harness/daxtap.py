@@ -78,5 +78,6 @@ class Tap:
             print(f"1..{self.n}", flush=True)
         elif self.planned != self.n:
             self.failed += 1
-            print(f"# planned {self.planned} results, ran {self.n}", flush=True)
+            print(f"# planned {self.planned} results, ran {self.n}",
+                  flush=True)
         return 1 if self.failed else 0

@@ -11,8 +11,8 @@ import subprocess
 
 def fiemap_flags(path):
     """(logical, physical, length, flags) per extent, via filefrag -v."""
-    out = subprocess.run(["filefrag", "-v", "-b4096", path], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(["filefrag", "-v", "-b4096", path],
+                         capture_output=True, text=True, check=True).stdout
     extents = []
     for line in out.splitlines():
         parts = line.split(":")

@@ -115,7 +115,8 @@ class Libvirtd:
         self.conf_backup = QEMU_CONF + ".daxfile-backup"
         shutil.copy2(QEMU_CONF, self.conf_backup)
         with open(QEMU_CONF, "a") as f:
-            f.write('\n# added while daxfile tests run\nstdio_handler = "file"\n')
+            f.write('\n# added while daxfile tests run\n'
+                    'stdio_handler = "file"\n')
         self._start()
         self.ours = True
         log("started libvirtd")
@@ -442,6 +443,7 @@ def domain_xml(name, kernel, initrd, cmdline, console, tap, memory_mib=512,
     took 4.7 s of a guest's boot nested under TCG). loader: a firmware
     ROM instead of SeaBIOS (QEMU's qboot.rom boots faster). virt: the
     domain type, else virt_type()'s."""
+    rom = f"    <loader type='rom'>{loader}</loader>\n" if loader else ""
     kind = virt or virt_type()
     # TCG's XSAVE under its emulated SVM reports sizes a guest kernel
     # refuses (a WARNING and 0.5 s at boot): that guest saves its FPU
@@ -455,7 +457,7 @@ def domain_xml(name, kernel, initrd, cmdline, console, tap, memory_mib=512,
   <vcpu>{vcpus}</vcpu>
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>
-{f"    <loader type='rom'>{loader}</loader>{chr(10)}" if loader else ""}    <kernel>{kernel}</kernel>
+{rom}    <kernel>{kernel}</kernel>
     <initrd>{initrd}</initrd>
     <cmdline>{cmdline}</cmdline>
   </os>

@@ -134,6 +134,7 @@ def hostroot_qemu(shares):
                  'security_model=none,readonly=on,multidevs=remap']
     return argv
 
+
 DEFAULT_APPEND = ('console=ttyS0,115200 panic=-1 random.trust_cpu=on '
                   'mitigations=off')
 
@@ -143,7 +144,8 @@ class VmError(Exception):
 
 
 class Terminated(Exception):
-    """SIGTERM (e.g. meson's timeout) arrived; QEMU gets killed on the way out."""
+    """SIGTERM (e.g. meson's timeout) arrived; QEMU gets killed on the way
+    out."""
 
 
 def _sigterm(signum, frame):

@@ -47,7 +47,8 @@ TAP_PLAN_RE = re.compile(r'1\.\.(\d+)\s*(?:#\s*(.*))?$')
 def classify_tap(line):
     """('test', TapTest) | ('plan', (n, comment)) | ('bail', msg) |
     ('comment', line) | ('other', line)"""
-    if line.startswith('#') or not line.strip() or line.startswith('TAP version'):
+    if (line.startswith('#') or not line.strip() or
+            line.startswith('TAP version')):
         return 'comment', line
     m = TAP_TEST_RE.match(line)
     if m and (line.startswith('ok') or line.startswith('not ok')):
@@ -71,7 +72,8 @@ class BootResult:
     tests: list = dataclasses.field(default_factory=list)   # [TapTest]
     plan: tuple = None                # (n, comment) from the guest
     bailed_out: str = None
-    log: list = dataclasses.field(default_factory=list)     # merged, timestamped
+    # merged, timestamped
+    log: list = dataclasses.field(default_factory=list)
     console: list = dataclasses.field(default_factory=list)
     tap: list = dataclasses.field(default_factory=list)
     qemu_rc: int = None
@@ -239,7 +241,8 @@ def build_image(kernel='6.1', bins=(), kernel_image=None, compress=True,
     guest nested under TCG, where every MiB of initramfs costs about a
     second of its boot. modules: a slim image's modules (see
     _base_inputs()), for the same reason."""
-    k = kernel if isinstance(kernel, Kernel) else get_kernel(kernel, kernel_image)
+    k = (kernel if isinstance(kernel, Kernel)
+         else get_kernel(kernel, kernel_image))
     if pvh is None:
         pvh = os.environ.get('DAXFILE_VM_BOOT', 'pvh') != 'bzimage'
     boot_kernel = (pvh_vmlinux(k.vmlinuz) if pvh else None) or k.vmlinuz
@@ -299,7 +302,8 @@ def _run_qemu(argv, rundir, timeout, kill_on, on_tap, on_console,
     for name in ('con', 'tap'):
         # O_RDWR: opening never blocks and we never see a spurious EOF; the
         # end of the run is QEMU's exit, after which the fifo is drained.
-        fd = os.open(rundir / f'{name}.out', os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(rundir / f'{name}.out',
+                     os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
         streams.append(_Stream(name, fd))
     logf = open(serial_log, 'w') if serial_log else None
     res.serial_log_path = str(serial_log) if serial_log else None
@@ -371,7 +375,8 @@ def _run_qemu(argv, rundir, timeout, kill_on, on_tap, on_console,
             *lines, s.buf = s.buf.split(b'\n')
             now = time.monotonic() - t0
             for raw in lines:
-                line_in(s.name, raw.decode('utf-8', 'replace').rstrip('\r'), now)
+                text = raw.decode('utf-8', 'replace').rstrip('\r')
+                line_in(s.name, text, now)
         if final and s.buf:
             line_in(s.name, s.buf.decode('utf-8', 'replace').rstrip('\r'),
                     time.monotonic() - t0)

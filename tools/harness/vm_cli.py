@@ -45,9 +45,10 @@ def _relay_run(args):
                         pvh=False if args.bzimage else None)
     t_image = time.monotonic() - t0
     script = resolve_script(args.script)
+    booted = ('bzImage' if image.boot_kernel == image.kernel.vmlinuz
+              else 'PVH vmlinux')
     tap.diag(f'daxfile-vm: kernel {image.kernel.describe()}, script '
-             f'{script.name}, booting '
-             f'{"bzImage" if image.boot_kernel == image.kernel.vmlinuz else "PVH vmlinux"}')
+             f'{script.name}, booting {booted}')
     pmems = None if not args.pmem else parse_pmems(args.pmem)
     env = {}
     for kv in args.env:
@@ -98,7 +99,8 @@ def _relay_run(args):
              + f', QEMU exit {res.duration:.1f} s')
     problems = res.problems
     tap.n = len(res.tests)  # our result follows the guest's
-    name = f'daxfile-vm: {script.stem} on {args.kernel}: guest ran to completion'
+    name = (f'daxfile-vm: {script.stem} on {args.kernel}: guest ran to '
+            'completion')
     if res.plan and res.plan[0] == 0 and not res.tests and not problems:
         tap.skip(name, res.plan[1])
     else:
@@ -114,10 +116,10 @@ def _relay_run(args):
             tap.diag(f'daxfile-vm: full serial log: {args.serial_log}')
         # Also on stderr: meson --print-errorlogs shows stderr, while the
         # TAP on stdout only lands in meson-logs/testlog.txt.
+        where = (f'\nfull serial log: {args.serial_log}'
+                 if args.serial_log else '')
         print(f'daxfile-vm: {script.stem} on {args.kernel} FAILED\n'
-              + res.report(args.tail)
-              + (f'\nfull serial log: {args.serial_log}' if args.serial_log else ''),
-              file=sys.stderr, flush=True)
+              + res.report(args.tail) + where, file=sys.stderr, flush=True)
     tap.done()
     return 0 if res.passed else 1
 
@@ -134,16 +136,17 @@ def _image_cmd(args):
         out = CACHE_DIR / 'images' / key
         out.mkdir(parents=True, exist_ok=True)
         _prune(CACHE_DIR / 'images', '*/initrd', 10)
-    initrd = image.initrd(out / 'initrd', args.script and resolve_script(args.script))
-    kname = 'vmlinuz' if image.boot_kernel == image.kernel.vmlinuz else 'vmlinux'
+    script = args.script and resolve_script(args.script)
+    initrd = image.initrd(out / 'initrd', script)
+    bz = image.boot_kernel == image.kernel.vmlinuz
+    kname = 'vmlinuz' if bz else 'vmlinux'
     shutil.copyfile(image.boot_kernel, out / kname)
-    append = DEFAULT_APPEND + (f' daxfile.script={resolve_script(args.script).name}'
-                               if args.script else '')
+    append = DEFAULT_APPEND + (f' daxfile.script={script.name}'
+                               if script else '')
     print(json.dumps({
         'flavour': args.kernel, 'kernel': str(out / kname),
         'kernel_version': image.kernel.kver,
-        'kernel_format': ('bzImage' if image.boot_kernel == image.kernel.vmlinuz
-                          else 'vmlinux (PVH)'),
+        'kernel_format': 'bzImage' if bz else 'vmlinux (PVH)',
         'kernel_source': image.kernel.ident if image.kernel.modroot
         else str(image.kernel.vmlinuz),
         'initrd': str(initrd), 'base': str(image.base),
@@ -190,27 +193,31 @@ def main(argv=None):
     import argparse
     ap = argparse.ArgumentParser(
         prog='daxfile-vm',
-        description='Boot Debian kernels under QEMU TCG with emulated NVDIMMs '
-                    'and run daxfile guest tests (see tools/harness/README.md).')
+        description='Boot Debian kernels under QEMU TCG with emulated '
+                    'NVDIMMs and run daxfile guest tests (see '
+                    'tools/harness/README.md).')
     sub = ap.add_subparsers(dest='cmd', required=True)
 
     def common(p):
         p.add_argument('--kernel', default='6.1',
-                       help='kernel flavour: 6.1, 6.12 or daxctl (default 6.1)')
+                       help='kernel flavour: 6.1, 6.12 or daxctl (default '
+                            '6.1)')
         p.add_argument('--kernel-image', metavar='PATH',
                        help='boot this all-built-in bzImage (no modules)')
         p.add_argument('--bin', action='append', default=[], metavar='PATH',
                        help='copy into /daxfile/bin with its libraries')
         p.add_argument('--no-compress', action='store_true',
-                       help='uncompressed base archive (bigger, boots no faster)')
+                       help='uncompressed base archive (bigger, boots no '
+                            'faster)')
         p.add_argument('--bzimage', action='store_true',
                        help='boot the compressed bzImage, not the PVH vmlinux')
 
     def boot_opts(p):
         p.add_argument('--pmem', action='append', default=[],
                        metavar='FILE[,size=S][,label=L][,model=M]',
-                       help="NVDIMM backing file, created prefilled if missing; "
-                            "'none' for no NVDIMM (default: a temporary 1G file)")
+                       help="NVDIMM backing file, created prefilled if "
+                            "missing; 'none' for no NVDIMM (default: a "
+                            "temporary 1G file)")
         p.add_argument('--append', action='append', default=[], metavar='ARGS',
                        help='extra kernel command line')
         p.add_argument('--smp', type=int, default=1,
@@ -222,13 +229,16 @@ def main(argv=None):
                        help="the host's root as the guest's userland (9p, "
                             "read-only, tmpfs overlay)")
 
-    p = sub.add_parser('image', help='build the kernel and initrd, print paths as JSON')
+    p = sub.add_parser('image', help='build the kernel and initrd, print '
+                       'paths as JSON')
     common(p)
-    p.add_argument('--out', metavar='DIR', help='write vmlinuz and initrd here')
+    p.add_argument('--out', metavar='DIR',
+                   help='write vmlinuz and initrd here')
     p.add_argument('--script', help='guest script the initrd runs by default')
     p.set_defaults(func=_image_cmd)
 
-    p = sub.add_parser('run', help='boot once, run a guest script, relay its TAP')
+    p = sub.add_parser('run', help='boot once, run a guest script, relay '
+                       'its TAP')
     common(p)
     boot_opts(p)
     p.add_argument('--script', required=True,
@@ -238,20 +248,23 @@ def main(argv=None):
     p.add_argument('--env', action='append', default=[], metavar='K=V',
                    help='exported in the guest before the script runs')
     p.add_argument('--timeout', type=float, default=600,
-                   help='hard limit in seconds for the whole boot (default 600)')
+                   help='hard limit in seconds for the whole boot '
+                        '(default 600)')
     p.add_argument('--serial-log', metavar='FILE',
                    help='write the timestamped serial log here')
     p.add_argument('--tail', type=int, default=60,
                    help='serial lines printed on failure (default 60)')
     p.add_argument('--no-modules', action='store_true',
-                   help='skip the insmods (for scripts needing no NVDIMM/ext4/xfs)')
+                   help='skip the insmods (for scripts needing no '
+                        'NVDIMM/ext4/xfs)')
     p.add_argument('--allow-kernel-errors', action='store_true',
                    help='do not fail on Oops/BUG/WARNING console lines')
     p.add_argument('-v', '--verbose', action='store_true',
                    help='copy the guest console to stderr as it arrives')
     p.set_defaults(func=_relay_run)
 
-    p = sub.add_parser('shell', help='interactive guest shell on this terminal')
+    p = sub.add_parser('shell',
+                       help='interactive guest shell on this terminal')
     common(p)
     boot_opts(p)
     p.set_defaults(func=_shell_cmd)

@@ -84,7 +84,8 @@ def ldd_closure(paths):
     """{guest path: host path} of the shared libraries the ELF files need.
     Memoised per binary until it or /etc/ld.so.cache changes."""
     memo = _Memo('ldd-memo')
-    ldcache = _file_key('/etc/ld.so.cache') if os.path.exists('/etc/ld.so.cache') else None
+    ldcache = (_file_key('/etc/ld.so.cache')
+               if os.path.exists('/etc/ld.so.cache') else None)
     libs = {}
     for path in paths:
         got = memo.get(['ldd', _file_key(path), ldcache],
@@ -107,8 +108,10 @@ def _ldd_closure_now(paths):
         for line in r.stdout.splitlines():
             line = line.strip()
             if 'not found' in line:
-                raise VmError(f"'{path}' needs a library that is missing: {line}")
-            m = re.match(r'\S+ => (/\S+)', line) or re.match(r'(/\S+) \(', line)
+                raise VmError(f"'{path}' needs a library that is missing: "
+                              f"{line}")
+            m = (re.match(r'\S+ => (/\S+)', line) or
+                 re.match(r'(/\S+) \(', line))
             if m:
                 libs[_guest_path(m.group(1))] = os.path.realpath(m.group(1))
     return libs
@@ -142,9 +145,10 @@ class Cpio:
         self._parents(path)
         if mode is None:
             mode = os.stat(src).st_mode & 0o7777 if src else 0o644
+        if not src and not isinstance(data, bytes):
+            data = data.encode()
         self.entries[path] = ('file', 0o100000 | mode,
-                              str(src) if src else (data if isinstance(data, bytes)
-                                                    else data.encode()))
+                              str(src) if src else data)
 
     def add_symlink(self, path, target):
         path = path.strip('/')
@@ -223,7 +227,8 @@ def _base_inputs(kernel, tools=None, modules=None):
         elif required:
             raise VmError(f"'{hpath}' is missing; install its package "
                           f"(see .ci/packages)")
-    files.update(ldd_closure([files[g] for g, _, _ in GUEST_TOOLS if g in files]))
+    files.update(ldd_closure([files[g] for g, _, _ in GUEST_TOOLS
+                              if g in files]))
     for gpath, hpath in GUEST_ETC_FILES:
         if os.path.exists(hpath):
             files[gpath] = hpath

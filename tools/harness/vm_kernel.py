@@ -6,6 +6,7 @@ Part of daxfile_vm (the module users import); see its docstring.
 
 import dataclasses
 import gzip
+import io
 import json
 import lzma
 import os
@@ -90,13 +91,15 @@ def _fetch_debian_kernel(pkg, version):
         _log(f'downloading {pkg} {version} (not installed, only extracted)')
         t0 = time.monotonic()
         (CACHE_DIR / 'kernels').mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix='.fetch-', dir=CACHE_DIR / 'kernels'))
+        work = Path(tempfile.mkdtemp(prefix='.fetch-',
+                                     dir=CACHE_DIR / 'kernels'))
         try:
             _run(['apt-get', 'download', '-q', '-o', 'APT::Sandbox::User=root',
                   f'{pkg}={version}'], cwd=work)
             debs = list(work.glob('*.deb'))
             if len(debs) != 1:
-                raise VmError(f"apt-get download {pkg} left {len(debs)} .deb files")
+                raise VmError(f"apt-get download {pkg} left {len(debs)} "
+                              ".deb files")
             root = work / 'root'
             _run(['dpkg-deb', '-x', str(debs[0]), str(root)])
             debs[0].unlink()
@@ -111,7 +114,8 @@ def _fetch_debian_kernel(pkg, version):
                 raise VmError(f"'{pkg}' has no boot/vmlinuz-{kver}")
             meta = {'package': pkg, 'version': version, 'kver': kver,
                     'vmlinuz': f'root/boot/vmlinuz-{kver}'}
-            (work / 'kernel.json').write_text(json.dumps(meta, indent=1) + '\n')
+            (work / 'kernel.json').write_text(json.dumps(meta, indent=1)
+                                              + '\n')
             os.chmod(work, 0o755)
             if final.exists():
                 shutil.rmtree(final)
@@ -175,7 +179,8 @@ def get_kernel(flavour, kernel_image=None):
         meta, d = _fetch_debian_kernel(pkg, version)
     except VmError as e:
         # Offline fallback: the newest cached kernel of this flavour.
-        prefix = 'linux-image-6.12' if flavour == '6.12' else 'linux-image-6.1.'
+        prefix = ('linux-image-6.12' if flavour == '6.12'
+                  else 'linux-image-6.1.')
         cached = _cached_debian_kernels(prefix)
         if not cached:
             raise
@@ -233,7 +238,7 @@ def pvh_vmlinux(vmlinuz):
             if payload[:6] == b'\xfd7zXZ\x00':
                 elf = lzma.LZMADecompressor().decompress(payload)
             elif payload[:3] == b'\x1f\x8b\x08':
-                elf = gzip.GzipFile(fileobj=__import__('io').BytesIO(payload)).read()
+                elf = gzip.GzipFile(fileobj=io.BytesIO(payload)).read()
             elif payload[:4] == b'\x28\xb5\x2f\xfd' and shutil.which('zstd'):
                 # The kernel appends the 4-byte size after the zstd frame.
                 elf = subprocess.run(['zstd', '-dcq'], input=payload[:-4],

@@ -42,8 +42,8 @@ class Pmem:
                 raise VmError(f"'{path}' is {have} bytes, not {nbytes}; "
                               f"remove it or give its size")
         else:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
-                         0o600)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                         os.O_CLOEXEC, 0o600)
             try:
                 if prefill:
                     zero = bytes(16 * MIB)
@@ -57,7 +57,8 @@ class Pmem:
                 raise
             finally:
                 os.close(fd)
-        ls = parse_size(label_size) if isinstance(label_size, str) else label_size
+        ls = (parse_size(label_size) if isinstance(label_size, str)
+              else label_size)
         return cls(path.resolve(), nbytes, ls, temporary)
 
     @classmethod
@@ -93,7 +94,8 @@ class Pmem:
 
     @classmethod
     def temporary_file(cls, size='1G', label_size=0):
-        fd, p = tempfile.mkstemp(prefix='daxfile-vm-pmem.', dir=default_tmpdir())
+        fd, p = tempfile.mkstemp(prefix='daxfile-vm-pmem.',
+                                 dir=default_tmpdir())
         os.close(fd)
         os.unlink(p)
         return cls.create(p, size, label_size, temporary=True)
@@ -130,7 +132,8 @@ def default_tmpdir():
     # tmpfs: a prefilled 1 GiB backing file costs memory, not disk writes.
     try:
         st = os.statvfs('/dev/shm')
-        if os.access('/dev/shm', os.W_OK) and st.f_bavail * st.f_frsize > 4 * GIB:
+        if (os.access('/dev/shm', os.W_OK) and
+                st.f_bavail * st.f_frsize > 4 * GIB):
             return '/dev/shm'
     except OSError:
         pass
