@@ -32,6 +32,7 @@ HANDLE_EVENTS="jbd2/jbd2_handle_start xfs/xfs_trans_alloc"
 handles() {
     # handles MODE PATH: "HANDLES FAULTS" of 64 traced first stores
     local out n
+    # shellcheck disable=SC2086 # a list of events
     dx_trace_start $HANDLE_EVENTS || return 1
     out=$(bench-dax fault "$2" --mode "$1" --sync --count 64) || return 1
     dx_trace_stop /tmp/handles.trace
@@ -61,6 +62,7 @@ make_file() {
     created)
         daxfile create "$2" --size "$3" 2>/tmp/create.err && return 0
         cat /tmp/create.err
+        # shellcheck disable=SC1003 # tr deletes '"' and '\'
         echo "# BENCH {\"bench\": \"faults\", \"event\": \"create-retry\"," \
              "\"fs\": \"$FS\", \"file\": \"$2\", \"message\":" \
              "\"$(tr -d '\"\\' </tmp/create.err | tr '\n' ' ')\"}" >&3
@@ -77,10 +79,10 @@ make_files() {
     # make_files DIR ROUND: a 2m and a 4k file of each kind, big ones first
     local kind
     for kind in $FILE_KINDS; do
-        make_file $kind "$1/$kind-2m.$2" $S2 || return 1
+        make_file "$kind" "$1/$kind-2m.$2" "$S2" || return 1
     done
     for kind in $FILE_KINDS; do
-        make_file $kind "$1/$kind-4k.$2" $S4C || return 1
+        make_file "$kind" "$1/$kind-4k.$2" "$S4C" || return 1
     done
 }
 
@@ -100,6 +102,7 @@ devdax4k() {
         return 1
     echo "$json"
     dx__json chardev "$json"
+    # shellcheck disable=SC2154 # set by dx__json
     DAX4K=/dev/$dx_val
     [ -e "$DAX4K" ]
 }
@@ -109,7 +112,7 @@ if [ -r /sys/kernel/mm/daxfile/syscall_nr ]; then
     FILE_KINDS="created static sparse falloc"
 fi
 KINDS="devdax $FILE_KINDS"
-NKINDS=$(echo $KINDS | wc -w)
+NKINDS=$(echo "$KINDS" | wc -w)
 
 exec 3>&1
 dx_run "fsdax namespace for the files" dx_fsdax 0
@@ -127,13 +130,14 @@ for fs in $FS_LIST; do
         # each round starts with another kind (TCG translates a code path
         # the first time it runs; the load of the host drifts)
         for mode in 2m 4k; do
-            for kind in $(dx_rotate $(((r - 1) % NKINDS)) $KINDS); do
-                if [ $kind = devdax ]; then
+            # shellcheck disable=SC2086 # the kinds, a list
+    for kind in $(dx_rotate $(((r - 1) % NKINDS)) $KINDS); do
+                if [ "$kind" = devdax ]; then
                     target=$([ $mode = 2m ] && echo "$DAX2M" || echo "$DAX4K")
                 else
                     target=/mnt/$fs/$kind-$mode.$r
                 fi
-                dx_run "$fs r$r: $mode $kind" bench "$fs" $kind $mode $r "$target"
+                dx_run "$fs r$r: $mode $kind" bench "$fs" "$kind" "$mode" "$r" "$target"
             done
         done
         dx_run "$fs r$r: remove the files" remove_files "/mnt/$fs" $r

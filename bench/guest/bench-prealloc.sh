@@ -29,7 +29,7 @@ measure() {
 
 one() {
     # one FS KIND ROUND: make the file if needed, measure, clean up
-    local f=/mnt/$1/$2.img
+    local f="/mnt/$1/$2.img"
     case "$2" in
     devdax) f=$DAX ;;
     created)

@@ -40,6 +40,7 @@ measure() {
     *) rm -f "$4" ;;
     esac
     if [ $rc -ne 0 ] && { [ "$2" = create ] || [ "$2" = wipe ]; }; then
+        # shellcheck disable=SC1003 # tr deletes '"' and '\\'
         echo "# BENCH {\"bench\": \"provision\", \"fs\": \"$1\"," \
              "\"method\": \"$2\", \"round\": $3, \"error\":" \
              "\"$(tr -d '\"\\' </tmp/fill.err | tr '\n' ' ')\"}" >&3
@@ -85,7 +86,8 @@ for fs in $FS_LIST; do
         continue
     r=0
     while [ $r -lt "$ROUNDS" ]; do
-        for m in $(dx_rotate $((r % 8)) $METHODS); do
+        # shellcheck disable=SC2086 # the methods, a list
+    for m in $(dx_rotate $((r % 8)) $METHODS); do
             case "$m" in
             raw-*) target=$RAWDEV ;;
             *) target=/mnt/$fs/p.img ;;

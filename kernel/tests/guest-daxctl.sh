@@ -37,8 +37,9 @@ MIB_SECTORS=2048
 
 le32() {
     # le32 N: N as 4 little-endian bytes (printf octal escapes).
-    local n=$1 i=0
+    local n="$1" i=0
     while [ $i -lt 4 ]; do
+        # shellcheck disable=SC2059 # the format is the byte, as an octal escape
         printf "\\$(printf %03o $((n & 255)))"
         n=$((n >> 8))
         i=$((i + 1))
@@ -54,7 +55,7 @@ mbr_entry() {
 
 partition() {
     # partition DEV: write the MBR above and wait for DEVp1..p4.
-    local dev=$1 p
+    local dev="$1" p
     {
         dd if=/dev/zero bs=446 count=1 2>/dev/null
         mbr_entry 2 300
@@ -69,13 +70,13 @@ partition() {
         dx__wait_dev "${dev}p$p" || return 1
     done
     for p in 1 2 3 4; do
-        echo "${dev}p$p starts at sector $(cat /sys/class/block/${dev#/dev/}p$p/start)"
+        echo "${dev}p$p starts at sector $(cat "/sys/class/block/${dev#/dev/}p$p/start")"
     done
 }
 
 mkfs_mount() {
     # mkfs_mount TYPE DEV MOUNTPOINT [--no-dax]
-    local type=$1 dev=$2 mnt=$3 fs
+    local type="$1" dev="$2" mnt="$3" fs
     shift 3
     case "$type" in
     ext4) fs=ext4
@@ -116,7 +117,7 @@ phase() {
     # phase LABEL ALIGNED_TYPE [DEFAULT_TYPE]: one DAX filesystem at a time
     # (xfs takes the DAX device as its holder: a second xfs on another
     # partition of the same pmem silently mounts without DAX).
-    local label=$1 fs=$2 def=${3:-} m=/mnt/$1
+    local label="$1" fs="$2" def="${3:-}" m="/mnt/$1"
     if dx_run "$label: aligned mkfs on p1, mount -o dax" \
         mkfs_mount "$fs" "${DX_PMEM}p1" "$m-p1"; then
         if [ -n "$def" ]; then

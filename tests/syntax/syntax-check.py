@@ -368,6 +368,38 @@ def rule_python_style(srcdir, files):
                  "as the C's 80)")
 
 
+def is_shell(srcdir, path):
+    if path.endswith(".sh"):
+        return True
+    if "." in os.path.basename(path):
+        return False
+    try:
+        with open(os.path.join(srcdir, path), "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return False
+    shell = re.search(rb"\b(ba)?sh\b", first)
+    return first.startswith(b"#!") and shell is not None
+
+
+def rule_shell_style(srcdir, files):
+    """None as the list: skipped (no shellcheck)"""
+    paths = [os.path.join(srcdir, p) for p in files if is_shell(srcdir, p)]
+    try:
+        out = subprocess.run(["shellcheck", "-f", "gcc"] + paths,
+                             capture_output=True, text=True, cwd=srcdir)
+    except OSError:
+        return None, ("shellcheck is not installed (apt-get install "
+                      "shellcheck)")
+    bad = [os.path.relpath(line, srcdir) if line.startswith("/") else line
+           for line in out.stdout.splitlines()]
+    if out.returncode != 0 and not bad:
+        bad = [f"shellcheck failed: {out.stderr.strip()}"]
+    return bad, ("quote what is one word; where a list is meant to split, "
+                 "say so in a '# shellcheck disable=SC2086 # why' (the "
+                 "tree's .shellcheckrc says what is off and why)")
+
+
 RULES = [
     ("test-seams", "no test-seam variable named in C outside the seam module",
      rule_test_seams),
@@ -390,6 +422,8 @@ RULES = [
      "directly or around a circle", rule_include_cycles),
     ("python-style", "every Python file clean under flake8 (pycodestyle "
      "and pyflakes)", rule_python_style),
+    ("shell-style", "every shell script clean under shellcheck",
+     rule_shell_style),
     ("clang-format", "every C file laid out as .clang-format says",
      rule_clang_format),
 ]

@@ -142,6 +142,7 @@ else
 fi
 
 script=
+# shellcheck disable=SC2013 # the command line's words
 for arg in $(cat /proc/cmdline); do
     case "$arg" in
     daxfile.script=*) script=${arg#daxfile.script=} ;;
@@ -151,10 +152,11 @@ done
 set -a
 . /daxfile/env
 set +a
-cd /tmp
+cd /tmp || exit 1
 
 if [ -z "$script" ]; then
     say "SHELL"
+    # shellcheck disable=SC2086 # a command and its argument, or none
     setsid $cttyhack sh -l
     rc=$?
 else
@@ -171,6 +173,7 @@ else
 fi
 
 sync
+# shellcheck disable=SC2013 # /proc/mounts writes a space as \040
 for m in $(awk '$1 ~ "^/dev/(pmem|dax)" {print $2}' /proc/mounts); do
     umount "$m" 2>/dev/console || say "ERROR umount $m failed"
 done

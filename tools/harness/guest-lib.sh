@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 # /daxfile/lib/guest-lib.sh: helpers for daxfile-vm guest scripts (busybox sh).
 #
@@ -56,12 +57,13 @@ dx_diag() {
 
 dx_rotate() {
     # dx_rotate N WORDS...: the words, starting at the N-th (0-based)
-    local n=$1 i=0 head= tail= w
+    local n="$1" i=0 head='' tail='' w
     shift
     for w in "$@"; do
         if [ $i -lt "$n" ]; then head="$head $w"; else tail="$tail $w"; fi
         i=$((i + 1))
     done
+    # shellcheck disable=SC2086 # the words, once each, space-separated
     echo $tail $head
 }
 
@@ -92,7 +94,7 @@ dx_ok() {
 
 dx_not_ok() {
     # dx_not_ok NAME [DIAG...]
-    local name=$1
+    local name="$1"
     shift
     DX_N=$((DX_N + 1))
     DX_FAILED=$((DX_FAILED + 1))
@@ -129,7 +131,7 @@ dx_run() {
     # output goes to the console, and also into the TAP as # lines on failure.
     # Shell builtins only around CMD (see dx__line); the output file of
     # each nesting depth is reused.
-    local dx_run_name=$1 dx_run_out dx_run_rc dx_run_line
+    local dx_run_name="$1" dx_run_out dx_run_rc dx_run_line
     shift
     DX_DEPTH=$((DX_DEPTH + 1))
     dx_run_out=/tmp/dx_run.$$.$DX_DEPTH
@@ -170,7 +172,7 @@ dx__json() {
     dx_val=
     case "$2" in
     *"\"$1\":\""*)
-        dx_val=${2#*\"$1\":\"}
+        dx_val=${2#*\""$1"\":\"}
         dx_val=${dx_val%%\"*}
         ;;
     esac
@@ -226,7 +228,7 @@ dx__fsdax_now() {
 
 dx__namespace() {
     # dx__namespace MODE [--label] [--force] [INDEX]
-    local mode=$1 label=0 force=0 idx=0 cur json
+    local mode="$1" label=0 force=0 idx=0 cur json
     shift
     while [ $# -gt 0 ]; do
         case "$1" in
@@ -263,6 +265,7 @@ dx__namespace() {
     fi
     echo "$json" >&2
     dx__json dev "$json"
+    # shellcheck disable=SC2034 # for the scripts that source this
     DX_NAMESPACE=$dx_val
     dx_json=$json
 }
@@ -319,7 +322,7 @@ dx_mkfs() {
     #   ext4-default  mkfs.ext4 -b 4096 (extents usually NOT 2 MiB-aligned)
     #   xfs-default   mkfs.xfs -m reflink=0 (extents at 96 KiB mod 2 MiB)
     # then mount -o dax (or -o dax=never with --no-dax); sets DX_MNT.
-    local type=$1 mnt=$2 dax=dax dev=$DX_PMEM fs
+    local type="$1" mnt="$2" dax=dax dev="$DX_PMEM" fs
     [ $# -ge 2 ] || { echo "dx_mkfs: TYPE MOUNTPOINT required" >&2; return 2; }
     shift 2
     while [ $# -gt 0 ]; do
@@ -346,7 +349,7 @@ dx_mkfs() {
 dx_mount() {
     # dx_mount MOUNTPOINT [--no-dax] [--dev DEV] [--type ext4|xfs]: mount an
     # existing filesystem (e.g. on a later boot); sets DX_MNT.
-    local mnt=$1 dax=dax dev=$DX_PMEM type=
+    local mnt="$1" dax=dax dev="$DX_PMEM" type=
     shift
     while [ $# -gt 0 ]; do
         case "$1" in
@@ -359,6 +362,7 @@ dx_mount() {
     done
     [ -d "$mnt" ] || mkdir -p "$mnt" || return 1
     dx_x mount ${type:+-t "$type"} -o "$dax" "$dev" "$mnt" >&2 || return 1
+    # shellcheck disable=SC2034 # for the scripts that source this
     DX_MNT=$mnt
     DX_MOUNTS="$DX_MOUNTS $mnt"
 }
@@ -366,6 +370,7 @@ dx_mount() {
 dx_umount() {
     # dx_umount [MOUNTPOINT...]: default every dx_mkfs/dx_mount mount.
     local m rc=0 rest=
+    # shellcheck disable=SC2086 # the mount points, a list
     [ $# -gt 0 ] || set -- $DX_MOUNTS
     for m in "$@"; do
         sync
@@ -383,7 +388,7 @@ dx_extents_aligned() {
     # them unwritten, and each maps file offset to device offset with the
     # same remainder modulo BYTES (default 2 MiB): then every aligned 2 MiB
     # chunk inside an extent can be mapped by one PMD. Prints filefrag -v.
-    local f=$1 align=${2:-2097152} out
+    local f="$1" align="${2:-2097152}" out
     out=$(filefrag -v "$f") || return 2
     echo "$out"
     echo "$out" | awk -v align="$align" '

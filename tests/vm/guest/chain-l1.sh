@@ -17,7 +17,10 @@
 
 migrate_host() {
     local nic
-    nic=$(ls /sys/class/net | grep -vx lo | head -n 1)
+    nic=
+    for n in /sys/class/net/*; do
+        [ "${n##*/}" = lo ] || { nic=${n##*/}; break; }
+    done
     [ -n "$nic" ] || { echo "no network interface" >&2; return 1; }
     dx_x ip link set lo up >&2 && dx_x ip link set "$nic" up >&2 &&
         dx_x ip addr add "$CHAIN_ADDR/24" dev "$nic" >&2 || return 1

@@ -56,7 +56,7 @@ stream)
     ;;
 verify)
     for i in $io; do
-        dx_run "pmem$i: the ext4 of the first boot mounted -o dax" set_up $i ||
+        dx_run "pmem$i: the ext4 of the first boot mounted -o dax" set_up "$i" ||
             continue
         dx_run "pmem$i: pattern of seed $((CHAIN_SEED + i)) intact" \
             daxfile-guest verify --dir "/mnt/p$i" --seed $((CHAIN_SEED + i))

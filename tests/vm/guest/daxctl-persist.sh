@@ -25,4 +25,4 @@ if ! setup >&2; then
     dx_not_ok "$FS: set-up for the $STEP step (fsdax namespace, mount -o dax)"
     dx_done
 fi
-exec daxctl-test --label "$FS" --persist-$STEP $MNT/persist.img --seed "$SEED"
+exec daxctl-test --label "$FS" "--persist-$STEP" "$MNT/persist.img" --seed "$SEED"

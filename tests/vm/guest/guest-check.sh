@@ -15,7 +15,7 @@ OUT=/tmp/check.out
 
 # run_check WANT_RC [ARGS...]: daxfile-guest check, its output in $OUT
 run_check() {
-    local want=$1 rc
+    local want="$1" rc
     shift
     daxfile-guest check "$@" >$OUT 2>/tmp/check.err
     rc=$?
@@ -36,7 +36,7 @@ json_result() {
 
 # mkfs_check TYPE WANT_RC [--no-dax]: mkfs + mount, check, umount
 mkfs_check() {
-    local type=$1 want=$2 rc
+    local type="$1" want="$2" rc
     shift 2
     dx_mkfs "$type" /mnt/pmem "$@" >&2 || return 2
     run_check "$want"

@@ -12,7 +12,7 @@ OUT=/tmp/out
 
 # status WANT CMD...: CMD exits with WANT and says so on one stderr line
 status() {
-    local want=$1 rc
+    local want="$1" rc
     shift
     "$@" >$OUT 2>/tmp/err
     rc=$?

@@ -50,7 +50,7 @@ report_bytes() {
 
 # expect_verify WANT TARGET-ARGS...
 expect_verify() {
-    local want=$1 hex
+    local want="$1" hex
     shift
     hex=$(printf '0x%x' "$OFFSET")
     pattern verify "$@" --seed "$SEED"
@@ -80,7 +80,8 @@ fsdax-verify)
     dx_plan 3
     dx_run "fsdax namespace kept" dx_fsdax
     dx_run "mount the ext4 of the last boot" dx_mount $MNT --type ext4
-    dx_run "verify seed $SEED: $WANT" expect_verify "$WANT" --dir $MNT
+    # shellcheck disable=SC2153 # WANT comes from the environment
+    dx_run "verify seed $SEED: $WANT" expect_verify "$WANT" --dir "$MNT"
     dx_umount >&2
     ;;
 fsdax-kill|fsdax-interrupt)

@@ -14,7 +14,7 @@ dx_plan 30
 
 json_has() {
     # json_has FILE TEXT...: every TEXT appears in FILE (pretty JSON)
-    local f=$1
+    local f="$1"
     shift
     cat "$f"
     for t in "$@"; do
@@ -24,7 +24,7 @@ json_has() {
 
 expect_fail() {
     # expect_fail WANT_TEXT CMD...: CMD exits 1 and says WANT_TEXT on one line
-    local want=$1 out rc
+    local want="$1" out rc
     shift
     out=$("$@" 2>&1)
     rc=$?
@@ -34,7 +34,7 @@ expect_fail() {
 }
 
 check_fs() {
-    local fs=$1 mnt=/mnt/$1 f=/mnt/$1/vm.img j=/tmp/$1.json
+    local fs="$1" mnt="/mnt/$1" f="/mnt/$1/vm.img" j="/tmp/$1.json"
     dx_run "$fs: mkfs (aligned) and mount -o dax" dx_mkfs "$fs" "$mnt"
     dx_run "$fs: daxfile create 256 MiB" sh -c \
         "daxfile create $f --size 256M 2>&1 | tee /tmp/create.out;

@@ -13,7 +13,7 @@ dx_plan 30
 
 expect_status() {
     # expect_status WANT CMD...: true iff CMD exits with status WANT.
-    local want=$1 rc
+    local want="$1" rc
     shift
     "$@"
     rc=$?
@@ -38,7 +38,7 @@ pmd_traced() {
 }
 
 check_fs() {
-    local fs=$1 mnt=/mnt/$1 f=/mnt/$1/probe
+    local fs="$1" mnt="/mnt/$1" f="/mnt/$1/probe"
     dx_run "$fs: mkfs (2 MiB-aligned options) and mount -o dax" dx_mkfs "$fs" "$mnt"
     dx_run "$fs: /proc/mounts shows dax" mount_has_dax "$mnt"
     dx_run "$fs: write a pre-zeroed 8 MiB file (falloc + pwrite + fsync)" \

@@ -21,7 +21,7 @@ pwrite-extend rename unlink link"
 # whose S_DAXFILE blocks layout and name changes only: writes inside the
 # file are what a static file is for
 OPS_GUARD="open-rdwr open-wronly pwrite-inside chmod"
-NOPS=$(echo $OPS $OPS_GUARD | wc -w)
+NOPS=$(echo "$OPS $OPS_GUARD" | wc -w)
 dx_plan $((2 + 2 * (21 + NOPS) + 5 + 4))
 
 # ------------------------------------------------------- the consumer
@@ -66,12 +66,12 @@ cmd_ok() {
 consumer_stop() {
     echo "exit 0" >&7
     exec 7>&-
-    wait $CPID
+    wait "$CPID"
 }
 
 # -------------------------------------------------------------- checks
 status_has() {
-    local f=$1
+    local f="$1"
     shift
     daxfile status --json "$f" >/tmp/st.json 2>&1
     cat /tmp/st.json
@@ -89,7 +89,7 @@ refused() {
 }
 
 expect_fail() {
-    local want=$1 out rc
+    local want="$1" out rc
     shift
     out=$("$@" 2>&1)
     rc=$?
@@ -106,8 +106,9 @@ remap_store() {
 }
 
 verify_data() {
-    local off val a
+    local a
     for pair in "$MB 17" "$((4 * MB)) 18" "$((32 * MB)) 19" "$((40 * MB)) 20"; do
+        # shellcheck disable=SC2086 # offset and seed
         set -- $pair
         a=$(cmd verify "$1" 4096 "$2")
         echo "verify $1 = $2: $a"
@@ -118,7 +119,7 @@ verify_data() {
 run_around() {
     # daxfile run over the consumer: it is static (owner runner) while the
     # consumer runs, released when it exits, and run returns its status.
-    local f=$1 i=0 rc
+    local f="$1" i=0 rc
     rm -f /tmp/rin
     mkfifo /tmp/rin
     daxfile run --file "$f" --owner runner -- daxfile-consumer "$f" --sync \
@@ -155,7 +156,7 @@ expected_mechanism() {
 }
 
 check_fs() {
-    local fs=$1 mnt=/mnt/$1 f=/mnt/$1/vm.img mech
+    local fs="$1" mnt="/mnt/$1" f="/mnt/$1/vm.img" mech
     dx_run "$fs: mkfs and mount -o dax" dx_mkfs "$2" "$mnt"
     dx_run "$fs: create 64 MiB (and a clone source)" sh -c \
         "daxfile create $f --size 64M && daxfile create $f.src --size 64M"

@@ -8,6 +8,7 @@ write)
     dx_plan 4
     dx_run "fsdax" dx_fsdax
     dx_run "mkfs ext4" dx_mkfs ext4 /mnt/t
+    # shellcheck disable=SC2016 # expanded by the inner sh
     dx_run "write a file" sh -c 'echo persistent-$SELFTEST_TOKEN >/mnt/t/f && sync'
     dx_run "umount" dx_umount
     ;;
