@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The chain suite's emulated host, CHAIN_STAGE=after (see l1-chain.py)."""
+
+import hashlib
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
+from daxtest import daxfile, enforced  # noqa: E402
+import libvirt_env as lv  # noqa: E402
+from l1common import (ALL_FILES, FILES, MAIN, PHASES, WORK, cfg,  # noqa: E402
+                      console_tail, diag, entries, entry_of, install,
+                      libvirtd_log_tail, libvirtd_start, owner_mode, status,
+                      tap)
+
+
+# ---------------------------------------------------------- stage after
+
+def t_after_crash():
+    got = entries()
+    listed = {e["path"]: e for e in got or []}
+    for path in ALL_FILES:
+        on = enforced(path)
+        tap.ok(not on or path in listed,
+               f"{path}: never static without a registry entry after the "
+               f"crash (enforced: {on}, entry: {path in listed})",
+               listed.get(path))
+    # What a hook phase finished before the crash is on disk: the domains
+    # that had started keep their entries and (the immutable flag; the
+    # kernel's state lives in the in-core inode only) their files static:
+    # the engage was fsynced before `started` returned.
+    for name, path in [(MAIN, p) for p in FILES.values()] + \
+            [("chain-started", PHASES["chain-started"])]:
+        want = cfg.mech != "immutable-guard" or enforced(path)
+        tap.ok(want and path in listed,
+               f"{path}: its entry survived the crash"
+               + (", and the flag: engaged durably before started returned"
+                  if cfg.mech == "immutable-guard" else ""), listed.get(path))
+    before = {p: os.stat(p).st_mtime_ns for p in listed if p in ALL_FILES}
+    res = daxfile("repair")
+    diag(res.err)
+    tap.ok(res.rc == 0, "daxfile repair", res.err)
+    if cfg.mech == "kernel":
+        # static in the kernel at the crash: stores since the last stamp
+        # may not show in mtime (kernel/README.md, "Fault path")
+        later = [p for p, t in before.items() if os.stat(p).st_mtime_ns > t]
+        tap.ok(before and sorted(later) == sorted(before) and
+               res.err.count("its mtime is now") == len(before),
+               f"repair stamped the mtime of the {len(before)} files left "
+               f"static in the kernel", (before, later, res.err))
+    left = [e["path"] for e in entries() or [] if e["path"] in ALL_FILES]
+    static = [p for p in ALL_FILES if enforced(p)]
+    tap.ok(not left and not static, "after repair: no entry and no file "
+           "static", (left, static))
+
+
+def t_start_again():
+    for name in PHASES:
+        res = lv.virsh("start", "--paused", name)
+        ok = res.returncode == 0 and entry_of(PHASES[name])
+        lv.virsh("destroy", name)
+        tap.ok(ok and not entry_of(PHASES[name]),
+               f"{name}: starts and stops again", res.stderr)
+
+
+def t_verify():
+    orig = {p: owner_mode(p) for p in FILES.values()}
+    if cfg.l2io:
+        res = lv.virsh("start", MAIN)
+        ok = res.returncode == 0 and lv.wait_shutoff(MAIN, timeout=300)
+        oks, bad = lv.tap_results(f"{WORK}/{MAIN}.tap")
+        for line in oks + bad:
+            diag(f"L2: {line}")
+        tap.ok(ok and not bad and len(oks) == 3,
+               f"{MAIN}: L2 verified its pattern and the {cfg.count} chunks "
+               "it completed before the crash, on the NVDIMM backed by ext4, "
+               "and powered off",
+               (res.stderr + console_tail(MAIN)) if not ok else bad)
+    else:
+        res = lv.virsh("start", "--paused", MAIN)
+        ok = res.returncode == 0 and all(
+            ((status(p) or {}).get("static") or {}).get("enabled")
+            for p in FILES.values())
+        res2 = lv.virsh("destroy", MAIN)
+        tap.ok(ok and res2.returncode == 0, f"{MAIN}: starts (paused) with "
+               "both files static, and stops", res.stderr + res2.stderr)
+    # libvirt forgets the owner it remembered when the host crashed (its
+    # xattrs carry the boot time), so "back" means: as before this start.
+    for fs, path in FILES.items():
+        xattrs = [x for x in os.listxattr(path)
+                  if x.startswith("trusted.libvirt.security")]
+        tap.ok(not entry_of(path) and not enforced(path) and
+               owner_mode(path) == orig[path] and not xattrs,
+               f"{fs}: released after the power-off, owner and mode as "
+               "before the start, no remembered label left",
+               (entry_of(path), owner_mode(path), orig[path], xattrs))
+
+
+def t_wipe():
+    """daxfile wipe on real DAX: the file of a stopped domain zeroed
+    through MAP_SYNC with non-temporal stores, read back, its digest that
+    of zeros (and the bytes are zeros, read independently)"""
+    path = PHASES["chain-released"]
+    res = daxfile("wipe", "--json", path)
+    j = res.json() if res.rc == 0 else {}
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    zeros = hashlib.sha256(bytes(size)).hexdigest()
+    tap.ok(res.rc == 0 and j.get("map_sync") and
+           j.get("method", "").startswith("MAP_SYNC, non-temporal stores")
+           and j.get("verified") and j.get("zeroed") == size and
+           j.get("sha256") == zeros and not any(data),
+           f"daxfile wipe on real DAX (ext4 -o dax): MAP_SYNC, non-temporal "
+           f"stores, {size >> 20} MiB read back as zeros", (res, j))
+
+
+def stage_after():
+    install()
+    took = libvirtd_start()
+    if not tap.ok(took is not None, f"libvirtd started ({took or 0:.1f} s)",
+                  libvirtd_log_tail()):
+        return
+    doms = lv.virsh("list", "--all", "--name").stdout.split()
+    tap.ok(all(d in doms for d in [MAIN] + list(PHASES)),
+           "the domain definitions survived the crash", doms)
+    t_after_crash()
+    t_start_again()
+    t_verify()
+    t_wipe()

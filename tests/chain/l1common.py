@@ -1,0 +1,323 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What the stages of the chain suite's emulated host share (see
+l1-chain.py): its configuration (Config, from CHAIN_*), the domains and
+files, setting up libvirtd and the hook, what a test looks at (status,
+entries, owner and mode, layouts), and L2's TAP."""
+
+import errno
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
+sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
+from daxtest import (DAXFILE, Tap, build_path, daxfile,  # noqa: E402
+                     enforced)
+import libvirt_env as lv  # noqa: E402
+
+
+lv.QUIET = True
+tap = Tap()
+
+
+class Config:
+    """What the test host configured this boot with (CHAIN_* in the
+    environment, set by tests/chain/test-chain.py)"""
+
+    def __init__(self, env):
+        self.stage = env.get("CHAIN_STAGE", "first")
+        self.l2dir = env.get("CHAIN_L2DIR", "")
+        self.mech = env.get("CHAIN_MECH", "immutable-guard")
+        self.crash = env.get("CHAIN_CRASH", "sysrq")
+        self.count = int(env.get("CHAIN_COUNT", "0") or 0)
+        # L2 boots and writes through its NVDIMMs (minutes under nested
+        # TCG), or QEMU only maps the files (virsh start --paused: enough
+        # for the guard)
+        self.l2io = env.get("CHAIN_L2IO", "1") == "1"
+        self.peer = env.get("CHAIN_PEER", "")
+        # the devdax namespace of the third NVDIMM (first stage)
+        self.devdax = env.get("CHAIN_DEVDAX", "")
+        self.seed = int(env.get("CHAIN_SEED", "0") or 0)
+        self.caps = env.get("CHAIN_CAPS", "")
+        # the probe cache libvirtd has, as the real host knows it
+        self.seeded_caps = {}
+
+
+cfg = Config(os.environ)
+
+M = 1 << 20
+IMAGES = "/var/lib/libvirt/images/chain"
+WORK = "/var/tmp/chain"
+PIDFILE = "/run/chain-libvirtd.pid"
+STALL = "/run/chain-stalled"
+QEMU_USER = pwd.getpwnam("libvirt-qemu").pw_uid
+
+MAIN = "chain"
+FILES = {"xfs": "/mnt/xfs/chain.img", "ext4": "/mnt/ext4/chain.img"}
+# the domains left in one phase each when the host crashes
+PHASES = {"chain-prepared": "/mnt/ext4/prepared.img",
+          "chain-started": "/mnt/xfs/started.img",
+          "chain-released": "/mnt/ext4/released.img"}
+ALL_FILES = list(FILES.values()) + list(PHASES.values())
+# the migration's file on each host; the destination maps the source's path
+MIG_SRC, MIG_DST = "/mnt/xfs/chain.img", "/mnt/ext4/chain.img"
+# the users' paths (t_lifecycle): a domain on one file, a second hot-plugged
+LIFE = "chain-life"
+LIFE_FILES = {"xfs": "/mnt/xfs/life.img", "ext4": "/mnt/ext4/life-hp.img"}
+HOOK_CONF = {
+    "migrate-src": "managed_roots=/mnt/xfs\n",
+    "migrate-dst": "managed_roots=/mnt/ext4\ncreate_missing=true\n"
+                   "path_map=/mnt/xfs=/mnt/ext4\n",
+}
+
+
+def diag(text):
+    tap.diag(text)
+
+
+def sh(argv, timeout=300):
+    return subprocess.run(argv, capture_output=True, text=True,
+                          errors="replace", timeout=timeout)
+
+
+# ------------------------------------------------------------- set-up
+
+def stall_hook(hooks):
+    """A second hook (run after daxfile's, in name order) that holds one
+    domain's start right after its prepare: a start that never finishes"""
+    path = os.path.join(hooks, "zz-chain-stall")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\nif [ \"$1\" = chain-prepared ] && "
+                "[ \"$2\" = prepare ]; then\n"
+                f"    touch {STALL}\n    exec sleep 3600\nfi\nexit 0\n")
+    os.chmod(path, 0o755)
+
+
+PROBE = "/run/chain-probe"
+
+
+def started_probe(hooks):
+    """A second hook (after daxfile's, in name order) that records on the
+    migration's destination what the file is when libvirt runs 'start'
+    (before it executes QEMU) and 'started' (QEMU has mapped the file;
+    libvirt runs it at the end of its Prepare step, before the source is
+    told to send anything): its static state, and at 'started' whether it
+    still holds only the zeros create wrote."""
+    path = os.path.join(hooks, "zz-chain-probe")
+    size = 128 * M
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\nif [ \"$3\" = begin ]; then\n"
+                "    case \"$2\" in start|started) "
+                f"{DAXFILE} status --json {MIG_DST} >{PROBE}.$2.json 2>&1 "
+                ";; esac\nfi\n"
+                "if [ \"$2\" = started ] && [ \"$3\" = begin ]; then\n"
+                f"    if cmp -s -n {size} {MIG_DST} /dev/zero; then echo "
+                f"zeros; else echo data; fi >{PROBE}.data\nfi\nexit 0\n")
+    os.chmod(path, 0o755)
+
+
+def install():
+    """The configuration a user writes, the hook, a stock qemu.conf with
+    what this L1 lacks switched off, the L2 boot files."""
+    os.makedirs("/etc/daxfile", exist_ok=True)
+    with open("/etc/daxfile/daxfile.conf", "w") as f:
+        f.write("[hook]\n" + HOOK_CONF.get(cfg.stage, "managed_roots=/mnt/xfs;"
+                                           "/mnt/ext4\ndevice_dax=true\n"
+                                           "wipe_on_undefine=true\n"))
+    hooks = "/etc/libvirt/hooks/qemu.d"
+    os.makedirs(hooks, exist_ok=True)
+    shutil.copy2(build_path("libvirt-hooks", "daxfile-hook"),
+                 os.path.join(hooks, "daxfile"))
+    if cfg.stage == "first":
+        stall_hook(hooks)
+    if cfg.stage == "migrate-dst":
+        started_probe(hooks)
+    lv.nested_host_conf()
+    with open(lv.QEMU_CONF, "a") as f:
+        f.write('\n# chain suite\nstdio_handler = "file"\n')
+    os.makedirs(WORK, exist_ok=True)
+    os.makedirs(IMAGES, exist_ok=True)
+    for name in os.listdir(cfg.l2dir):
+        shutil.copy(os.path.join(cfg.l2dir, name), IMAGES)
+
+
+def libvirtd_start(listen=False):
+    """libvirtd by hand; listen: also on TCP without authentication (the
+    two hosts of a migration, on their own network), with a host UUID of
+    its own (both hosts share the test host's machine-id)"""
+    t0 = time.monotonic()
+    cfg.seeded_caps = lv.seed_caps(cfg.caps)
+    argv = ["taskset", "-c", "0", "libvirtd", "-d", "-p", PIDFILE]
+    if listen:
+        conf = "/run/chain-libvirtd.conf"
+        with open(conf, "w") as f:
+            f.write('listen_tls = 0\nlisten_tcp = 1\nauth_tcp = "none"\n'
+                    f'host_uuid = "{uuid.uuid4()}"\n')
+        argv += ["--listen", "-f", conf]
+    res = sh(argv)
+    deadline = time.monotonic() + 120
+    while res.returncode == 0 and time.monotonic() < deadline:
+        if lv.virsh("-q", "version", timeout=30).returncode == 0:
+            return time.monotonic() - t0
+        time.sleep(0.3)
+    return None
+
+
+def export_caps():
+    """After a define (libvirtd has probed the domain's QEMU by then): hand
+    each new probe to the real host for the next boot"""
+    cfg.seeded_caps = lv.export_caps(cfg.seeded_caps)
+
+
+def libvirtd_stop():
+    with open(PIDFILE) as f:
+        return lv.terminate(int(f.read()), timeout=60)
+
+
+def libvirtd_log_tail():
+    try:
+        with open("/var/log/libvirt/libvirtd.log", errors="replace") as f:
+            return "".join(f.readlines()[-20:])
+    except OSError:
+        return "(no libvirtd.log)"
+
+
+# --------------------------------------------------------------- facts
+
+def status(path):
+    res = daxfile("status", "--json", path)
+    return res.json()[0] if res.rc == 0 else None
+
+
+def entries():
+    res = daxfile("list", "--json")
+    return res.json() if res.rc == 0 else None
+
+
+def entry_of(path):
+    return [e for e in entries() or [] if e["path"] == path]
+
+
+def owner_mode(path):
+    st = os.stat(path)
+    return st.st_uid, st.st_gid, st.st_mode & 0o7777
+
+
+def layout(path):
+    s = status(path)
+    return (s["size"], s["fingerprint"]) if s else None
+
+
+def domain(name, files):
+    """Define @name booting L2 (its initrd is the host's: the stream phase
+    on the first boot, the verify phase on the next) and attach @files"""
+    # a migrating domain runs under TCG on both hosts: the destination's
+    # daxctl() kernel has no KVM
+    xml = lv.domain_xml(name, f"{IMAGES}/vmlinux", f"{IMAGES}/initrd",
+                        open(f"{IMAGES}/cmdline").read().strip(),
+                        f"{WORK}/{name}.console", f"{WORK}/{name}.tap",
+                        memory_mib=256, loader=lv.nested_loader(),
+                        virt=("qemu" if cfg.stage.startswith("migrate")
+                              else None))
+    res = lv.define(xml, WORK, name)
+    if res.returncode != 0:
+        return res.stderr.strip()
+    export_caps()
+    for path in files:
+        res = daxfile("attach", name, path)
+        if res.rc != 0:
+            return res.err.strip()
+    return None
+
+
+# ------------------------------------------------- what must be refused
+
+def attempt(func):
+    """'done' when @func succeeded, else the errno name it failed with"""
+    try:
+        func()
+        return "done"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
+class L2Tap:
+    """L2's TAP, relayed as it comes: from its file (on a migration's
+    destination a new one, with only what L2 printed there), or with
+    console=True its lines in the kernel log on the console (see
+    chain-l2.sh: a migration can silence ttyS1)"""
+
+    KMSG_RE = re.compile(r"^(?:\[[^\]]*\]\s*)+((?:not )?ok \d+ - .*|# .*)$")
+
+    def __init__(self, name, console=False):
+        self.name, self.console = name, console
+        self.path = f"{WORK}/{name}.{'console' if console else 'tap'}"
+        self.seen, self.chunks, self.failed = 0, [], False
+
+    def lines(self):
+        try:
+            with open(self.path, errors="replace") as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            return []
+        if not self.console:
+            return lines
+        return [m.group(1) for m in map(self.KMSG_RE.match, lines) if m]
+
+    def poll(self):
+        lines = self.lines()
+        for line in lines[self.seen:]:
+            diag(f"L2: {line}")
+            if line.startswith("not ok"):
+                self.failed = True
+            elif line.startswith("ok") and " - chunk " in line:
+                self.chunks.append(int(line.split(" - chunk ")[1].split()[0]))
+        self.seen = len(lines)
+
+    def wait(self, want, timeout):
+        """until @want chunks, a failure, or the domain stops running"""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.poll()
+            if (len(self.chunks) >= want or self.failed or
+                    lv.state(self.name) != "running"):
+                break
+            time.sleep(0.5)
+        return -1 if self.failed else len(self.chunks)
+
+
+def wait_chunks(name, want, timeout):
+    """Relay L2's TAP as it comes; the number of chunks it completed"""
+    return L2Tap(name).wait(want, timeout)
+
+
+def released(path, orig):
+    """no entry, not static, libvirt's owner and mode back and no label it
+    remembered: (True, None) or (False, what is left)"""
+    xattrs = [x for x in os.listxattr(path)
+              if x.startswith("trusted.libvirt.security")]
+    ok = (not entry_of(path) and not enforced(path) and
+          owner_mode(path) == orig and not xattrs)
+    return ok, (None if ok else (entry_of(path), enforced(path),
+                                 owner_mode(path), orig, xattrs))
+
+
+def console_tail(name):
+    """L2's console, its state and its QEMU's log: why it did not do what
+    it was started for"""
+    parts = [lv.virsh("domstate", "--reason", name, timeout=30).stdout]
+    for what, path in (("console", f"{WORK}/{name}.console"),
+                       ("QEMU log", f"/var/log/libvirt/qemu/{name}.log")):
+        try:
+            with open(path, errors="replace") as f:
+                parts.append(f"--- {what} ({path}):\n" + f.read()[-3000:])
+        except OSError as e:
+            parts.append(f"--- {what}: {e}")
+    return "\n".join(parts)
