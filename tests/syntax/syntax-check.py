@@ -71,7 +71,8 @@ from daxtest import Tap  # noqa: E402
 
 SEAM_NAMES = re.compile(r"DAXFILE_TEST_(CRASH|PAUSE|NO_TMPFILE|MISPLACED)")
 SEAM_MODULE = {"src/common/daxfile-seam.c", "src/common/daxfile-seam.h"}
-LENGTH_DIRS = ("src/", "libvirt-hooks/", "guest-tools/", "bench/", "tools/")
+PRODUCT_DIRS = ("src/", "libvirt-hooks/", "guest-tools/", "bench/", "tools/")
+LENGTH_DIRS = PRODUCT_DIRS + ("tests/",)
 MAX_LINES = 800
 BINARY_DIRS = ("src/daxfilectl", "libvirt-hooks", "guest-tools", "bench")
 MAX_BINARY_LINES = 200
@@ -175,7 +176,7 @@ def rule_binary_length(srcdir, files):
 def c_files(files):
     """The C sources (.c) of the product, not the tests"""
     return [p for p in files
-            if p.endswith(".c") and p.startswith(LENGTH_DIRS)]
+            if p.endswith(".c") and p.startswith(PRODUCT_DIRS)]
 
 
 def rule_escape(srcdir, files):

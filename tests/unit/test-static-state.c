@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Static mode in process (daxfile-static*.c): enable, disable, the owner
- * and interrupted-state refusals, repair's typed actions, the files enable
- * refuses (holes, unwritten extents, no FIEMAP), sets of two files. Files are
- * made by daxfile_create() (--allow-non-dax) in the scratch directory;
- * every test has a registry of its own (DAXFILE_STATE_DIR) and the empty
- * sysfs of main() (no daxctl() advert). There is no DAX here, so the
- * mechanism chosen is verified-only whoever runs the test: root (CI) and
- * any other user alike, and nothing here sets the immutable flag; entries
- * of the immutable guard are written through the registry API.
+ * Static mode in process (daxfile-static*.c), one file at a time: enable,
+ * disable, the owner and interrupted-state refusals, repair's typed
+ * actions, the files enable refuses (holes, unwritten extents, no
+ * FIEMAP); sets of files are test-static-set's. Files are made by
+ * daxfile_create() (--allow-non-dax) in the scratch directory; every test
+ * has a registry of its own (DAXFILE_STATE_DIR) and the empty sysfs of
+ * static_fixture_init() (no daxctl() advert). There is no DAX here, so
+ * the mechanism chosen is verified-only whoever runs the test: root (CI)
+ * and any other user alike, and nothing here sets the immutable flag;
+ * entries of the immutable guard are written through the registry API.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,182 +18,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "daxfile-create.h"
-#include "daxfile-error.h"
-#include "daxfile-file.h"
-#include "daxfile-proc.h"
-#include "daxfile-registry.h"
-#include "daxfile-static.h"
-#include "daxfile-test-util.h"
-
-/* the set operations take pointers to the caller's items */
-#define ONE(item) ((DaxfileStaticItem *const[]){(item)})
-#define TWO(items) ((DaxfileStaticItem *const[]){&(items)[0], &(items)[1]})
-
-#define K (G_GUINT64_CONSTANT(1) << 10)
-#define M (G_GUINT64_CONSTANT(1) << 20)
-#define ALICE "test:alice"
-#define BOB "test:bob"
-#define TMPFS_MAGIC_NR 0x01021994
-
-static const char *tmp;
-
-/* A directory of two provisioned files, a.img and b.img, and the state
- * directory of the test */
-typedef struct {
-    char *dir;
-    char *a;
-    char *b;
-    char *fingerprint_a; /* what create verified */
-    gboolean ready;      /* FALSE: skipped, no FIEMAP here */
-} Fixture;
-
-static char *
-make_file(const char *path)
-{
-    DaxfileCreateParams params = {
-        .size = 4 * M, .align = 4 * K, .allow_non_dax = TRUE};
-    g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileReport) report =
-        daxfile_create(path, &params, NULL, &error);
-
-    if (g_error_matches(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_SUPPORTED)) {
-        g_test_skip(error->message);
-        return NULL;
-    }
-    g_assert_no_error(error);
-    g_assert_true(report->static_ready);
-    return g_strdup(report->fingerprint);
-}
-
-static void
-fixture_set_up(Fixture *fx, gconstpointer data)
-{
-    g_autofree char *name =
-        g_strdelimit(g_strdup(g_test_get_path() + 1), "/", '-');
-    g_autofree char *state = NULL;
-    g_autofree char *fp_b = NULL;
-
-    fx->dir = g_build_filename(tmp, name, NULL);
-    state = g_build_filename(fx->dir, "state", NULL);
-    g_assert_cmpint(g_mkdir_with_parents(fx->dir, 0700), ==, 0);
-    g_setenv("DAXFILE_STATE_DIR", state, TRUE);
-    fx->a = g_build_filename(fx->dir, "a.img", NULL);
-    fx->b = g_build_filename(fx->dir, "b.img", NULL);
-    fx->fingerprint_a = make_file(fx->a);
-    fp_b = fx->fingerprint_a ? make_file(fx->b) : NULL;
-    fx->ready = fp_b != NULL;
-}
-
-static void
-fixture_tear_down(Fixture *fx, gconstpointer data)
-{
-    daxfile_test_rmtree(fx->dir);
-    g_free(fx->dir);
-    g_free(fx->a);
-    g_free(fx->b);
-    g_free(fx->fingerprint_a);
-}
-
-static DaxfileFile *
-open_file(const char *path)
-{
-    g_autoptr(GError) error = NULL;
-    DaxfileFile *f = daxfile_file_open(path, DAXFILE_OPEN_READ, &error);
-
-    g_assert_no_error(error);
-    return f;
-}
-
-static DaxfileEnableParams
-params_for(const char *owner)
-{
-    DaxfileEnableParams p = {
-        .align = 4 * K, .allow_non_dax = TRUE, .owner = owner};
-
-    return p;
-}
-
-static gboolean
-enable(const DaxfileFile *f, const char *owner, DaxfileEnableResult *result,
-       GError **error)
-{
-    DaxfileEnableParams p = params_for(owner);
-
-    return daxfile_static_enable(f, &p, result, error);
-}
-
-static void
-enable_ok(const DaxfileFile *f, const char *owner)
-{
-    g_auto(DaxfileEnableResult) result = {0};
-    g_autoptr(GError) error = NULL;
-
-    g_assert_true(enable(f, owner, &result, &error));
-    g_assert_no_error(error);
-    g_assert_cmpint(result.mechanism, ==, DAXFILE_MECH_VERIFIED_ONLY);
-}
-
-static GPtrArray *
-entries(void)
-{
-    g_autoptr(GError) error = NULL;
-    GPtrArray *list = daxfile_static_list(&error);
-
-    g_assert_no_error(error);
-    return list;
-}
-
-/* A copy of the entry of @f, or NULL */
-static DaxfileEntry *
-entry_of(const DaxfileFile *f)
-{
-    g_autoptr(GPtrArray) list = entries();
-    guint i;
-
-    for (i = 0; i < list->len; i++) {
-        DaxfileEntry *e = g_ptr_array_index(list, i);
-
-        if (e->dev == f->st.st_dev && e->ino == f->st.st_ino)
-            return daxfile_entry_copy(e);
-    }
-    return NULL;
-}
-
-static guint
-entry_count(void)
-{
-    g_autoptr(GPtrArray) list = entries();
-
-    return list->len;
-}
-
-/* Edit the entry of @f in place through the registry API, as a daxfile
- * interrupted at that point would have left it */
-static void
-entry_edit(const DaxfileFile *f, DaxfileEntryState state, DaxfileMechanism mech)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileRegistry) reg = daxfile_registry_open(&error);
-    DaxfileEntry *e;
-
-    g_assert_no_error(error);
-    e = daxfile_registry_lookup(reg, f->st.st_dev, f->st.st_ino);
-    g_assert_nonnull(e);
-    e->state = state;
-    e->mechanism = mech;
-    e->flag_set = mech == DAXFILE_MECH_IMMUTABLE;
-    daxfile_registry_touch(reg);
-    g_assert_true(daxfile_registry_save(reg, &error));
-    g_assert_no_error(error);
-}
-
-static void
-assert_message(const GError *error, const char *part)
-{
-    if (!strstr(error->message, part))
-        g_error("message '%s' lacks '%s'", error->message, part);
-}
+#include "static-fixture.h"
 
 /* enable: engaged in the registry for its owner, verified-only without
  * DAX (with the development-mode warning), the entry as recorded */
@@ -564,13 +390,6 @@ test_repair(Fixture *fx, gconstpointer data)
 }
 
 /* Files made by hand, and what enable says of them */
-typedef enum {
-    SHAPE_SPARSE,     /* ftruncate only */
-    SHAPE_TAIL_HOLE,  /* 1 MiB written, then extended */
-    SHAPE_FALLOCATED, /* fallocate, never written */
-    SHAPE_EMPTY,
-    SHAPE_WRITTEN, /* every block written and fsync'd: ready */
-} Shape;
 
 typedef struct {
     const char *name;
@@ -592,37 +411,6 @@ static const NotReadyCase not_ready_cases[] = {
     {"/static/enable/refused/empty", SHAPE_EMPTY, "file is empty" FIX},
     {"/static/enable/written-fsynced", SHAPE_WRITTEN, NULL},
 };
-
-static void
-shape_file(const char *path, Shape shape)
-{
-    g_autofree char *buf = g_malloc0(M);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    guint i;
-
-    g_assert_cmpint(fd, >=, 0);
-    switch (shape) {
-    case SHAPE_SPARSE:
-        g_assert_cmpint(ftruncate(fd, 4 * M), ==, 0);
-        break;
-    case SHAPE_TAIL_HOLE:
-        g_assert_cmpint(pwrite(fd, buf, M, 0), ==, M);
-        g_assert_cmpint(ftruncate(fd, 4 * M), ==, 0);
-        break;
-    case SHAPE_FALLOCATED:
-        if (fallocate(fd, 0, 0, 4 * M) < 0)
-            g_error("fallocate '%s': %s", path, g_strerror(errno));
-        break;
-    case SHAPE_EMPTY:
-        break;
-    case SHAPE_WRITTEN:
-        for (i = 0; i < 4; i++)
-            g_assert_cmpint(pwrite(fd, buf, M, i * M), ==, M);
-        break;
-    }
-    g_assert_cmpint(fsync(fd), ==, 0);
-    g_assert_cmpint(close(fd), ==, 0);
-}
 
 /* enable of a file that is not provisioned is refused with the report's
  * first reason and its fix, and nothing is registered; a file written and
@@ -684,229 +472,25 @@ test_no_fiemap(Fixture *fx, gconstpointer data)
     daxfile_test_rmtree(dir);
 }
 
-static void
-items_init(DaxfileStaticItem *items, const DaxfileFile *x, const DaxfileFile *y,
-           const char *owner)
-{
-    memset(items, 0, 2 * sizeof(*items));
-    items[0].file = x;
-    items[0].params = params_for(owner);
-    items[1].file = y;
-    items[1].params = params_for(owner);
-}
-
-static void
-items_clear(DaxfileStaticItem *items)
-{
-    daxfile_static_item_clear(&items[0]);
-    daxfile_static_item_clear(&items[1]);
-}
-
-static void
-assert_entry(const DaxfileFile *f, DaxfileEntryState state,
-             DaxfileMechanism mech, const char *owner)
-{
-    g_autoptr(DaxfileEntry) e = entry_of(f);
-
-    g_assert_nonnull(e);
-    g_assert_cmpint(e->state, ==, state);
-    g_assert_cmpint(e->mechanism, ==, mech);
-    g_assert_cmpstr(e->owner, ==, owner);
-}
-
-/* A set of two: reserved together, engaged together (again: done
- * already), released together; a second release finds neither ours */
-static void
-test_set(Fixture *fx, gconstpointer data)
-{
-    g_autoptr(DaxfileFile) a = NULL;
-    g_autoptr(DaxfileFile) b = NULL;
-    DaxfileStaticItem items[2];
-    g_autoptr(GError) error = NULL;
-    guint failed = 0;
-    guint i;
-
-    if (!fx->ready)
-        return;
-    a = open_file(fx->a);
-    b = open_file(fx->b);
-    items_init(items, a, b, ALICE);
-    g_assert_true(
-        daxfile_static_reserve_set(TWO(items), 2, 0, 0, &failed, &error));
-    g_assert_no_error(error);
-    assert_entry(a, DAXFILE_STATE_RESERVED, DAXFILE_MECH_NONE, ALICE);
-    assert_entry(b, DAXFILE_STATE_RESERVED, DAXFILE_MECH_NONE, ALICE);
-    items_clear(items);
-
-    for (i = 0; i < 2; i++) {
-        items_init(items, a, b, ALICE);
-        g_assert_true(
-            daxfile_static_enable_set(TWO(items), 2, &failed, &error));
-        g_assert_no_error(error);
-        g_assert_cmpint(items[0].result.mechanism, ==,
-                        DAXFILE_MECH_VERIFIED_ONLY);
-        g_assert_cmpint(items[1].result.mechanism, ==,
-                        DAXFILE_MECH_VERIFIED_ONLY);
-        g_assert_cmpint(items[0].result.already, ==, i == 1);
-        g_assert_cmpint(items[1].result.already, ==, i == 1);
-        assert_entry(a, DAXFILE_STATE_ENGAGED, DAXFILE_MECH_VERIFIED_ONLY,
-                     ALICE);
-        assert_entry(b, DAXFILE_STATE_ENGAGED, DAXFILE_MECH_VERIFIED_ONLY,
-                     ALICE);
-        g_assert_cmpuint(entry_count(), ==, 2);
-        items_clear(items);
-    }
-
-    items_init(items, a, b, ALICE);
-    g_assert_true(daxfile_static_release_set(TWO(items), 2, &failed, &error));
-    g_assert_no_error(error);
-    for (i = 0; i < 2; i++) {
-        g_assert_false(items[i].not_ours);
-        g_assert_cmpstr(items[i].released.owner, ==, ALICE);
-        g_assert_cmpint(items[i].released.mechanism, ==,
-                        DAXFILE_MECH_VERIFIED_ONLY);
-        g_assert_true(items[i].released.layout_unchanged);
-    }
-    g_assert_cmpuint(entry_count(), ==, 0);
-    items_clear(items);
-    items_init(items, a, b, ALICE);
-    g_assert_true(daxfile_static_release_set(TWO(items), 2, &failed, &error));
-    g_assert_no_error(error);
-    g_assert_true(items[0].not_ours);
-    g_assert_true(items[1].not_ours);
-    items_clear(items);
-}
-
-/* A set that cannot be engaged whole is engaged not at all: an item that
- * is not provisioned (with no entry before, or reserved before, which it
- * stays), an item another owner holds; the same file twice is refused */
-static void
-test_set_none(Fixture *fx, gconstpointer data)
-{
-    g_autofree char *s_path = g_build_filename(fx->dir, "sparse.img", NULL);
-    g_autoptr(DaxfileFile) a = NULL;
-    g_autoptr(DaxfileFile) b = NULL;
-    g_autoptr(DaxfileFile) s = NULL;
-    g_autoptr(DaxfileFile) again = NULL;
-    DaxfileStaticItem items[2];
-    g_autoptr(GError) e1 = NULL;
-    g_autoptr(GError) e2 = NULL;
-    g_autoptr(GError) e3 = NULL;
-    g_autoptr(GError) e4 = NULL;
-    g_autoptr(GError) error = NULL;
-    guint failed = 0;
-
-    if (!fx->ready)
-        return;
-    shape_file(s_path, SHAPE_SPARSE);
-    a = open_file(fx->a);
-    b = open_file(fx->b);
-    s = open_file(s_path);
-    again = open_file(fx->a);
-
-    items_init(items, a, s, ALICE);
-    g_assert_false(daxfile_static_enable_set(TWO(items), 2, &failed, &e1));
-    g_assert_error(e1, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY);
-    g_assert_cmpuint(failed, ==, 1);
-    g_assert_cmpuint(entry_count(), ==, 0);
-    items_clear(items);
-
-    items_init(items, a, s, ALICE);
-    g_assert_true(
-        daxfile_static_reserve_set(TWO(items), 2, 0, 0, &failed, &error));
-    g_assert_no_error(error);
-    items_clear(items);
-    items_init(items, a, s, ALICE);
-    g_assert_false(daxfile_static_enable_set(TWO(items), 2, &failed, &e2));
-    g_assert_error(e2, DAXFILE_ERROR, DAXFILE_ERROR_NOT_READY);
-    g_assert_cmpuint(failed, ==, 1);
-    assert_entry(a, DAXFILE_STATE_RESERVED, DAXFILE_MECH_NONE, ALICE);
-    assert_entry(s, DAXFILE_STATE_RESERVED, DAXFILE_MECH_NONE, ALICE);
-    items_clear(items);
-    items_init(items, a, s, ALICE);
-    g_assert_true(daxfile_static_release_set(TWO(items), 2, &failed, &error));
-    g_assert_no_error(error);
-    g_assert_cmpuint(entry_count(), ==, 0);
-    items_clear(items);
-
-    enable_ok(b, BOB);
-    items_init(items, a, b, ALICE);
-    g_assert_false(daxfile_static_enable_set(TWO(items), 2, &failed, &e3));
-    g_assert_error(e3, DAXFILE_ERROR, DAXFILE_ERROR_BUSY);
-    assert_message(e3, "is static for '" BOB "'");
-    g_assert_cmpuint(failed, ==, 1);
-    g_assert_cmpuint(entry_count(), ==, 1);
-    assert_entry(b, DAXFILE_STATE_ENGAGED, DAXFILE_MECH_VERIFIED_ONLY, BOB);
-    items_clear(items);
-
-    items_init(items, a, again, ALICE);
-    g_assert_false(daxfile_static_enable_set(TWO(items), 2, &failed, &e4));
-    g_assert_error(e4, DAXFILE_ERROR, DAXFILE_ERROR_INVALID);
-    assert_message(e4, "are the same file");
-    g_assert_cmpuint(entry_count(), ==, 1);
-    items_clear(items);
-}
-
-/* release of a set by one owner leaves the items another owner holds */
-static void
-test_set_release_theirs(Fixture *fx, gconstpointer data)
-{
-    g_autoptr(DaxfileFile) a = NULL;
-    g_autoptr(DaxfileFile) b = NULL;
-    DaxfileStaticItem items[2];
-    g_autoptr(GError) error = NULL;
-    guint failed = 0;
-
-    if (!fx->ready)
-        return;
-    a = open_file(fx->a);
-    b = open_file(fx->b);
-    enable_ok(a, ALICE);
-    enable_ok(b, BOB);
-    items_init(items, a, b, ALICE);
-    g_assert_true(daxfile_static_release_set(TWO(items), 2, &failed, &error));
-    g_assert_no_error(error);
-    g_assert_false(items[0].not_ours);
-    g_assert_true(items[1].not_ours);
-    g_assert_null(items[1].released.owner);
-    g_assert_cmpuint(entry_count(), ==, 1);
-    assert_entry(b, DAXFILE_STATE_ENGAGED, DAXFILE_MECH_VERIFIED_ONLY, BOB);
-    items_clear(items);
-}
-
 int
 main(int argc, char **argv)
 {
-    g_autofree char *sysfs = NULL;
     guint i;
 
-    g_test_init(&argc, &argv, NULL);
-    tmp = daxfile_test_scratch("static");
-    /* an empty sysfs: no daxctl() advert, whatever the running kernel */
-    sysfs = g_build_filename(tmp, "sysfs", NULL);
-    g_assert_cmpint(g_mkdir_with_parents(sysfs, 0700), ==, 0);
-    g_setenv("DAXFILE_SYSFS_ROOT", sysfs, TRUE);
-#define ADD(path, func)                                                        \
-    g_test_add(path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
-#define ADD_DATA(path, data, func)                                             \
-    g_test_add(path, Fixture, data, fixture_set_up, func, fixture_tear_down)
-    ADD("/static/enable/engaged", test_enable);
-    ADD("/static/enable/no-dax-mechanisms", test_enable_no_dax);
-    ADD("/static/enable/idempotent", test_idempotent);
-    ADD("/static/enable/owner-conflict", test_owner_conflict);
-    ADD("/static/disable", test_disable);
-    ADD_DATA("/static/interrupted/engaging",
-             GINT_TO_POINTER(DAXFILE_STATE_ENGAGING), test_interrupted);
-    ADD_DATA("/static/interrupted/releasing",
-             GINT_TO_POINTER(DAXFILE_STATE_RELEASING), test_interrupted);
-    ADD("/static/repair", test_repair);
+    static_fixture_init(&argc, &argv, "static");
+    STATIC_ADD("/static/enable/engaged", test_enable);
+    STATIC_ADD("/static/enable/no-dax-mechanisms", test_enable_no_dax);
+    STATIC_ADD("/static/enable/idempotent", test_idempotent);
+    STATIC_ADD("/static/enable/owner-conflict", test_owner_conflict);
+    STATIC_ADD("/static/disable", test_disable);
+    STATIC_ADD_DATA("/static/interrupted/engaging",
+                    GINT_TO_POINTER(DAXFILE_STATE_ENGAGING), test_interrupted);
+    STATIC_ADD_DATA("/static/interrupted/releasing",
+                    GINT_TO_POINTER(DAXFILE_STATE_RELEASING), test_interrupted);
+    STATIC_ADD("/static/repair", test_repair);
     for (i = 0; i < G_N_ELEMENTS(not_ready_cases); i++)
-        ADD_DATA(not_ready_cases[i].name, &not_ready_cases[i], test_not_ready);
-    ADD("/static/enable/no-fiemap", test_no_fiemap);
-    ADD("/static/set/all", test_set);
-    ADD("/static/set/none", test_set_none);
-    ADD("/static/set/release-theirs", test_set_release_theirs);
-#undef ADD
-#undef ADD_DATA
+        STATIC_ADD_DATA(not_ready_cases[i].name, &not_ready_cases[i],
+                        test_not_ready);
+    STATIC_ADD("/static/enable/no-fiemap", test_no_fiemap);
     return daxfile_test_run();
 }
