@@ -15,11 +15,12 @@ what it runs, and what host-side multi-boot scenarios, the libvirt harness
 
 Stdlib only. See README.md here for the design and the measurements.
 
-The harness is split along its seams; this module re-exports every name of
-them (vm_base: paths, cache, errors, logging; vm_kernel: kernels; vm_image:
-initramfs archives; vm_pmem: backing files; vm_boot: QEMU, the boot loop,
-TAP; vm_cli: the daxfile-vm command line), and an assignment to one of those
-names here (`vm.QUIET = True`) reaches the module that reads it.
+The harness is split along its seams (vm_base: paths, cache, errors,
+logging; vm_kernel: kernels; vm_image: initramfs archives; vm_pmem:
+backing files; vm_boot: QEMU, the boot loop, TAP; vm_cli: the daxfile-vm
+command line); this module re-exports what its users call (__all__), and
+an assignment to one of those names here (`vm.QUIET = True`) reaches the
+module that reads it.
 """
 
 import sys
@@ -31,15 +32,20 @@ import vm_cli
 import vm_image
 import vm_kernel
 import vm_pmem
+from vm_base import (BUILD_KERNEL, CACHE_DIR, CONSOLE_MARK, DAXCTL_SERIES,
+                     DEFAULT_APPEND, FLAVOURS, GUEST_DIR, GUEST_DIRS, QUIET,
+                     VmError, add_guest_dir, hostroot_shares)
+from vm_boot import build_image, classify_tap, guest_script, resolve_script
+from vm_cli import main
+from vm_pmem import Pmem, default_tmpdir
+
+__all__ = ["BUILD_KERNEL", "CACHE_DIR", "CONSOLE_MARK", "DAXCTL_SERIES",
+           "DEFAULT_APPEND", "FLAVOURS", "GUEST_DIR", "GUEST_DIRS", "QUIET",
+           "VmError", "add_guest_dir", "hostroot_shares", "build_image",
+           "classify_tap", "guest_script", "resolve_script", "main", "Pmem",
+           "default_tmpdir"]
 
 _MODULES = (vm_base, vm_kernel, vm_image, vm_pmem, vm_boot, vm_cli)
-
-for _m in _MODULES:
-    for _name, _value in vars(_m).items():
-        if not (_name.startswith('__')
-                or isinstance(_value, types.ModuleType)):
-            globals()[_name] = _value
-del _m, _name, _value
 
 
 class _Facade(types.ModuleType):
