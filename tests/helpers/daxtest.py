@@ -409,17 +409,26 @@ class QemuStandIn:
     aligned; @options add daxfile-consumer's --private or --misalign, or
     --no-sync for a QEMU that maps without MAP_SYNC), named
     by NAME.pid in the hook's qemu_pid_dir @pid_dir. Files that do not
-    exist are left out (the hook refuses them before it looks)."""
+    exist are left out (the hook refuses them before it looks). With
+    @files instead of a domain XML and no @pid_dir: any process that maps
+    those files (MAP_SYNC, or as @options say) and holds them until
+    stop(); --sync maps with MAP_SYNC alone, not aligned as QEMU does.
+    The one stand-in of the Python tests (the guest's shell has its own,
+    consumer_start in tests/vm/guest/static.sh, over the same program)."""
 
-    def __init__(self, pid_dir, xml, name="vm1", env=None, options=()):
-        self.pidfile = os.path.join(pid_dir, f"{name}.pid")
+    def __init__(self, pid_dir, xml, name="vm1", env=None, options=(),
+                 files=None):
+        self.pidfile = os.path.join(pid_dir, f"{name}.pid") \
+            if pid_dir else None
         self.proc = None
-        os.makedirs(pid_dir, mode=0o755, exist_ok=True)
-        files = [p for p in NVDIMM_PATH.findall(xml)
-                 if os.path.isfile(p) and not os.path.islink(p)]
+        if pid_dir:
+            os.makedirs(pid_dir, mode=0o755, exist_ok=True)
+        if files is None:
+            files = [p for p in NVDIMM_PATH.findall(xml)
+                     if os.path.isfile(p) and not os.path.islink(p)]
         if not files:
             return
-        sync = [] if "--no-sync" in options else ["--pmem"]
+        sync = [] if {"--no-sync", "--sync"} & set(options) else ["--pmem"]
         argv = [CONSUMER, files[0], *sync,
                 *[o for o in options if o != "--no-sync"]]
         for f in files[1:]:
@@ -429,8 +438,9 @@ class QemuStandIn:
                                      env=dict(os.environ, **(env or {})))
         line = self.proc.stdout.readline()
         assert line.startswith("mapped"), (argv, line)
-        with open(self.pidfile, "w") as f:
-            f.write(f"{self.proc.pid}\n")
+        if self.pidfile:
+            with open(self.pidfile, "w") as f:
+                f.write(f"{self.proc.pid}\n")
 
     def __enter__(self):
         return self
@@ -440,7 +450,7 @@ class QemuStandIn:
         return False
 
     def stop(self):
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, TypeError):
             os.unlink(self.pidfile)
         if self.proc and self.proc.poll() is None:
             self.proc.stdin.write("exit 0\n")

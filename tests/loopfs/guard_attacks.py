@@ -13,7 +13,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import DAXFILE, WRAPPER, enforced  # noqa: E402
-from guardworld import (CONSUMER, HOOK, Consumer, M,  # noqa: E402
+from guardworld import (CONSUMER, HOOK, M, consumer,  # noqa: E402
                         children, content, domain_xml, kill_tree_of, layout,
                         leftover_daxfile, tap)
 
@@ -98,7 +98,7 @@ class KillTest:
             self.consumer = None
         else:
             self.reset()    # a static file cannot be opened for writing
-            self.consumer = Consumer(self.w, self.f)
+            self.consumer = consumer(self.w, self.f)
 
     def entry_says_enforced(self, entry, states):
         return entry and entry["mechanism"] in ("immutable-guard", "kernel") \

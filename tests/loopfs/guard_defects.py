@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "helpers"))
 from daxtest import (DAXFILE, WRAPPER, enforced,  # noqa: E402
                      fake_dax_env, finish_paused, one_line_error, wait_state)
-from guardworld import (HOOK, Consumer, M, _finished_pid,  # noqa: E402
+from guardworld import (HOOK, M, _finished_pid, consumer,  # noqa: E402
                         children, domain_xml, layout, leftover_daxfile, tap)
 
 # ------------------------------------------------------------ defects
@@ -33,7 +33,7 @@ def t_selftest_child(w, kills):
            "selftest SIGKILLed while its child waits: the child does not "
            "outlive it", f"{res}\nleft: {left}")
     f = w.create("st.img")
-    c = Consumer(w, f)
+    c = consumer(w, f)
     try:
         # the guard's self-test, also on a kernel that offers daxctl()
         w.forget_selftest()
@@ -102,7 +102,7 @@ def t_selftest_cache(w):
         return
     w.forget_selftest()
     f = w.create("cache.img")
-    c = Consumer(w, f)
+    c = consumer(w, f)
     # the guard, also on a kernel that offers daxctl()
     enable = ["enable", f, "--mechanism", "immutable-guard", "--consumer",
               str(c.proc.pid)]

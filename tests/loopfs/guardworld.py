@@ -157,22 +157,10 @@ class World:
         return busy
 
 
-class Consumer:
+def consumer(world, path):
     """The stand-in for QEMU: maps the file (MAP_SYNC) and holds it."""
-
-    def __init__(self, world, path):
-        self.proc = subprocess.Popen(
-            [CONSUMER, path, "--sync"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True,
-            env=dict(os.environ, **world.efs.env))
-        line = self.proc.stdout.readline()
-        assert line.startswith("mapped"), line
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.stdin.write("exit 0\n")
-            self.proc.stdin.flush()
-            self.proc.wait(timeout=30)
+    return QemuStandIn(None, None, env=world.efs.env, options=("--sync",),
+                       files=[path])
 
 
 def _finished_pid():
