@@ -203,9 +203,9 @@ class Image:
             if hostroot:
                 argv += hostroot_qemu(shares)
             setup = time.monotonic() - t0
-            res = _run_qemu(argv, rundir, timeout, kill_on, on_tap,
-                            on_console, serial_log, allow_kernel_errors,
-                            cancel)
+            res = _QemuRun(argv, rundir, RunSpec(
+                timeout, kill_on, on_tap, on_console, serial_log,
+                allow_kernel_errors, cancel)).run()
             res.setup_time = setup
             return res
         finally:
@@ -293,77 +293,93 @@ class _Stream:
         self.name, self.fd, self.buf = name, fd, b''
 
 
-def _run_qemu(argv, rundir, timeout, kill_on, on_tap, on_console,
-              serial_log, allow_kernel_errors, cancel=None):
-    res = BootResult(allow_kernel_errors=allow_kernel_errors)
-    kill_re = re.compile(kill_on) if kill_on else None
-    streams = []
-    sel = selectors.DefaultSelector()
-    for name in ('con', 'tap'):
-        # O_RDWR: opening never blocks and we never see a spurious EOF; the
-        # end of the run is QEMU's exit, after which the fifo is drained.
-        fd = os.open(rundir / f'{name}.out',
-                     os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-        streams.append(_Stream(name, fd))
-    logf = open(serial_log, 'w') if serial_log else None
-    res.serial_log_path = str(serial_log) if serial_log else None
-    t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    os.set_blocking(proc.stdout.fileno(), False)
-    streams.append(_Stream('qemu', proc.stdout.fileno()))
-    for s in streams:
-        sel.register(s.fd, selectors.EVENT_READ, s)
+@dataclasses.dataclass
+class RunSpec:
+    """How one QEMU run is watched (Image.boot's arguments)"""
+    timeout: float
+    kill_on: str = None         # a regex: SIGKILL QEMU at a matching line
+    on_tap: object = None       # callable(kind, val, text) per TAP line
+    on_console: object = None   # callable(text) per console line
+    serial_log: str = None      # every line, timestamped, to this file
+    allow_kernel_errors: bool = False
+    cancel: object = None       # a threading.Event that kills QEMU
 
-    def line_in(stream, text, now):
+
+class _QemuRun:
+    """One QEMU process and its three outputs (console, TAP, QEMU's own),
+    read into a BootResult as they come"""
+
+    def __init__(self, argv, rundir, spec):
+        self.argv, self.rundir, self.spec = argv, rundir, spec
+        self.res = BootResult(allow_kernel_errors=spec.allow_kernel_errors)
+        self.kill_re = re.compile(spec.kill_on) if spec.kill_on else None
+        self.streams = []
+        self.logf = None
+        self.proc = None
+        self.t0 = None
+
+    def line_in(self, stream, text, now):
+        res = self.res
         stamp = f'[{now:8.3f} {stream}] {text}'
         res.log.append(stamp)
-        if logf:
-            logf.write(stamp + '\n')
-            logf.flush()
+        if self.logf:
+            self.logf.write(stamp + '\n')
+            self.logf.flush()
         if stream == 'tap':
-            res.tap.append(text)
-            kind, val = classify_tap(text)
-            if kind == 'test':
-                res.tests.append(val)
-            elif kind == 'plan':
-                if res.plan is None:
-                    res.plan = val
-                else:
-                    res.guest_errors.append(f'second TAP plan: {text}')
-            elif kind == 'bail':
-                res.bailed_out = text
-            if on_tap:
-                on_tap(kind, val, text)
+            self._tap_line(text)
         else:
-            if stream == 'con':
-                res.console.append(text)
-            if PANIC_RE.search(text):
-                res.panic = True
-            # "  | " lines replay a dx_run command's output (e.g. dmesg):
-            # the kernel's own lines were already seen as they happened.
-            if KERNEL_ERROR_RE.search(text) and not text.startswith('  | '):
-                res.kernel_errors.append(text)
-            i = text.find(CONSOLE_MARK)
-            if i >= 0:
-                words = text[i + len(CONSOLE_MARK):].split()
-                if words[:1] == ['INIT'] and res.init_time is None:
-                    res.init_time = now
-                elif words[:1] == ['READY'] and res.ready_time is None:
-                    res.ready_time = now
-                elif words[:1] == ['END']:
-                    res.end_seen = True
-                    m = re.search(r'rc=(\d+)', text)
-                    res.script_rc = int(m.group(1)) if m else None
-                elif words[:1] == ['ERROR']:
-                    res.guest_errors.append(text[i:].strip())
-            if on_console:
-                on_console(text)
-        if kill_re and not res.killed_on_marker and kill_re.search(text):
+            self._console_line(stream, text, now)
+        if (self.kill_re and not res.killed_on_marker and
+                self.kill_re.search(text)):
             res.killed_on_marker = text
-            proc.kill()
+            self.proc.kill()
 
-    def pump(s, final=False):
+    def _tap_line(self, text):
+        res = self.res
+        res.tap.append(text)
+        kind, val = classify_tap(text)
+        if kind == 'test':
+            res.tests.append(val)
+        elif kind == 'plan':
+            if res.plan is None:
+                res.plan = val
+            else:
+                res.guest_errors.append(f'second TAP plan: {text}')
+        elif kind == 'bail':
+            res.bailed_out = text
+        if self.spec.on_tap:
+            self.spec.on_tap(kind, val, text)
+
+    def _console_line(self, stream, text, now):
+        res = self.res
+        if stream == 'con':
+            res.console.append(text)
+        if PANIC_RE.search(text):
+            res.panic = True
+        # "  | " lines replay a dx_run command's output (e.g. dmesg):
+        # the kernel's own lines were already seen as they happened.
+        if KERNEL_ERROR_RE.search(text) and not text.startswith('  | '):
+            res.kernel_errors.append(text)
+        i = text.find(CONSOLE_MARK)
+        if i >= 0:
+            self._marker(text, text[i + len(CONSOLE_MARK):].split(), i, now)
+        if self.spec.on_console:
+            self.spec.on_console(text)
+
+    def _marker(self, text, words, i, now):
+        res = self.res
+        if words[:1] == ['INIT'] and res.init_time is None:
+            res.init_time = now
+        elif words[:1] == ['READY'] and res.ready_time is None:
+            res.ready_time = now
+        elif words[:1] == ['END']:
+            res.end_seen = True
+            m = re.search(r'rc=(\d+)', text)
+            res.script_rc = int(m.group(1)) if m else None
+        elif words[:1] == ['ERROR']:
+            res.guest_errors.append(text[i:].strip())
+
+    def pump(self, s, final=False):
         while True:
             try:
                 chunk = os.read(s.fd, 65536)
@@ -373,41 +389,69 @@ def _run_qemu(argv, rundir, timeout, kill_on, on_tap, on_console,
                 break
             s.buf += chunk
             *lines, s.buf = s.buf.split(b'\n')
-            now = time.monotonic() - t0
+            now = time.monotonic() - self.t0
             for raw in lines:
                 text = raw.decode('utf-8', 'replace').rstrip('\r')
-                line_in(s.name, text, now)
+                self.line_in(s.name, text, now)
         if final and s.buf:
-            line_in(s.name, s.buf.decode('utf-8', 'replace').rstrip('\r'),
-                    time.monotonic() - t0)
+            self.line_in(s.name, s.buf.decode('utf-8', 'replace').rstrip('\r'),
+                         time.monotonic() - self.t0)
             s.buf = b''
 
-    try:
+    def _open(self, sel):
+        for name in ('con', 'tap'):
+            # O_RDWR: opening never blocks and we never see a spurious EOF;
+            # the end of the run is QEMU's exit, after which the fifo is
+            # drained.
+            fd = os.open(self.rundir / f'{name}.out',
+                         os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+            self.streams.append(_Stream(name, fd))
+        if self.spec.serial_log:
+            self.logf = open(self.spec.serial_log, 'w')
+            self.res.serial_log_path = str(self.spec.serial_log)
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.streams.append(_Stream('qemu', self.proc.stdout.fileno()))
+        for s in self.streams:
+            sel.register(s.fd, selectors.EVENT_READ, s)
+
+    def _wait(self, sel):
+        res, proc, spec = self.res, self.proc, self.spec
         while proc.poll() is None:
-            left = t0 + timeout - time.monotonic()
+            left = self.t0 + spec.timeout - time.monotonic()
             if left <= 0:
                 res.timed_out = True
                 proc.kill()
                 break
-            if cancel is not None and cancel.is_set():
+            if spec.cancel is not None and spec.cancel.is_set():
                 res.cancelled = True
                 proc.kill()
                 break
             for key, _ in sel.select(min(left, 0.5)):
-                pump(key.data)
+                self.pump(key.data)
         proc.wait()
-        for s in streams:
-            pump(s, final=True)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        sel.close()
-        for s in streams[:2]:
-            os.close(s.fd)
-        proc.stdout.close()
-        if logf:
-            logf.close()
-    res.qemu_rc = proc.returncode
-    res.duration = time.monotonic() - t0
-    return res
+        for s in self.streams:
+            self.pump(s, final=True)
+
+    def run(self):
+        sel = selectors.DefaultSelector()
+        try:
+            self._open(sel)
+            self._wait(sel)
+        finally:
+            if self.proc and self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            sel.close()
+            for s in self.streams[:2]:
+                os.close(s.fd)
+            if self.proc:
+                self.proc.stdout.close()
+            if self.logf:
+                self.logf.close()
+        self.res.qemu_rc = self.proc.returncode
+        self.res.duration = time.monotonic() - self.t0
+        return self.res
