@@ -13,11 +13,9 @@ import re
 import signal
 import sys
 
+import daxtest
+
 sys.dont_write_bytecode = True
-SRCDIR = os.environ.get('DAXFILE_SRCDIR', os.path.abspath(
-    os.path.join(os.path.dirname(__file__), '..', '..')))
-sys.path.insert(0, os.path.join(SRCDIR, 'tests', 'helpers'))
-import daxtest  # noqa: E402
 
 GUEST = os.environ.get('DAXFILE_GUEST', daxtest.build_path(
     'guest-tools', 'daxfile-guest'))

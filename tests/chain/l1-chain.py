@@ -43,18 +43,13 @@ count, against the chunks the source saw complete); both files are
 released.
 """
 
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
-from stallwatch import StallWatch  # noqa: E402
-from l1common import cfg, tap  # noqa: E402
-from l1_first import stage_first  # noqa: E402
-from l1_after import stage_after  # noqa: E402
-from l1_migrate import stage_migrate_src, stage_migrate_dst  # noqa: E402
+from stallwatch import StallWatch
+from l1common import cfg, tap
+from l1_first import stage_first
+from l1_after import stage_after
+from l1_migrate import stage_migrate_src, stage_migrate_dst
 
 
 def main():

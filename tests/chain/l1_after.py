@@ -3,15 +3,10 @@
 
 import hashlib
 import os
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
-from daxtest import daxfile, enforced  # noqa: E402
-import libvirt_env as lv  # noqa: E402
-from l1common import (ALL_FILES, FILES, MAIN, PHASES, WORK, cfg,  # noqa: E402
+from daxtest import daxfile, enforced
+import libvirt_env as lv
+from l1common import (ALL_FILES, FILES, MAIN, PHASES, WORK, cfg,
                       console_tail, diag, entries, entry_of, install,
                       libvirtd_log_tail, libvirtd_start, owner_mode, status,
                       tap)

@@ -10,13 +10,9 @@ import sys
 import termios
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
-from daxtest import daxfile, enforced, layout_changes  # noqa: E402
-import libvirt_env as lv  # noqa: E402
-from l1common import (FILES, IMAGES, LIFE, LIFE_FILES, M, MAIN,  # noqa: E402
+from daxtest import daxfile, enforced, layout_changes
+import libvirt_env as lv
+from l1common import (FILES, IMAGES, LIFE, LIFE_FILES, M, MAIN,
                       PHASES, QEMU_USER, STALL, WORK, attempt, cfg,
                       console_tail, diag, domain, entries, entry_of,
                       export_caps, install, layout, libvirtd_log_tail,

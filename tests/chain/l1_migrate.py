@@ -6,16 +6,11 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
-from daxtest import build_path, daxfile, enforced  # noqa: E402
-import libvirt_env as lv  # noqa: E402
-from l1common import (L2Tap, M, MAIN, MIG_DST, MIG_SRC, PROBE,  # noqa: E402
+from daxtest import build_path, daxfile, enforced
+import libvirt_env as lv
+from l1common import (L2Tap, M, MAIN, MIG_DST, MIG_SRC, PROBE,
                       cfg, console_tail, diag, domain, install,
                       libvirtd_log_tail, libvirtd_start, owner_mode, released,
                       sh, status, tap)

@@ -10,17 +10,12 @@ import pwd
 import re
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "libvirt"))
-from daxtest import (DAXFILE, Tap, build_path, daxfile,  # noqa: E402
+from daxtest import (DAXFILE, Tap, build_path, daxfile,
                      enforced)
-import libvirt_env as lv  # noqa: E402
+import libvirt_env as lv
 
 
 lv.QUIET = True

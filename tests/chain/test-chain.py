@@ -35,12 +35,11 @@ import tempfile
 import threading
 import time
 
+from daxtest import SRCDIR, Tap, build_path, need_root
+import daxfile_vm as vm
+import libvirt_env as lv
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-from daxtest import SRCDIR, Tap, build_path, need_root  # noqa: E402
-import daxfile_vm as vm  # noqa: E402
-import libvirt_env as lv  # noqa: E402
 
 vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 

@@ -12,9 +12,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import SRCDIR, Tap, daxfile, tempdir  # noqa: E402
+from daxtest import SRCDIR, Tap, daxfile, tempdir
 
 GOLDEN = os.path.join(SRCDIR, "tests", "data", "cli")
 

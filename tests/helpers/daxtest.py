@@ -19,26 +19,24 @@ import signal
 import stat
 import struct
 import subprocess
-import sys
 import tempfile
 import time
+
+# The TAP emitter and the filesystem helpers that bench/ and tools/ use too
+# live in tools/harness (tests depend on tools, never the reverse; meson's
+# test environment has both on PYTHONPATH)
+from daxtap import Tap
+from fsops import (FALLOC_FL_COLLAPSE_RANGE,
+                   FALLOC_FL_INSERT_RANGE,
+                   FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE,
+                   FALLOC_FL_ZERO_RANGE, FICLONE, age_filesystem, fallocate,
+                   fiemap_flags, layout_changes)
 
 SRCDIR = os.environ.get(
     "DAXFILE_SRCDIR",
     os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))))
 BUILDDIR = os.environ.get("DAXFILE_BUILDDIR", os.path.join(SRCDIR, "build"))
-
-# The TAP emitter and the filesystem helpers that bench/ and tools/ use too
-# live in tools/harness (tests depend on tools, never the reverse).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "tools", "harness"))
-from daxtap import Tap  # noqa: E402
-from fsops import (FALLOC_FL_COLLAPSE_RANGE,  # noqa: E402
-                   FALLOC_FL_INSERT_RANGE,
-                   FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE,
-                   FALLOC_FL_ZERO_RANGE, FICLONE, age_filesystem, fallocate,
-                   fiemap_flags, layout_changes)
 
 REEXPORTED = (Tap, FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE,
               FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE,

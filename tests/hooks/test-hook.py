@@ -29,11 +29,9 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import (EngagedFs, FakeDevdax, QemuStandIn, Tap,  # noqa: E402
+from daxtest import (EngagedFs, FakeDevdax, QemuStandIn, Tap,
                      daxfile, need_root, tempdir)
-from hookworld import (PREPARED, STARTED, STOPPED, Case, Step,  # noqa: E402
+from hookworld import (PREPARED, STARTED, STOPPED, Case, Step,
                        World, check_case)
 
 # --engaged: the managed root is on an xfs loop mount that fake-dax.so makes

@@ -27,9 +27,7 @@ import stat
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import BUILDDIR, SRCDIR, Tap, tempdir  # noqa: E402
+from daxtest import BUILDDIR, SRCDIR, Tap, tempdir
 
 GOLDEN = os.path.join(SRCDIR, "tests", "data", "install", "files.txt")
 HEADER = """\

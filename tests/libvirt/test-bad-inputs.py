@@ -11,12 +11,11 @@ import stat
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-from daxtest import (WRAPPER, Tap, build_path, daxfile,  # noqa: E402
+from daxtest import (WRAPPER, Tap, build_path, daxfile,
                      need_root, strip_valgrind_notes, tree_snapshot)
-import libvirt_env as lv  # noqa: E402
+import libvirt_env as lv
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 lv.daxfile_vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 

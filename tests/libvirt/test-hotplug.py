@@ -17,12 +17,9 @@ import os
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-from daxtest import Tap, is_immutable, need_root  # noqa: E402
-import libvirt_env as lv  # noqa: E402
-from lifeworld import (HOOK, M, World, intact, nvdimm, one_line,  # noqa: E402
+from daxtest import Tap, is_immutable, need_root
+import libvirt_env as lv
+from lifeworld import (HOOK, M, World, intact, nvdimm, one_line,
                        virtio_pmem)
 
 ENGAGED = "--engaged" in sys.argv[1:]

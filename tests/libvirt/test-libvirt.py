@@ -13,11 +13,10 @@ import subprocess
 import sys
 import threading
 
+from daxtest import Tap, build_path, daxfile, need_root
+import libvirt_env as lv
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-from daxtest import Tap, build_path, daxfile, need_root  # noqa: E402
-import libvirt_env as lv  # noqa: E402
 
 lv.daxfile_vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 

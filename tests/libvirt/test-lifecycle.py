@@ -18,12 +18,11 @@ backing file. Hot-plug rows: test-hotplug.py; migration: test-migrate.py.
 import os
 import sys
 
+from daxtest import Tap, is_immutable, need_root
+import libvirt_env as lv
+from lifeworld import M, World, intact, nvdimm, zeros
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-from daxtest import Tap, is_immutable, need_root  # noqa: E402
-import libvirt_env as lv  # noqa: E402
-from lifeworld import M, World, intact, nvdimm, zeros  # noqa: E402
 
 lv.daxfile_vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 

@@ -17,12 +17,11 @@ import pwd
 import subprocess
 import sys
 
+from daxtest import Tap, build_path, daxfile, need_root
+import libvirt_env as lv
+from lifeworld import Watcher, zeros
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-from daxtest import Tap, build_path, daxfile, need_root  # noqa: E402
-import libvirt_env as lv  # noqa: E402
-from lifeworld import Watcher, zeros  # noqa: E402
 
 lv.daxfile_vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 

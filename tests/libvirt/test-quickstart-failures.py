@@ -25,13 +25,9 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-from daxtest import BUILDDIR, SRCDIR, Tap, need_root  # noqa: E402
-import daxfile_vm as vm  # noqa: E402
-import libvirt_env as lv  # noqa: E402
+from daxtest import BUILDDIR, SRCDIR, Tap, need_root
+import daxfile_vm as vm
+import libvirt_env as lv
 
 QUICKSTART = os.path.join(SRCDIR, "tools", "quickstart.py")
 DROPIN = "/etc/daxfile/daxfile.conf.d/zz-test-quickstart-failures.conf"

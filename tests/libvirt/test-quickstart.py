@@ -26,11 +26,8 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-from daxtest import BUILDDIR, SRCDIR, Tap, daxfile, need_root  # noqa: E402
-import libvirt_env as lv  # noqa: E402
+from daxtest import BUILDDIR, SRCDIR, Tap, daxfile, need_root
+import libvirt_env as lv
 
 BYSTANDER = f"daxfile-bystander-{os.getpid()}"
 # the longest a quickstart may stay silent (it prints a whole line at

@@ -21,12 +21,9 @@ import sys
 import time
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-from daxtest import Tap, is_immutable, need_root  # noqa: E402
-import libvirt_env as lv  # noqa: E402
-from lifeworld import M, World, nvdimm  # noqa: E402
+from daxtest import Tap, is_immutable, need_root
+import libvirt_env as lv
+from lifeworld import M, World, nvdimm
 
 SIZE = 4 * M
 SLOTS = 4

@@ -19,12 +19,9 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "helpers"))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "harness"))
-from daxtest import Tap, build_path, daxfile, need_root  # noqa: E402
-import libvirt_env as lv  # noqa: E402
-import lifeworld  # noqa: E402  (tests/libvirt, beside this test)
+from daxtest import Tap, build_path, daxfile, need_root
+import libvirt_env as lv
+import lifeworld  # tests/libvirt, beside this test)
 
 PREFIX = f"daxfile-watch-{os.getpid()}"
 M = 1 << 20

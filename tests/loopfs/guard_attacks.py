@@ -6,14 +6,11 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import DAXFILE, WRAPPER, enforced  # noqa: E402
-from guardworld import (CONSUMER, HOOK, M, consumer,  # noqa: E402
+from daxtest import DAXFILE, WRAPPER, enforced
+from guardworld import (CONSUMER, HOOK, M, consumer,
                         children, content, domain_xml, kill_tree_of, layout,
                         leftover_daxfile, tap)
 

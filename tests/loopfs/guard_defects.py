@@ -10,15 +10,12 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import (DAXFILE, WRAPPER, enforced,  # noqa: E402
+from daxtest import (DAXFILE, WRAPPER, enforced,
                      fake_dax_env, finish_paused, one_line_error, wait_state)
-from guardworld import (HOOK, M, _finished_pid, consumer,  # noqa: E402
+from guardworld import (HOOK, M, _finished_pid, consumer,
                         children, domain_xml, layout, leftover_daxfile, tap)
 
 # ------------------------------------------------------------ defects

@@ -13,12 +13,9 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import WRAPPER, QemuStandIn, Tap, build_path, daxfile  # noqa
+from daxtest import WRAPPER, QemuStandIn, Tap, build_path, daxfile
 
 M = 1 << 20
 

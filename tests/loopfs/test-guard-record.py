@@ -26,9 +26,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import (WRAPPER, EngagedFs, QemuStandIn, Tap,  # noqa: E402
+from daxtest import (WRAPPER, EngagedFs, QemuStandIn, Tap,
                      build_path, daxfile, fake_dax_env, is_immutable,
                      need_root, one_line_error, tempdir)
 

@@ -30,17 +30,15 @@ import ctypes
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import (DAXFILE, EngagedFs, LoopFs, enforced,  # noqa: E402
+from daxtest import (DAXFILE, EngagedFs, LoopFs, enforced,
                      fake_dax_env, need_root, require_seams, tempdir)
-from guard_attacks import t_kills, t_races  # noqa: E402
-from guard_defects import (t_aliases, t_one_write_per_phase,  # noqa: E402
+from guard_attacks import t_kills, t_races
+from guard_defects import (t_aliases, t_one_write_per_phase,
                            t_reparented, t_repair_unresolvable,
                            t_reservations, t_selftest_cache,
                            t_selftest_child, t_small, t_two_nvdimms,
                            t_writer_window)
-from guardworld import HOOK, World, tap  # noqa: E402
+from guardworld import HOOK, World, tap
 
 
 def main():

@@ -27,9 +27,7 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs,  # noqa: E402
+from daxtest import (DAXFILE, WRAPPER, EngagedFs, LoopFs,
                      QemuStandIn, Tap, build_path, daxfile, finish_paused,
                      is_immutable, need_root, one_line_error, require_seams,
                      tempdir, wait_state)

@@ -19,10 +19,8 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import Tap, need_root, tempdir  # noqa: E402
-from hookworld import CHROOT_RUN, Case, World, check_case  # noqa: E402
+from daxtest import Tap, need_root, tempdir
+from hookworld import CHROOT_RUN, Case, World, check_case
 
 INNER = "/daxfile-chroot-w"
 RESERVED = (("domain:vm1", "reserved", "none"),)

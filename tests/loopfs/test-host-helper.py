@@ -12,9 +12,7 @@ import stat
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import (DAXFILE, WRAPPER, LoopFs, Tap, age_filesystem,  # noqa
+from daxtest import (DAXFILE, WRAPPER, LoopFs, Tap, age_filesystem,
                      daxfile, fiemap_flags, finish_paused, need_root,
                      one_line_error,
                      require_seams, resume, tempdir, tree_snapshot,

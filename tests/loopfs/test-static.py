@@ -12,9 +12,7 @@ import subprocess
 import sys
 import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import (DAXFILE, EngagedFs, LoopFs, Tap, build_path,  # noqa
+from daxtest import (DAXFILE, EngagedFs, LoopFs, Tap, build_path,
                      daxfile, is_immutable, need_root, one_line_error,
                      require_seams, tempdir, tree_snapshot)
 

@@ -18,9 +18,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import (DAXFILE, WRAPPER, FakeDevdax, LoopFs, Tap,  # noqa
+from daxtest import (DAXFILE, WRAPPER, FakeDevdax, LoopFs, Tap,
                      build_path, daxfile, need_root, one_line_error, tempdir)
 
 M = 1 << 20

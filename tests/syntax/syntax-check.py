@@ -65,9 +65,7 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "helpers"))
-from daxtest import Tap  # noqa: E402
+from daxtest import Tap
 
 SEAM_NAMES = re.compile(r"DAXFILE_TEST_(CRASH|PAUSE|NO_TMPFILE|MISPLACED)")
 SEAM_MODULE = {"src/common/daxfile-seam.c", "src/common/daxfile-seam.h"}

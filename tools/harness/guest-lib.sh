@@ -55,6 +55,16 @@ dx_diag() {
     printf '%s\n' "$*" | sed 's/^/# /'
 }
 
+dx_python() {
+    # dx_python SCRIPT [ARG...]: exec the host's python3 on SCRIPT, a path
+    # in the source tree, with the test modules on its PYTHONPATH as meson's
+    # test environment has them (needs --hostroot)
+    local script="$1"
+    shift
+    PYTHONPATH="$DAXFILE_SRCDIR/tools/harness:$DAXFILE_SRCDIR/tests/helpers:$DAXFILE_SRCDIR/tests/libvirt" \
+        exec /usr/bin/python3 "$DAXFILE_SRCDIR/$script" "$@"
+}
+
 dx_rotate() {
     # dx_rotate N WORDS...: the words, starting at the N-th (0-based)
     local n="$1" i=0 head='' tail='' w

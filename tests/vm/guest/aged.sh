@@ -10,5 +10,5 @@
 . /daxfile/lib/guest-lib.sh
 
 dx_dax_pair
-exec /usr/bin/python3 "$DAXFILE_SRCDIR/tests/loopfs/test-host-helper.py" \
+dx_python tests/loopfs/test-host-helper.py \
     --aged=xfs=/mnt/xfs --aged=ext4=/mnt/ext4

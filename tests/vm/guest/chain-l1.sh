@@ -88,4 +88,4 @@ migrate-*)
     fi
     ;;
 esac
-exec /usr/bin/python3 "$DAXFILE_SRCDIR/tests/chain/l1-chain.py"
+dx_python tests/chain/l1-chain.py

@@ -8,7 +8,7 @@
 . /daxfile/lib/guest-lib.sh
 
 dx_dax_pair
-exec /usr/bin/python3 "$DAXFILE_SRCDIR/tests/loopfs/test-guard.py" \
+dx_python tests/loopfs/test-guard.py \
     --dir xfs=/mnt/xfs --dir ext4=/mnt/ext4 \
     --kills "${GUARD_KILLS:-16}" --rounds "${GUARD_ROUNDS:-6}" \
     --selftest-kills "${GUARD_SELFTEST_KILLS:-8}"

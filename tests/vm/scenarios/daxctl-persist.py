@@ -20,12 +20,11 @@ import os
 import sys
 import tempfile
 
+import daxfile_vm as vm
+import daxtest
+
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', '..', '..', 'tools', 'harness'))
-sys.path.insert(0, os.path.join(HERE, '..', '..', 'helpers'))
-import daxfile_vm as vm  # noqa: E402
-import daxtest  # noqa: E402
 
 vm.add_guest_dir(os.path.join(HERE, '..', 'guest'))
 
