@@ -101,9 +101,7 @@ devdax4k() {
     json=$(dx_x ndctl create-namespace -f -e namespace2.0 -m devdax -a 4096) ||
         return 1
     echo "$json"
-    dx__json chardev "$json"
-    # shellcheck disable=SC2154 # set by dx__json
-    DAX4K=/dev/$dx_val
+    DAX4K=/dev/$(dx_json_get chardev "$json")
     [ -e "$DAX4K" ]
 }
 

@@ -67,7 +67,7 @@ partition() {
     dx_x dd if=/tmp/mbr of="$dev" bs=512 count=1 conv=fsync 2>&1 || return 1
     dx_x blockdev --rereadpt "$dev" || return 1
     for p in 1 2 3 4; do
-        dx__wait_dev "${dev}p$p" || return 1
+        dx_wait_dev "${dev}p$p" || return 1
     done
     for p in 1 2 3 4; do
         echo "${dev}p$p starts at sector $(cat "/sys/class/block/${dev#/dev/}p$p/start")"

@@ -23,6 +23,8 @@
 #   DX_DAX        /dev/daxN.M (dx_devdax)
 #   DX_MNT        mount point of the last dx_mkfs/dx_mount
 #   DX_MOUNTS     every mount point made by dx_mkfs/dx_mount (for dx_umount)
+# dx__* functions and dx_val are this file's own: a script calls
+# dx_json_get, dx_wait_dev and the others, and reads only the DX_ above.
 
 DX_N=0
 DX_FAILED=0
@@ -188,6 +190,13 @@ dx__json() {
     esac
 }
 
+dx_json_get() {
+    # dx_json_get KEY JSON: print the first string value of "KEY" in JSON
+    # (ndctl/daxctl output), an empty line if none
+    dx__json "$1" "$2"
+    printf '%s\n' "$dx_val"
+}
+
 dx__read() {
     # dx__read FILE: sets dx_val to FILE's first line (a sysfs attribute),
     # empty if it cannot be read. The shell's own read: no process.
@@ -196,7 +205,8 @@ dx__read() {
     return 0
 }
 
-dx__wait_dev() {
+dx_wait_dev() {
+    # dx_wait_dev PATH: wait up to 5 s for a device node to appear
     local i=0
     while [ ! -e "$1" ] && [ $i -lt 50 ]; do
         sleep 0.1
@@ -288,7 +298,7 @@ dx_fsdax() {
     dx__namespace fsdax "$@" || return 1
     dx__json blockdev "$dx_json"
     DX_PMEM=/dev/$dx_val
-    dx__wait_dev "$DX_PMEM" || return 1
+    dx_wait_dev "$DX_PMEM" || return 1
     dx__read "/sys/block/${DX_PMEM#/dev/}/queue/dax"
     [ "$dx_val" = 1 ] || {
         echo "dx: $DX_PMEM has queue/dax=0" >&2
@@ -313,7 +323,7 @@ dx_devdax() {
     dx__namespace devdax "$@" || return 1
     dx__json chardev "$dx_json"
     DX_DAX=/dev/$dx_val
-    dx__wait_dev "$DX_DAX"
+    dx_wait_dev "$DX_DAX"
 }
 
 dx_raw() {
@@ -321,7 +331,7 @@ dx_raw() {
     dx__namespace raw "$@" || return 1
     dx__json blockdev "$dx_json"
     DX_PMEM=/dev/$dx_val
-    dx__wait_dev "$DX_PMEM"
+    dx_wait_dev "$DX_PMEM"
 }
 
 dx_mkfs() {

@@ -48,7 +48,7 @@ regions() {
 
 storage() {
     modprobe virtio_blk 2>/dev/null
-    dx__wait_dev /dev/vda || return 1
+    dx_wait_dev /dev/vda || return 1
     mkdir -p /persist
     regions
     # shellcheck disable=SC2086 # two region numbers
