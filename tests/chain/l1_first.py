@@ -113,7 +113,7 @@ def t_no_map_sync():
     xml = lv.domain_xml(name, f"{IMAGES}/vmlinux", f"{IMAGES}/initrd",
                         "quiet", f"{WORK}/{name}.console",
                         f"{WORK}/{name}.tap", memory_mib=256,
-                        loader=lv.nested_loader(),
+                        loader=lv.nested_loader(), virt="qemu",
                         devices=f"    <emulator>{NOSYNC_QEMU}</emulator>\n")
     defined = lv.define(xml, WORK, name)
     export_caps()
