@@ -113,8 +113,10 @@ def is_c(path):
     return path.endswith((".c", ".h"))
 
 
-def is_python(srcdir, path):
-    if path.endswith(".py"):
+def is_script(srcdir, path, suffix, interpreter):
+    """@path ends in @suffix, or has no suffix and a #! line that
+    @interpreter (a bytes regex) matches"""
+    if path.endswith(suffix):
         return True
     if "." in os.path.basename(path):
         return False
@@ -123,7 +125,12 @@ def is_python(srcdir, path):
             first = f.readline(200)
     except OSError:
         return False
-    return first.startswith(b"#!") and b"python" in first
+    return (first.startswith(b"#!") and
+            re.search(interpreter, first) is not None)
+
+
+def is_python(srcdir, path):
+    return is_script(srcdir, path, ".py", rb"python")
 
 
 def read(srcdir, path):
@@ -368,17 +375,7 @@ def rule_python_style(srcdir, files):
 
 
 def is_shell(srcdir, path):
-    if path.endswith(".sh"):
-        return True
-    if "." in os.path.basename(path):
-        return False
-    try:
-        with open(os.path.join(srcdir, path), "rb") as f:
-            first = f.readline(200)
-    except OSError:
-        return False
-    shell = re.search(rb"\b(ba)?sh\b", first)
-    return first.startswith(b"#!") and shell is not None
+    return is_script(srcdir, path, ".sh", rb"\b(ba)?sh\b")
 
 
 def rule_shell_style(srcdir, files):
