@@ -29,6 +29,7 @@ import time
 from daxtest import (WRAPPER, EngagedFs, QemuStandIn, Tap,
                      build_path, daxfile, fake_dax_env, is_immutable,
                      need_root, one_line_error, tempdir)
+import guardworld  # tests/loopfs, beside this test
 
 M = 1 << 20
 tap = Tap()
@@ -45,22 +46,10 @@ def domain_xml(path, name="vm1"):
             "</devices></domain>")
 
 
-class World:
-    """A managed root on the engaged filesystem, a state directory, a
-    configuration naming both and the directory of QEMU's pid files"""
-
-    def __init__(self, efs, state):
-        self.efs = efs
-        self.state = state
-        self.root = efs.path("managed")
-        os.mkdir(self.root)
-        self.conf = os.path.join(state, "daxfile.conf")
-        self.pid_dir = os.path.join(state, "qemu")
-        with open(self.conf, "w") as f:
-            f.write(f"[hook]\nmanaged_roots={self.root}\n"
-                    f"trusted_owners=root\nqemu_pid_dir={self.pid_dir}\n")
-        self.env = dict(efs.env, DAXFILE_STATE_DIR=state,
-                        DAXFILE_CONF=self.conf)
+class World(guardworld.World):
+    """test-guard's world (a managed root on the engaged filesystem, a
+    state directory, a configuration naming both and the directory of
+    QEMU's pid files), daxfile and the hook run with injected faults"""
 
     def dx(self, *args, env=None, faults=None):
         return daxfile(*args, env=self.with_faults(env, faults))
