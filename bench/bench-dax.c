@@ -9,6 +9,7 @@
  *                     fault benchmark, guest-tools/lib/daxguest-bench.h)
  *   fill              daxbench-fill.h
  *   time              daxbench-time.h
+ *   touch             daxbench-touch.h (bench/run guest's guest side)
  *   frag, extents     daxbench-extents.h
  *
  * Sizes: daxfile_size_parse() (4096, 2M, 2MiB).
@@ -20,6 +21,7 @@
 #include "daxbench-fault.h"
 #include "daxbench-fill.h"
 #include "daxbench-time.h"
+#include "daxbench-touch.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
 
@@ -39,7 +41,8 @@ usage(void)
         "       bench-dax populate PATH --size BYTES [--sync]\n"
         "       bench-dax time [--append FILE] CMD [ARG...]\n"
         "       bench-dax frag A B --chunk BYTES --count N [--write]\n"
-        "       bench-dax extents PATH [--repeat N]\n");
+        "       bench-dax extents PATH [--repeat N]\n"
+        "       bench-dax touch PATH --size BYTES [--fallocate] [--sync] [--marker]\n");
     return 2;
 }
 
@@ -103,6 +106,19 @@ cmd_populate(int argc, char **argv)
 }
 
 static int
+cmd_touch(int argc, char **argv)
+{
+    g_autoptr(GError) error = NULL;
+    DaxbenchTouchArgs args;
+    char *json;
+
+    if (!daxbench_touch_parse(argc, argv, &args))
+        return usage();
+    json = daxbench_touch(&args, &error);
+    return print_line(json, error);
+}
+
+static int
 cmd_time(int argc, char **argv)
 {
     g_autoptr(GError) error = NULL;
@@ -154,6 +170,7 @@ cmd_extents(int argc, char **argv)
 static const BenchCommand commands[] = {
     {"fault", cmd_fault}, {"fill", cmd_fill}, {"populate", cmd_populate},
     {"time", cmd_time},   {"frag", cmd_frag}, {"extents", cmd_extents},
+    {"touch", cmd_touch},
 };
 
 int
