@@ -1,0 +1,404 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""guest: what a guest sees when it writes its pmem for the first time,
+through libvirt and QEMU on real fsdax, with its nvdimm backed by a static
+`daxfile create`d file, a fallocated file, a sparse file (both pmem=on,
+mapped MAP_SYNC) and a device-dax namespace, in one run.
+
+An emulated pmem host (L1: a --hostroot boot of the VM harness, under
+TCG, bench/guest/bench-guest-l1.sh and bench_guest_l1.py) runs libvirtd,
+the daxfile hook and, once per arm and round, a guest (L2) under its own
+KVM (on the SVM that TCG emulates) with one nvdimm: the guest
+(bench/guest/bench-guest-l2.sh) writes every 4 KiB page of a fallocated
+file on its DAX ext4 twice (bench-dax touch), timing each 2 MiB step,
+while the host traces what its kernel did for QEMU in each pass
+(qemutrace: the faults on the backing, the journal handles and xfs
+transactions). Ratios against device-dax in the same run, on xfs and
+ext4."""
+
+import json
+import os
+import shutil
+import tempfile
+
+import benchlib
+import daxfile_vm as vm      # tools/harness, on the path by benchlib
+import libvirt_env as lv
+from benchlib import BenchError, goal, log, median, ratio, table
+from bench_faults import guest_script
+
+NAME = "guest"
+ARMS = ("devdax", "static", "falloc", "sparse")
+ARM_TEXT = {"devdax": "device-dax", "static": "static (daxfile)",
+            "falloc": "fallocated, pmem=on", "sparse": "sparse, pmem=on"}
+FILESYSTEMS = ("xfs", "ext4")
+THROUGHPUT_MIN = 0.9   # goal: static first-touch throughput >= 0.9x devdax
+P99_MAX = 1.5          # goal: static first-touch p99 <= 1.5x devdax
+SAVES_MIN = 10.0       # expected: fallocated and sparse >= 10x static
+STEADY_SPREAD = 1.10   # goal: steady state, fastest / slowest <= 1.1
+# the guest's userland and modules (a slim initramfs: under the emulated
+# host's KVM every MiB of it costs boot time)
+L2_TOOLS = ("/usr/sbin/mke2fs", "/usr/bin/ndctl")
+L2_MODULES = ("crc32c_generic", "ext4", "nfit", "nd_pmem")
+
+
+class Plan:
+    """Sizes and rounds of a full or a --quick run"""
+
+    def __init__(self, quick):
+        self.quick = quick
+        self.rounds = 1 if quick else 3
+        # --quick: the four arms on xfs alone (each guest run costs about
+        # 25-35 s here: libvirt's start, the guest's boot and stop)
+        self.fs = FILESYSTEMS[:1] if quick else FILESYSTEMS
+        self.region = "64M" if quick else "256M"
+        # xfs, ext4 (fsdax), device-dax. Every nvdimm of the guest has the
+        # device-dax device's size, which ndctl wants a multiple of the
+        # region's alignment (16 MiB) in the guest: a 912 MiB namespace
+        # keeps 16 MiB for its page map (64 bytes a page, aligned to 2 MiB)
+        # and leaves 896 MiB
+        self.nvdimms = ("2G", "2G", "912M")
+        self.runs = self.rounds * (1 + len(self.fs) * (len(ARMS) - 1))
+        self.guest_timeout = 300
+        self.timeout = 600 + self.runs * 150
+
+    def env(self, l2dir, caps):
+        return {"DXG_ROUNDS": str(self.rounds), "DXG_ARMS": " ".join(ARMS),
+                "DXG_FS": " ".join(self.fs), "DXG_L2DIR": l2dir,
+                "DXG_CAPS": caps, "DXG_TIMEOUT": str(self.guest_timeout)}
+
+
+def debian_kernel(ctx):
+    """The kernel of both levels: the first of --kernels, which must have
+    KVM (Debian's; the daxctl() kernels have none)"""
+    kernel = ctx.kernels[0] if ctx.kernels else "6.1"
+    if kernel.startswith("daxctl"):
+        raise BenchError(f"guest needs a Debian kernel with KVM for the "
+                         f"emulated host, not '{kernel}'; put 6.1 or 6.12 "
+                         "first in --kernels")
+    return kernel
+
+
+def l2_files(ctx, kernel, plan, workdir):
+    """The guest's vmlinux, initrd and cmdline, where the emulated host
+    copies them from (its root is this machine's)"""
+    image = vm.build_image(kernel, compress=False, bins=[ctx.benchdax],
+                           tools=L2_TOOLS, modules=L2_MODULES)
+    d = os.path.join(workdir, "l2")
+    os.makedirs(d, mode=0o755)
+    shutil.copy2(image.boot_kernel, os.path.join(d, "vmlinux"))
+    script = vm.resolve_script(guest_script("bench-guest-l2"))
+    image.initrd(os.path.join(d, "initrd"), script,
+                 {"DXG_REGION": plan.region})
+    with open(os.path.join(d, "cmdline"), "w") as f:
+        f.write(f"{vm.DEFAULT_APPEND} {lv.NESTED_APPEND} "
+                f"daxfile.script={script.name}\n")
+    for name in os.listdir(d):
+        os.chmod(os.path.join(d, name), 0o644)
+    return d
+
+
+class Relay:
+    """The emulated host's TAP: its BENCH lines, its results, libvirt's
+    probe cache; each result logged as it comes (a run takes minutes)"""
+
+    def __init__(self, caps):
+        self.caps = caps
+        self.records = []
+        self.failed = []
+        self.diags = []
+
+    def __call__(self, kind, val, text):
+        if kind == "comment" and text.startswith("# BENCH "):
+            self.records.append(json.loads(text[len("# BENCH "):]))
+        elif kind == "comment" and text.startswith(lv.CAPS_LINE):
+            lv.save_caps(text, self.caps)
+        elif kind == "comment":
+            self.diags.append(text)
+        elif kind == "test":
+            if val.failed:
+                self.failed.append(text)
+            log(f"guest: {text}")
+        elif kind == "bail":
+            self.failed.append(text)
+
+
+def boot_l1(ctx, kernel, plan, workdir):
+    """The emulated host, until it has run every round; (BootResult,
+    Relay, serial log)"""
+    relay = Relay(lv.caps_cache(kernel))
+    env = dict(plan.env(l2_files(ctx, kernel, plan, workdir), relay.caps),
+               DAXFILE_SRCDIR=benchlib.SRC, DAXFILE_BUILDDIR=ctx.build)
+    pmems = []
+    log_path = os.path.join(ctx.logdir, f"guest-{kernel}.serial.log")
+    try:
+        for size in plan.nvdimms:
+            pmems.append(vm.Pmem.temporary_file(size))
+        res = vm.build_image(kernel).boot(
+            guest_script("bench-guest-l1"), pmems=pmems, env=env,
+            hostroot=True, smp=2, memory="2G", timeout=plan.timeout,
+            on_tap=relay, serial_log=log_path)
+    finally:
+        for p in pmems:
+            p.remove()
+    return res, relay, log_path
+
+
+HOST_COUNTS = ("faults", "pmd_faults", "nested_faults", "metadata_ops",
+               "timestamp_ops", "empty_handles", "layout_ops",
+               "sync_flushes")
+
+
+def host_summary(h):
+    """The host's counts of the rounds @h: per round, and per fault"""
+    if not h:
+        return {"host_rounds": 0}
+    out = {"host_rounds": len(h)}
+    for k in HOST_COUNTS:
+        out[k] = sum(x[k] for x in h) / len(h)
+    faults = out["faults"]
+    for k in ("metadata_ops", "timestamp_ops", "empty_handles",
+              "layout_ops", "sync_flushes"):
+        out[f"{k}_per_fault"] = out[k] / faults if faults else None
+    by = {}
+    for x in h:
+        for k, v in x["by"].items():
+            by[k] = by.get(k, 0) + v
+    out["metadata_by"] = by
+    return out
+
+
+def summarise(recs, which):
+    """The runs @recs of one arm (and filesystem), pass @which ('first' or
+    'steady'): the guest's view (median over rounds of each round's value;
+    max over all) and the host's (per round, and per fault)"""
+    g = [r["guest"][which] for r in recs]
+    return dict({
+        "rounds": len(recs),
+        "mib_per_s": median([x["mib_per_s"] for x in g]),
+        "mib_per_s_rounds": [x["mib_per_s"] for x in g],
+        "p50_ms": median([x["steps"]["p50_us"] for x in g]) / 1000,
+        "p99_ms": median([x["steps"]["p99_us"] for x in g]) / 1000,
+        "max_ms": max(x["steps"]["max_us"] for x in g) / 1000,
+        "guest_faults": median([x["faults"] for x in g]),
+    }, **host_summary([r["host"][which] for r in recs if r.get("host")]))
+
+
+def summaries(records, filesystems):
+    """{fs: {arm: {'first': summary, 'steady': summary}}}; device-dax
+    (no filesystem) is every filesystem's reference"""
+    out = {}
+    for fs in filesystems:
+        out[fs] = {}
+        for arm in ARMS:
+            want = None if arm == "devdax" else fs
+            recs = [r for r in records if r["arm"] == arm and
+                    r["fs"] == want]
+            if recs:
+                out[fs][arm] = {w: summarise(recs, w)
+                                for w in ("first", "steady")}
+    return out
+
+
+def compare(fs_sums):
+    """The ratios of one filesystem's arms, against device-dax (the
+    guest's view) and against the static file (what daxfile saves)"""
+    dev = fs_sums.get("devdax", {})
+    st = fs_sums.get("static", {})
+    out = {}
+    for arm, s in fs_sums.items():
+        first, steady = s["first"], s["steady"]
+        d1, d2 = dev.get("first", {}), dev.get("steady", {})
+        s1 = st.get("first", {})
+        out[arm] = {
+            "throughput_vs_devdax": ratio(first["mib_per_s"],
+                                          d1.get("mib_per_s")),
+            "p99_vs_devdax": ratio(first["p99_ms"], d1.get("p99_ms")),
+            "steady_vs_devdax": ratio(steady["mib_per_s"],
+                                      d2.get("mib_per_s")),
+            "p99_vs_static": ratio(first["p99_ms"], s1.get("p99_ms")),
+            "ops_per_fault_vs_static": ratio(
+                first.get("metadata_ops_per_fault"),
+                s1.get("metadata_ops_per_fault")),
+        }
+    steady = [s["steady"]["mib_per_s"] for s in fs_sums.values()]
+    out["steady_spread"] = (max(steady) / min(steady)
+                            if len(steady) == len(ARMS) and min(steady)
+                            else None)
+    return out
+
+
+def hard_ops(s):
+    """Allocations, conversions and synchronous flushes per QEMU fault:
+    the metadata work MAP_SYNC makes a fault wait for"""
+    if s.get("layout_ops_per_fault") is None:
+        return None
+    return s["layout_ops_per_fault"] + s["sync_flushes_per_fault"]
+
+
+def static_goals(fs, sums, cmp):
+    st = cmp.get("static", {})
+    s1 = sums.get("static", {}).get("first", {})
+    thr, p99 = st.get("throughput_vs_devdax"), st.get("p99_vs_devdax")
+    opf, hard = s1.get("metadata_ops_per_fault"), hard_ops(s1)
+    return [
+        goal(f"guest {fs}: static first-touch throughput >= "
+             f"{THROUGHPUT_MIN}x device-dax", thr, THROUGHPUT_MIN,
+             thr is not None and thr >= THROUGHPUT_MIN, "x"),
+        goal(f"guest {fs}: static first-touch p99 per 2 MiB step <= "
+             f"{P99_MAX}x device-dax", p99, P99_MAX,
+             p99 is not None and p99 <= P99_MAX, "x"),
+        goal(f"guest {fs}: static: 0 metadata operations per QEMU fault "
+             "on the host (journal handles + xfs transactions, as the "
+             "faults benchmark counts them)", opf, 0, opf == 0, "/fault"),
+        goal(f"guest {fs}: static: 0 allocations, conversions and "
+             "synchronous flushes per QEMU fault (criterion set here)",
+             hard, 0, hard == 0, "/fault")]
+
+
+def fs_goals(fs, sums, cmp):
+    """The issue's goals on one filesystem"""
+    goals = static_goals(fs, sums, cmp)
+    opf = sums.get("static", {}).get("first", {}).get(
+        "metadata_ops_per_fault")
+    for arm in ("falloc", "sparse"):
+        r99 = cmp.get(arm, {}).get("p99_vs_static")
+        rops = cmp.get(arm, {}).get("ops_per_fault_vs_static")
+        goals.append(goal(
+            f"guest {fs}: {ARM_TEXT[arm]}: first-touch p99 / static's "
+            f"(expected >= {SAVES_MIN:.0f}x)", r99, SAVES_MIN,
+            r99 is not None and r99 >= SAVES_MIN, "x"))
+        goals.append(goal(
+            f"guest {fs}: {ARM_TEXT[arm]}: metadata operations per QEMU "
+            f"fault / static's (expected >= {SAVES_MIN:.0f}x)", rops,
+            SAVES_MIN, rops is not None and rops >= SAVES_MIN, "x",
+            note="static: 0 per fault" if opf == 0 else ""))
+    spread = cmp.get("steady_spread")
+    goals.append(goal(
+        f"guest {fs}: steady state: all four within 10 % (fastest / "
+        "slowest MiB/s)", spread, STEADY_SPREAD,
+        spread is not None and spread <= STEADY_SPREAD, "x"))
+    return goals
+
+
+def fs_table(fs, sums, cmp):
+    rows = []
+    for arm in ARMS:
+        for which in ("first", "steady") if arm in sums else ():
+            s, c = sums[arm][which], cmp[arm]
+            rows.append([
+                ARM_TEXT[arm], which, s["mib_per_s"], s["p50_ms"],
+                s["p99_ms"], s["max_ms"],
+                c["throughput_vs_devdax" if which == "first"
+                  else "steady_vs_devdax"],
+                c["p99_vs_devdax"] if which == "first" else "-",
+                s.get("faults"), s.get("pmd_faults"),
+                s.get("metadata_ops_per_fault"),
+                s.get("timestamp_ops_per_fault"),
+                s.get("empty_handles_per_fault"),
+                s.get("layout_ops_per_fault"),
+                s.get("sync_flushes_per_fault"), s.get("nested_faults")])
+    return table(["backing", "pass", "MiB/s", "p50 ms", "p99 ms", "max ms",
+                  "MiB/s x devdax", "p99 x devdax", "host faults", "PMD",
+                  "metadata ops/fault", "timestamps", "empty handles",
+                  "alloc/convert", "fsyncs", "nested faults"], rows)
+
+
+def fs_notes(fs, sums):
+    notes = []
+    for arm in ARMS[1:]:
+        by = sums.get(arm, {}).get("first", {}).get("metadata_by")
+        if by:
+            what = ", ".join(f"{k} {v}" for k, v in sorted(
+                by.items(), key=lambda kv: -kv[1]))
+            notes.append(f"{fs} {arm}: QEMU's metadata operations in the "
+                         f"first passes of all rounds: {what}")
+    return notes
+
+
+def checks(sums, plan, problems):
+    """What --quick asserts (bench/run --tap): every arm produced its
+    numbers, and QEMU's faults on the static file did no metadata work
+    that allocates, converts or flushes"""
+    out = [(not problems, "guest: the emulated host ran every round "
+            "without a failed step", "\n".join(problems))]
+    for fs in plan.fs:
+        for arm in ARMS:
+            s = sums.get(fs, {}).get(arm)
+            first = (s or {}).get("first", {})
+            got = s is not None and all(
+                s[w][k] is not None for w in ("first", "steady")
+                for k in ("mib_per_s", "p50_ms", "p99_ms", "max_ms")) and \
+                first["host_rounds"] == plan.rounds and \
+                (first.get("faults") or 0) > 0
+            out.append((got, f"guest {fs}: {ARM_TEXT[arm]}: throughput and "
+                        "p50/p99/max per 2 MiB step of both passes, and "
+                        "QEMU's faults on the host", json.dumps(s)[:2000]))
+        s1 = sums.get(fs, {}).get("static", {}).get("first", {})
+        out.append((hard_ops(s1) == 0, f"guest {fs}: static: no "
+                    "allocation, conversion or synchronous flush in "
+                    f"QEMU's {s1.get('faults')} faults (metadata "
+                    "operations of any kind per fault: "
+                    f"{benchlib.fnum(s1.get('metadata_ops_per_fault'))})",
+                    json.dumps(s1.get("metadata_by"))))
+    return out
+
+
+METHOD = {
+    "harness": "tools/harness: an emulated pmem host (L1, QEMU TCG -cpu "
+               "max, 2 vCPUs, 2 GiB, --hostroot) running libvirtd 9.0, the "
+               "daxfile hook and QEMU; its guests (L2, 1 vCPU, 256 MiB) "
+               "under its KVM on the SVM that TCG emulates",
+    "l1_nvdimms": "xfs -d su=2m,sw=1 and ext4 -E stride=512,"
+                  "stripe_width=512, both -o dax; a device-dax namespace "
+                  "(align 2M) whose size every guest nvdimm has",
+    "arms": "static: daxfile create + daxfile attach (the hook engaged: "
+            "immutable-guard); falloc: fallocate, <pmem/>; sparse: "
+            "truncate, <pmem/>; devdax: daxfile attach of the device",
+    "guest": "fsdax namespace, ext4 -o dax (noinit_itable), a fallocated "
+             "file; bench-dax touch writes every 4 KiB page whole, twice, "
+             "timing each 2 MiB step (CLOCK_MONOTONIC)",
+    "host": "ftrace in L1 (qemutrace), events of QEMU's threads only "
+            "(record-tgid), in the windows the guest's CPUID markers "
+            "(kvm:kvm_cpuid) draw: fs_dax:dax_pmd/pte_fault_done of the "
+            "backing file (device-dax: a kprobe on dev_dax_huge_fault), "
+            "jbd2:jbd2_handle_start + xfs:xfs_trans_alloc (metadata "
+            "operations), jbd2:jbd2_handle_stats (handles that dirtied "
+            "blocks), kvm:kvm_page_fault at >= 4 GiB (nested faults)",
+    "aggregation": "MiB/s, p50, p99: median over rounds of each round's "
+                   "value; max over all; host counts per round",
+}
+
+
+def run(ctx):
+    plan = Plan(ctx.quick)
+    kernel = debian_kernel(ctx)
+    workdir = tempfile.mkdtemp(prefix="daxfile-bench-guest.", dir="/var/tmp")
+    os.chmod(workdir, 0o755)
+    log(f"guest: an emulated pmem host on {kernel}, {plan.rounds} round(s) "
+        f"of {plan.runs // plan.rounds} guest runs ({plan.region} each)")
+    try:
+        res, relay, log_path = boot_l1(ctx, kernel, plan, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    problems = list(res.problems) + relay.failed
+    if not relay.records:
+        raise BenchError(f"no measurements from the emulated host "
+                         f"({log_path}): {'; '.join(problems[:3])}")
+    sums = summaries(relay.records, plan.fs)
+    data = {"method": dict(METHOD, rounds=plan.rounds, region=plan.region,
+                           l1_nvdimm_sizes=list(plan.nvdimms)),
+            "kernel": kernel, "boot_seconds": res.duration,
+            "serial_log": log_path, "problems": problems,
+            "l1_diag": relay.diags[:20], "records": relay.records,
+            "summaries": sums, "ratios": {}}
+    goals, tables, notes = [], [], [f"guest: problem: {p}" for p in problems]
+    for fs in plan.fs:
+        cmp = data["ratios"][fs] = compare(sums[fs])
+        goals += fs_goals(fs, sums[fs], cmp)
+        tables.append((f"The guest's writes to its pmem, emulated host on "
+                       f"{fs} (L1 TCG, L2 KVM on emulated SVM; per 2 MiB "
+                       f"step, {plan.region} region; host counts per round)",
+                       fs_table(fs, sums[fs], cmp)))
+        notes += fs_notes(fs, sums[fs])
+    return {"data": data, "goals": goals, "tables": tables, "notes": notes,
+            "checks": checks(sums, plan, problems)}
