@@ -46,7 +46,7 @@ class Plan:
 
     def __init__(self, quick):
         self.quick = quick
-        self.rounds = 1 if quick else 3
+        self.rounds = 1 if quick else 5
         # --quick: the four arms on xfs alone (each guest run costs about
         # 25-35 s here: libvirt's start, the guest's boot and stop)
         self.fs = FILESYSTEMS[:1] if quick else FILESYSTEMS
@@ -57,14 +57,16 @@ class Plan:
         # keeps 16 MiB for its page map (64 bytes a page, aligned to 2 MiB)
         # and leaves 896 MiB
         self.nvdimms = ("2G", "2G", "912M")
-        self.runs = self.rounds * (1 + len(self.fs) * (len(ARMS) - 1))
+        self.runs = self.rounds * (1 + len(self.fs) * (len(ARMS) - 1)) + \
+            (0 if quick else 1)
         self.guest_timeout = 300
         self.timeout = 600 + self.runs * 150
 
     def env(self, l2dir, caps):
         return {"DXG_ROUNDS": str(self.rounds), "DXG_ARMS": " ".join(ARMS),
                 "DXG_FS": " ".join(self.fs), "DXG_L2DIR": l2dir,
-                "DXG_CAPS": caps, "DXG_TIMEOUT": str(self.guest_timeout)}
+                "DXG_CAPS": caps, "DXG_TIMEOUT": str(self.guest_timeout),
+                "DXG_WARMUP": "0" if self.quick else "1"}
 
 
 def debian_kernel(ctx):
@@ -164,6 +166,9 @@ def host_summary(h):
         for k, v in x["by"].items():
             by[k] = by.get(k, 0) + v
     out["metadata_by"] = by
+    times = [x["nested_fault_time"] for x in h if x.get("nested_fault_time")]
+    for k in ("p50_us", "p99_us", "total_ms"):
+        out[f"nested_fault_{k}"] = median([t[k] for t in times])
     return out
 
 
@@ -216,9 +221,8 @@ def compare(fs_sums):
             "steady_vs_devdax": ratio(steady["mib_per_s"],
                                       d2.get("mib_per_s")),
             "p99_vs_static": ratio(first["p99_ms"], s1.get("p99_ms")),
-            "ops_per_fault_vs_static": ratio(
-                first.get("metadata_ops_per_fault"),
-                s1.get("metadata_ops_per_fault")),
+            "ops_vs_static": ratio(first.get("metadata_ops"),
+                                   s1.get("metadata_ops")),
         }
     steady = [s["steady"]["mib_per_s"] for s in fs_sums.values()]
     out["steady_spread"] = (max(steady) / min(steady)
@@ -258,20 +262,20 @@ def static_goals(fs, sums, cmp):
 def fs_goals(fs, sums, cmp):
     """The issue's goals on one filesystem"""
     goals = static_goals(fs, sums, cmp)
-    opf = sums.get("static", {}).get("first", {}).get(
-        "metadata_ops_per_fault")
+    ops = sums.get("static", {}).get("first", {}).get("metadata_ops")
     for arm in ("falloc", "sparse"):
         r99 = cmp.get(arm, {}).get("p99_vs_static")
-        rops = cmp.get(arm, {}).get("ops_per_fault_vs_static")
+        rops = cmp.get(arm, {}).get("ops_vs_static")
         goals.append(goal(
             f"guest {fs}: {ARM_TEXT[arm]}: first-touch p99 / static's "
             f"(expected >= {SAVES_MIN:.0f}x)", r99, SAVES_MIN,
             r99 is not None and r99 >= SAVES_MIN, "x"))
         goals.append(goal(
-            f"guest {fs}: {ARM_TEXT[arm]}: metadata operations per QEMU "
-            f"fault / static's (expected >= {SAVES_MIN:.0f}x)", rops,
-            SAVES_MIN, rops is not None and rops >= SAVES_MIN, "x",
-            note="static: 0 per fault" if opf == 0 else ""))
+            f"guest {fs}: {ARM_TEXT[arm]}: QEMU's metadata operations for "
+            f"the same first touch / static's (expected >= "
+            f"{SAVES_MIN:.0f}x)", rops, SAVES_MIN,
+            rops is not None and rops >= SAVES_MIN, "x",
+            note="static: none" if ops == 0 else ""))
     spread = cmp.get("steady_spread")
     goals.append(goal(
         f"guest {fs}: steady state: all four within 10 % (fastest / "
@@ -280,7 +284,8 @@ def fs_goals(fs, sums, cmp):
     return goals
 
 
-def fs_table(fs, sums, cmp):
+def guest_table(sums, cmp):
+    """The guest's view: each pass's throughput and 2 MiB steps"""
     rows = []
     for arm in ARMS:
         for which in ("first", "steady") if arm in sums else ():
@@ -290,17 +295,37 @@ def fs_table(fs, sums, cmp):
                 s["p99_ms"], s["max_ms"],
                 c["throughput_vs_devdax" if which == "first"
                   else "steady_vs_devdax"],
-                c["p99_vs_devdax"] if which == "first" else "-",
-                s.get("faults"), s.get("pmd_faults"),
-                s.get("metadata_ops_per_fault"),
-                s.get("timestamp_ops_per_fault"),
-                s.get("empty_handles_per_fault"),
-                s.get("layout_ops_per_fault"),
-                s.get("sync_flushes_per_fault"), s.get("nested_faults")])
+                c["p99_vs_devdax"] if which == "first" else "-"])
     return table(["backing", "pass", "MiB/s", "p50 ms", "p99 ms", "max ms",
-                  "MiB/s x devdax", "p99 x devdax", "host faults", "PMD",
-                  "metadata ops/fault", "timestamps", "empty handles",
-                  "alloc/convert", "fsyncs", "nested faults"], rows)
+                  "MiB/s x devdax", "p99 x devdax"], rows)
+
+
+def host_table(sums):
+    """The host's view of the first passes: QEMU's faults, what they
+    cost the guest, the metadata operations they ran"""
+    rows = []
+    for arm in ARMS:
+        s = sums.get(arm, {}).get("first")
+        if s and s["host_rounds"]:
+            rows.append([
+                ARM_TEXT[arm], s["faults"], s["pmd_faults"],
+                s["nested_faults"], s["nested_fault_p50_us"],
+                s["nested_fault_p99_us"], s["nested_fault_total_ms"],
+                s["metadata_ops"], s["metadata_ops_per_fault"],
+                s["timestamp_ops_per_fault"], s["empty_handles_per_fault"],
+                s["layout_ops_per_fault"], s["sync_flushes_per_fault"]])
+    return table(["backing", "QEMU faults", "PMD", "nested faults",
+                  "p50 us", "p99 us", "total ms", "metadata ops",
+                  "per fault", "timestamps", "empty handles",
+                  "alloc/convert", "fsyncs"], rows)
+
+
+def steady_quiet(sums):
+    """True when no steady pass made QEMU fault or the guest exit for a
+    page"""
+    return all(s["steady"].get("faults", 0) == 0 and
+               s["steady"].get("nested_faults", 0) == 0
+               for s in sums.values())
 
 
 def fs_notes(fs, sums):
@@ -384,21 +409,31 @@ def run(ctx):
     if not relay.records:
         raise BenchError(f"no measurements from the emulated host "
                          f"({log_path}): {'; '.join(problems[:3])}")
-    sums = summaries(relay.records, plan.fs)
+    records = [r for r in relay.records if not r.get("warmup")]
+    sums = summaries(records, plan.fs)
     data = {"method": dict(METHOD, rounds=plan.rounds, region=plan.region,
                            l1_nvdimm_sizes=list(plan.nvdimms)),
             "kernel": kernel, "boot_seconds": res.duration,
             "serial_log": log_path, "problems": problems,
-            "l1_diag": relay.diags[:20], "records": relay.records,
+            "l1_diag": relay.diags[:20], "records": records,
+            "warmup": [r for r in relay.records if r.get("warmup")],
             "summaries": sums, "ratios": {}}
     goals, tables, notes = [], [], [f"guest: problem: {p}" for p in problems]
     for fs in plan.fs:
         cmp = data["ratios"][fs] = compare(sums[fs])
         goals += fs_goals(fs, sums[fs], cmp)
-        tables.append((f"The guest's writes to its pmem, emulated host on "
-                       f"{fs} (L1 TCG, L2 KVM on emulated SVM; per 2 MiB "
-                       f"step, {plan.region} region; host counts per round)",
-                       fs_table(fs, sums[fs], cmp)))
+        tables.append((f"The guest's view, emulated host on {fs} (L1 TCG, "
+                       f"L2 under its KVM on emulated SVM; {plan.region} "
+                       "written twice, per 2 MiB step; median of "
+                       f"{plan.rounds} round(s))", guest_table(sums[fs], cmp)))
+        tables.append((f"The host's view of the first passes on {fs} (per "
+                       "round; nested faults: the guest's exits for its "
+                       "NVDIMM, and how long each kept it out, in the "
+                       "emulated host; metadata operations per QEMU fault "
+                       "by kind)", host_table(sums[fs])))
         notes += fs_notes(fs, sums[fs])
+        if not steady_quiet(sums[fs]):
+            notes.append(f"{fs}: a steady pass made QEMU fault or the "
+                         "guest exit for its NVDIMM")
     return {"data": data, "goals": goals, "tables": tables, "notes": notes,
             "checks": checks(sums, plan, problems)}

@@ -23,7 +23,9 @@ it counts, for QEMU's threads only (options/record-tgid):
   commit (xfs:xfs_file_fsync, ext4:ext4_sync_file_enter);
 - the nested page faults (kvm:kvm_page_fault) at guest-physical addresses
   from 4 GiB up, where a pc machine with less than 3 GiB of RAM keeps its
-  NVDIMMs.
+  NVDIMMs, and how long each kept the guest out: from the exit to KVM's
+  next entry into the guest (kvm:kvm_entry), which covers KVM's fault,
+  the filesystem's and MAP_SYNC's flush.
 
 Started and stopped with guest-lib.sh's dx_trace_start/dx_trace_stop.
 """
@@ -40,7 +42,8 @@ KPROBE = "p:dxbench/devdax_fault dev_dax_huge_fault pe_size=%si:u32"
 EVENTS = ("fs_dax/dax_pmd_fault_done", "fs_dax/dax_pte_fault_done",
           "jbd2/jbd2_handle_start", "jbd2/jbd2_handle_stats",
           "xfs/xfs_trans_alloc", "xfs/xfs_file_fsync",
-          "ext4/ext4_sync_file_enter", "kvm/kvm_cpuid", "kvm/kvm_page_fault")
+          "ext4/ext4_sync_file_enter", "kvm/kvm_cpuid", "kvm/kvm_page_fault",
+          "kvm/kvm_entry")
 FILTERS = {"kvm/kvm_cpuid": f"function >= {MARK_FIRST:#x} && "
                             f"function <= {MARK_END:#x}",
            "kvm/kvm_page_fault": "fault_address >= 0x100000000"}
@@ -189,6 +192,16 @@ def _metadata(e, c):
         c["sync_flushes"] += 1
 
 
+def _stats_us(seconds):
+    """p50, p99, max (us) and total (ms) of @seconds"""
+    if not seconds:
+        return None
+    s = sorted(seconds)
+    return {"p50_us": s[(len(s) - 1) // 2] * 1e6,
+            "p99_us": s[min(len(s) - 1, -(-len(s) * 99 // 100) - 1)] * 1e6,
+            "max_us": s[-1] * 1e6, "total_ms": sum(s) * 1e3}
+
+
 def count(events, window, dev=None, ino=None):
     """What QEMU's threads did in @window (t0, t1) for a backing file
     (@dev 'MAJ:MIN' and @ino of it) or, with @ino None, a device-dax
@@ -196,13 +209,18 @@ def count(events, window, dev=None, ino=None):
     faults benchmark's count), of which timestamp_ops (mtime/ctime
     updates), empty_handles (ext4 handles that changed nothing) and
     layout_ops (the rest: block allocation, unwritten conversion);
-    sync_flushes: fsyncs (MAP_SYNC's, at the end of a fault)"""
+    sync_flushes: fsyncs (MAP_SYNC's, at the end of a fault);
+    nested_fault_time: the time each nested fault kept the guest out"""
     t0, t1 = window
     c = {"faults": 0, "pmd_faults": 0, "pte_faults": 0, "handles": 0,
          "transactions": 0, "timestamp_ops": 0, "empty_handles": 0,
          "layout_ops": 0, "sync_flushes": 0, "nested_faults": 0,
          "by": collections.Counter()}
+    exit_ts, out = None, []
     for e in events:
+        if e.event == "kvm_entry" and exit_ts is not None:
+            out.append(e.ts - exit_ts)
+            exit_ts = None
         if not t0 <= e.ts <= t1:
             continue
         kind = _fault(e, dev, ino)
@@ -211,8 +229,10 @@ def count(events, window, dev=None, ino=None):
             c[f"{kind}_faults"] += 1
         elif e.event == "kvm_page_fault":
             c["nested_faults"] += 1
+            exit_ts = e.ts
         else:
             _metadata(e, c)
     c["metadata_ops"] = c["handles"] + c["transactions"]
     c["by"] = dict(c["by"])
+    c["nested_fault_time"] = _stats_us(out)
     return c
