@@ -119,11 +119,12 @@ touch_pass_append(GString *out, const char *key, const guint64 *steps, guint n,
     for (i = 0; i < n; i++)
         total += steps[i];
     total = MAX(total, 1);
-    g_string_append_printf(out,
-                           "\"%s\": {\"seconds\": %.6f, \"mib_per_s\": %.1f, "
-                           "\"faults\": %" PRIu64 ", ",
-                           key, (double)total / 1e9,
-                           (double)n * 2.0 / ((double)total / 1e9), faults);
+    g_string_append_printf(
+        out,
+        "\"%s\": {\"seconds\": %.6f, \"mib_per_s\": %.1f, \"faults\": %" PRIu64
+        ", ",
+        key, (double)total / 1e9, (double)n * 2.0 / ((double)total / 1e9),
+        faults);
     daxbench_stats_append(out, "steps", sorted, n);
     g_string_append(out, ", \"steps_us\": [");
     for (i = 0; i < n; i++)
