@@ -8,7 +8,9 @@
 # ext4 (-E stride=512,stripe_width=512) on /mnt/ext4, both mounted -o dax,
 # and the smallest a device-dax namespace (DXG_DEVDAX). ext4's lazy
 # inode-table zeroing is switched off (noinit_itable): it would write the
-# pmem behind the measurements. Then bench/bench_guest_l1.py runs libvirtd,
+# pmem behind the measurements. DXG_LAZYTIME=1 (bench/run's default; 0
+# with --no-lazytime) mounts both lazytime too: timestamps kept in memory,
+# not logged by the write faults. Then bench/bench_guest_l1.py runs libvirtd,
 # the hook and the guests (bench-guest-l2.sh) and prints the TAP.
 # Env: DAXFILE_SRCDIR, DAXFILE_BUILDDIR, DXG_* (bench_guest_l1.py's)
 # shellcheck source=/dev/null # the guest's copy of tools/harness/guest-lib.sh
@@ -33,8 +35,18 @@ storage() {
     fi
     dx_fsdax "$1" && dx_mkfs xfs /mnt/xfs && dx_fsdax "$2" &&
         dx_mkfs ext4 /mnt/ext4 &&
-        dx_x mount -o remount,noinit_itable /mnt/ext4 >&2 &&
-        dx_devdax "$small" || return 1
+        dx_x mount -o remount,noinit_itable /mnt/ext4 >&2 || return 1
+    if [ "${DXG_LAZYTIME:-0}" = 1 ]; then
+        for r in /mnt/xfs /mnt/ext4; do
+            dx_x mount -o remount,lazytime "$r" >&2 || return 1
+            # (a kernel that ignored the option would show no lazytime)
+            grep -q " $r [^ ]* [^ ]*lazytime" /proc/mounts || {
+                echo "$r: not lazytime after the remount" >&2
+                return 1
+            }
+        done
+    fi
+    dx_devdax "$small" || return 1
     export DXG_DEVDAX="$DX_DAX"
 }
 
