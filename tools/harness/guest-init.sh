@@ -126,6 +126,25 @@ shares() {
     done
 }
 
+# daxfile.apparmor=1 (a root with AppArmor: the Debian 13 one): load its
+# profiles as Debian's apparmor.service does at boot, before anything that
+# they confine (libvirtd, virt-aa-helper) starts
+apparmor() {
+    grep -q 'daxfile.apparmor=1' /proc/cmdline || return 0
+    if [ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" != Y ]; then
+        say "ERROR AppArmor is not enabled in this kernel"
+        return
+    fi
+    [ -d /sys/kernel/security/apparmor ] ||
+        mount -t securityfs securityfs /sys/kernel/security
+    if ! /usr/lib/apparmor/apparmor.systemd reload >/dev/console 2>&1; then
+        say "ERROR loading the AppArmor profiles failed (apparmor.systemd reload)"
+        return
+    fi
+    read -r up _ </proc/uptime
+    say "APPARMOR profiles=$(wc -l </sys/kernel/security/apparmor/profiles) uptime=$up"
+}
+
 if [ "$1" = stage2 ]; then
     export PATH=/daxfile/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
     export LANG=C.UTF-8
@@ -133,6 +152,7 @@ if [ "$1" = stage2 ]; then
     cttyhack="/daxfile/busybox cttyhack"
     read -r up _ </proc/uptime
     say "HOSTROOT uptime=$up"
+    apparmor
 else
     export PATH=/daxfile/bin:/usr/sbin:/usr/bin
     export LANG=C

@@ -29,13 +29,20 @@ GIB = 1 << 30
 MIB = 1 << 20
 
 # Kernel flavours: Debian meta package whose first linux-image-* dependency
-# is the kernel to boot, or a prebuilt all-built-in image (no modules).
+# is the kernel to boot, or a prebuilt all-built-in image (no modules), or
+# (debian13) the kernel installed in a Debian 13 root, whose userland a
+# --hostroot boot of it gets instead of this machine's.
 FLAVOURS = {
     '6.1': 'linux-image-amd64',
     '6.12': 'linux-image-6.12-amd64',
     'daxctl': None,
     'daxctl-6.12': None,
+    'debian13': None,
 }
+# The Debian 13 root: .ci/debian13-root builds it once (mmdebstrap, from
+# .ci/packages.debian13) and prints its path
+DEBIAN13_ROOT = SRC_ROOT / '.ci' / 'debian13-root'
+USERLAND_FLAVOURS = {'debian13'}
 
 # The daxctl() kernels: --kernel-image, else $DAXFILE_VM_KERNEL_IMAGE, else
 # whatever kernel/build-kernel prints (it caches by the hash of its inputs):
@@ -91,24 +98,22 @@ KERNEL_ERROR_RE = re.compile(
     r'INFO: task .* blocked for more than')
 PANIC_RE = re.compile(r'Kernel panic - not syncing')
 
-# The host's root, read-only, for --hostroot boots (multidevs=remap: the
-# host's many filesystems under one 9p export keep distinct inodes)
-HOSTROOT_QEMU = ['-virtfs', 'local,path=/,mount_tag=hostroot,'
-                 'security_model=none,readonly=on,multidevs=remap']
 SHARE_TAG = 'daxshare'
 
 
-def hostroot_shares(env):
+def hostroot_shares(env, extra=()):
     """The directories a --hostroot boot shares by name on top of the
-    host's root: this checkout, and the source and build directories @env
-    names (DAXFILE_SRCDIR, DAXFILE_BUILDDIR). The guest mounts each at its
-    own path (guest-init.sh), so one that its view of the host's root hides
-    or cannot show (under /tmp, /run, /dev/shm or /var/lib/libvirt, which
-    it mounts afresh; on a filesystem the root's export does not cross) is
-    there all the same."""
+    host's root: this checkout, the source and build directories @env
+    names (DAXFILE_SRCDIR, DAXFILE_BUILDDIR), and @extra. The guest mounts
+    each at its own path (guest-init.sh), so one that its view of the
+    host's root hides or cannot show (under /tmp, /run, /dev/shm or
+    /var/lib/libvirt, which it mounts afresh; on a filesystem the root's
+    export does not cross; anywhere when the root is a Debian 13 root, not
+    this machine's) is there all the same."""
     shares = []
     for path in [str(SRC_ROOT)] + [env.get(k) for k in ('DAXFILE_SRCDIR',
-                                                        'DAXFILE_BUILDDIR')]:
+                                                        'DAXFILE_BUILDDIR')] \
+            + [str(p) for p in extra]:
         if not path:
             continue
         path = os.path.abspath(path)
@@ -124,10 +129,14 @@ def hostroot_shares(env):
     return shares
 
 
-def hostroot_qemu(shares):
-    """QEMU's arguments of a --hostroot boot: the host's root, and each
-    of @shares (hostroot_shares()) as its own read-only 9p export"""
-    argv = list(HOSTROOT_QEMU)
+def hostroot_qemu(shares, userland=Path('/')):
+    """QEMU's arguments of a --hostroot boot: the host's root (or the
+    kernel's own @userland, a Debian 13 root), and each of @shares
+    (hostroot_shares()) as its own read-only 9p export (multidevs=remap:
+    the many filesystems under one export keep distinct inodes)"""
+    root = os.path.realpath(userland).replace(',', ',,')
+    argv = ['-virtfs', f'local,path={root},mount_tag=hostroot,'
+            'security_model=none,readonly=on,multidevs=remap']
     for i, path in enumerate(shares):
         src = os.path.realpath(path).replace(',', ',,')
         argv += ['-virtfs', f'local,path={src},mount_tag={SHARE_TAG}{i},'

@@ -166,7 +166,7 @@ class Image:
     def boot(self, script, pmems=None, env=None, append='', timeout=600,
              kill_on=None, smp=1, memory=None, on_tap=None, on_console=None,
              serial_log=None, allow_kernel_errors=False, modules=True,
-             extra_qemu=(), hostroot=False, cancel=None):
+             extra_qemu=(), hostroot=False, cancel=None, shares=()):
         """Boot once and run the guest script (a path, or a NAME of
         NAME.sh in GUEST_DIRS). pmems: list of Pmem; None = one temporary
         prefilled 1 GiB file; [] = no NVDIMM. kill_on: regex; SIGKILL QEMU
@@ -175,9 +175,11 @@ class Image:
         about 2 s). hostroot: the guest's userland is the host's own root,
         read-only over 9p under a tmpfs overlay (switch_root), so python3,
         the build tree and the host's tools are there; the script runs
-        with the host's /bin/sh. cancel: a threading.Event that kills QEMU
-        when set (a boot run beside another, from another thread). Returns
-        a BootResult."""
+        with the host's /bin/sh (a 'debian13' kernel's: that root's, with
+        AppArmor); shares: more host directories it gets at their own
+        paths, read-only (see hostroot_shares()). cancel: a
+        threading.Event that kills QEMU when set (a boot run beside
+        another, from another thread). Returns a BootResult."""
         t0 = time.monotonic()
         script = resolve_script(script)
         env = dict(env or {})
@@ -187,21 +189,21 @@ class Image:
             if pmems is None:
                 tmp_pmem = Pmem.temporary_file('1G')
                 pmems = [tmp_pmem]
-            shares = []
             if hostroot:
                 for k in ('DAXFILE_SRCDIR', 'DAXFILE_BUILDDIR'):
                     if k in os.environ:
                         env.setdefault(k, os.environ[k])
-                shares = hostroot_shares(env)
+            shares = hostroot_shares(env, shares) if hostroot else []
             initrd = self.initrd(rundir / 'initrd', script, env, shares)
+            root_append, root_qemu = (hostroot_args(self.kernel, shares)
+                                      if hostroot else ('', []))
             cmdline = (f'{DEFAULT_APPEND} daxfile.script={script.name}'
                        f'{"" if modules else " daxfile.modules=0"}'
-                       f'{" daxfile.hostroot=1" if hostroot else ""} {append}')
+                       f'{root_append} {append}')
             memory = memory or ('2G' if hostroot else '1G')
             argv = qemu_argv(self.boot_kernel, initrd, cmdline, pmems,
                              rundir, smp, memory) + list(extra_qemu)
-            if hostroot:
-                argv += hostroot_qemu(shares)
+            argv += root_qemu
             setup = time.monotonic() - t0
             res = _QemuRun(argv, rundir, RunSpec(
                 timeout, kill_on, on_tap, on_console, serial_log,
@@ -212,6 +214,18 @@ class Image:
             if tmp_pmem:
                 tmp_pmem.remove()
             shutil.rmtree(rundir, ignore_errors=True)
+
+
+def hostroot_args(kernel, shares):
+    """(kernel command line words, QEMU arguments) of a --hostroot boot of
+    @kernel: its userland over 9p, @shares; on a userland with AppArmor
+    (the Debian 13 root) daxfile.apparmor=1 has guest-init.sh load its
+    profiles as Debian's apparmor.service does"""
+    words = ' daxfile.hostroot=1'
+    if kernel.userland != Path('/') and \
+            (kernel.userland / 'usr/sbin/apparmor_parser').exists():
+        words += ' daxfile.apparmor=1'
+    return words, hostroot_qemu(shares, kernel.userland)
 
 
 def guest_script(name):

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from vm_base import (CACHE_DIR, DEFAULT_APPEND, Terminated, VmError, _hash,
-                     _prune, _sigterm, hostroot_qemu, hostroot_shares)
+                     _prune, _sigterm, hostroot_shares)
 from vm_pmem import parse_pmems
-from vm_boot import build_image, qemu_argv, resolve_script
+from vm_boot import build_image, hostroot_args, qemu_argv, resolve_script
 
 # --------------------------------------------------------------------------
 # Command line
@@ -80,7 +80,7 @@ def _relay_run(args):
                          serial_log=args.serial_log, smp=args.smp,
                          memory=args.memory, modules=not args.no_modules,
                          allow_kernel_errors=args.allow_kernel_errors,
-                         hostroot=args.hostroot)
+                         hostroot=args.hostroot, shares=args.share)
     except Terminated:
         tap.n = len(relayed)  # our result follows the guest's
         tap.ok(False, f'daxfile-vm: {script.stem} on {args.kernel}: '
@@ -166,15 +166,17 @@ def _shell_cmd(args):
     pmems = None
     try:
         pmems = parse_pmems(args.pmem or [''])
-        shares = hostroot_shares(os.environ) if args.hostroot else []
+        shares = (hostroot_shares(os.environ, args.share) if args.hostroot
+                  else [])
+        root_append, root_qemu = (hostroot_args(image.kernel, shares)
+                                  if args.hostroot else ('', []))
         initrd = image.initrd(rundir / 'initrd', None, {}, shares)
         argv = qemu_argv(image.boot_kernel, initrd,
                          f'{DEFAULT_APPEND} {" ".join(args.append)}'
-                         + (' daxfile.hostroot=1' if args.hostroot else ''),
+                         + root_append,
                          pmems, rundir, args.smp,
                          args.memory or ('2G' if args.hostroot else '1G'))
-        if args.hostroot:
-            argv += hostroot_qemu(shares)
+        argv += root_qemu
         # Console on stdio instead of the fifo; TAP channel to a null sink.
         i = argv.index('pipe,id=con,path=' + str(rundir / 'con'))
         argv[i] = 'stdio,id=con,signal=off'
@@ -227,7 +229,12 @@ def main(argv=None):
                        help='guest RAM (default 1G, 2G with --hostroot)')
         p.add_argument('--hostroot', action='store_true',
                        help="the host's root as the guest's userland (9p, "
-                            "read-only, tmpfs overlay)")
+                            "read-only, tmpfs overlay; --kernel debian13: "
+                            "the Debian 13 root)")
+        p.add_argument('--share', action='append', default=[],
+                       metavar='DIR', help='with --hostroot: a host '
+                       'directory the guest gets at its own path too '
+                       '(read-only, tmpfs overlay)')
 
     p = sub.add_parser('image', help='build the kernel and initrd, print '
                        'paths as JSON')

@@ -5,6 +5,7 @@ Part of daxfile_vm (the module users import); see its docstring.
 """
 
 import dataclasses
+import fcntl
 import gzip
 import io
 import json
@@ -17,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from vm_base import (BUILD_KERNEL, CACHE_DIR, DAXCTL_SERIES, FLAVOURS,
-                     SRC_ROOT, VmError, _Lock, _Memo, _file_key, _hash, _log,
-                     _prune, _run)
+from vm_base import (BUILD_KERNEL, CACHE_DIR, DAXCTL_SERIES, DEBIAN13_ROOT,
+                     FLAVOURS, SRC_ROOT, VmError, _Lock, _Memo, _file_key,
+                     _hash, _log, _prune, _run)
 
 # --------------------------------------------------------------------------
 # Kernels
@@ -32,6 +33,9 @@ class Kernel:
     kver: str            # '' for a built-in image (unknown until it boots)
     ident: str           # package_version, or image path + stat
     modroot: Path = None  # root with lib/modules/KVER, None if built in
+    # what a --hostroot boot of it runs on: this machine's root, or the
+    # Debian 13 root the kernel came from
+    userland: Path = Path('/')
 
     def describe(self):
         if self.modroot:
@@ -146,6 +150,37 @@ def _cached_debian_kernels(prefix):
     return [f[1:] for f in sorted(found, reverse=True, key=lambda x: x[0])]
 
 
+# the roots in use by this process: held (a shared flock of <hash>.use,
+# as .ci/debian13-root asks) so that its prune leaves them alone
+_held_roots = {}
+
+
+def debian13_kernel():
+    """The kernel installed in the Debian 13 root (.ci/debian13-root
+    builds the root once, minutes, and prints its path), with that root
+    as its modules' and its --hostroot boots' userland"""
+    _log('the Debian 13 root (.ci/debian13-root)')
+    res = subprocess.run([str(DEBIAN13_ROOT), '--quiet'],
+                         stdout=subprocess.PIPE, text=True)
+    root = Path(res.stdout.strip() or '/nonexistent')
+    if res.returncode != 0 or not root.is_dir():
+        raise VmError(f"'{DEBIAN13_ROOT}' failed (exit status "
+                      f"{res.returncode}); its errors are above")
+    use = root.parent.with_suffix('.use')
+    if root not in _held_roots:
+        fd = os.open(use, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        _held_roots[root] = fd
+    moddir, kver = _modules_dir(root)
+    vmlinuz = root / 'boot' / f'vmlinuz-{kver}'
+    if not vmlinuz.is_file():
+        raise VmError(f"the Debian 13 root '{root}' has modules for {kver} "
+                      f"but no boot/vmlinuz-{kver}; is linux-image-amd64 "
+                      "in .ci/packages.debian13?")
+    return Kernel('debian13', vmlinuz, kver,
+                  f'debian13-{root.parent.name}_{kver}', root, root)
+
+
 def get_kernel(flavour, kernel_image=None):
     """Resolve a flavour ('6.1', '6.12', 'daxctl', 'daxctl-6.12') to a
     Kernel, fetching it into the cache when needed. kernel_image forces a
@@ -170,6 +205,8 @@ def get_kernel(flavour, kernel_image=None):
         if not img.is_file():
             raise VmError(f"kernel image '{kernel_image}' does not exist")
         return Kernel(flavour, img, '', _hash(_file_key(img))[:16])
+    if flavour == 'debian13':
+        return debian13_kernel()
     if flavour not in FLAVOURS:
         raise VmError(f"unknown kernel flavour '{flavour}'; use one of "
                       + ', '.join(FLAVOURS))
