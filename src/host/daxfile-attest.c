@@ -7,6 +7,7 @@
 #include "daxfile-fs.h"
 #include "daxfile-size.h"
 #include "daxfile-trust.h"
+#include "daxfile-util.h"
 
 void
 daxfile_attestation_clear(DaxfileAttestation *a)
@@ -14,14 +15,77 @@ daxfile_attestation_clear(DaxfileAttestation *a)
     g_clear_pointer(&a->problem, g_free);
 }
 
+/* The guest name in QEMU's "-name" argument @arg as libvirt writes it,
+ * "guest=NAME,debug-threads=on" (a ',' in NAME doubled), or the whole
+ * argument in the old form "-name NAME" */
+static char *
+qemu_guest_name(const char *arg)
+{
+    GString *out = g_string_new(NULL);
+    const char *p = arg;
+
+    if (g_str_has_prefix(p, "guest="))
+        p += strlen("guest=");
+    else if (strchr(p, '='))
+        return g_string_free(out, TRUE); /* other options, no guest= */
+    for (; *p; p++) {
+        if (*p == ',' && p[1] != ',')
+            break;
+        if (*p == ',')
+            p++;
+        g_string_append_c(out, *p);
+    }
+    return g_string_free(out, FALSE);
+}
+
+/* TRUE when process @pid is the QEMU of @domain: its command line has
+ * "-name guest=@domain". A pid file in a directory that is not root's
+ * (libvirt 10 and later give /run/libvirt/qemu to the QEMU user) could
+ * have been renamed there from another domain's: this is what it must
+ * name. */
+static gboolean
+is_domain_qemu(pid_t pid, const char *domain, const char *file, GError **error)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/cmdline", (int)pid);
+    g_autofree char *cmdline = NULL;
+    g_autofree char *found = NULL;
+    g_autofree char *shown = NULL;
+    g_autofree char *name = NULL;
+    gsize len = 0;
+    gsize i;
+
+    if (g_file_get_contents(path, &cmdline, &len, NULL)) {
+        for (i = 0; i < len && !found;) {
+            const char *arg = cmdline + i;
+            gsize n = strnlen(arg, len - i);
+
+            if (STREQ(arg, "-name") && i + n + 1 < len)
+                found = qemu_guest_name(arg + n + 1);
+            i += n + 1;
+        }
+    }
+    if (found && STREQ(found, domain))
+        return TRUE;
+    shown = daxfile_escape(file);
+    name = daxfile_escape(domain);
+    g_set_error(
+        error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+        "'%s' names process %d, which is not domain '%s''s QEMU (its -name is %s%s%s), and that directory is not root's, so the file may have been put there; fix: restart the domain",
+        shown, (int)pid, name, found ? "'" : "", found ? found : "missing",
+        found ? "'" : "");
+    return FALSE;
+}
+
 pid_t
 daxfile_attest_qemu_pid(const char *pid_dir, const char *domain,
                         const char *conf_path, GError **error)
 {
     g_autofree char *name = daxfile_escape(domain);
+    g_autofree char *base = NULL;
     g_autofree char *file = NULL;
     g_autofree char *shown = NULL;
     g_autofree char *text = NULL;
+    gboolean foreign = FALSE;
     guint64 pid = 0;
     gsize len = 0;
 
@@ -33,14 +97,19 @@ daxfile_attest_qemu_pid(const char *pid_dir, const char *domain,
                     "domain name '%s' cannot name a pid file", name);
         return -1;
     }
-    file = g_strdup_printf("%s/%s.pid", pid_dir, domain);
-    if (!daxfile_trusted_read(file, &text, &len, error))
+    base = g_strdup_printf("%s.pid", domain);
+    file = g_build_filename(pid_dir, base, NULL);
+    if (!daxfile_trusted_read_entry(pid_dir, base, &text, &len, &foreign,
+                                    error))
         return -1;
     if (text &&
         g_ascii_string_to_unsigned(g_strstrip(text), 10, 1, G_MAXINT32, &pid,
                                    NULL) &&
-        daxfile_proc_alive((pid_t)pid))
+        daxfile_proc_alive((pid_t)pid)) {
+        if (foreign && !is_domain_qemu((pid_t)pid, domain, file, error))
+            return -1;
         return (pid_t)pid;
+    }
     shown = daxfile_escape(file);
     g_set_error(
         error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,

@@ -149,8 +149,12 @@ follow_link(Walk *w, int fd, int *cur, GQueue *comps, guint *links,
     return *cur >= 0;
 }
 
-DaxfileFile *
-daxfile_trusted_open(const char *path, gboolean want_dir, GError **error)
+/* daxfile_trusted_open(); with @check_last FALSE the node @path names is
+ * not checked (its owner may be anyone): the caller checks what it
+ * opens in it */
+static DaxfileFile *
+trusted_open(const char *path, gboolean want_dir, gboolean check_last,
+             GError **error)
 {
     g_autoptr(DaxfileFile) f = NULL;
     g_autofree char *abs = g_canonicalize_filename(path, NULL);
@@ -197,7 +201,7 @@ daxfile_trusted_open(const char *path, gboolean want_dir, GError **error)
                     want_dir ? "directory" : "regular file");
         return NULL;
     }
-    if (!check_node(&w, &f->st, error) ||
+    if ((check_last && !check_node(&w, &f->st, error)) ||
         !daxfile_file_reopen(
             f, want_dir ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK,
             error))
@@ -205,24 +209,20 @@ daxfile_trusted_open(const char *path, gboolean want_dir, GError **error)
     return g_steal_pointer(&f);
 }
 
-gboolean
-daxfile_trusted_read(const char *path, char **ret_data, gsize *ret_len,
-                     GError **error)
+DaxfileFile *
+daxfile_trusted_open(const char *path, gboolean want_dir, GError **error)
+{
+    return trusted_open(path, want_dir, TRUE, error);
+}
+
+/* All of @f (at most MAX_DATA), NUL-terminated, in *ret_data */
+static gboolean
+read_all(const DaxfileFile *f, char **ret_data, gsize *ret_len, GError **error)
 {
     g_autoptr(GByteArray) buf = g_byte_array_new();
-    g_autoptr(GError) local = NULL;
-    g_autoptr(DaxfileFile) f = daxfile_trusted_open(path, FALSE, &local);
     guint8 chunk[65536];
     ssize_t n;
 
-    *ret_data = NULL;
-    *ret_len = 0;
-    if (!f) {
-        if (!local)
-            return TRUE;
-        g_propagate_error(error, g_steal_pointer(&local));
-        return FALSE;
-    }
     while ((n = read(f->fd, chunk, sizeof(chunk))) != 0) {
         if (n < 0 && errno == EINTR)
             continue;
@@ -242,4 +242,86 @@ daxfile_trusted_read(const char *path, char **ret_data, gsize *ret_len,
     g_byte_array_append(buf, (const guint8 *)"", 1);
     *ret_data = (char *)g_byte_array_free(g_steal_pointer(&buf), FALSE);
     return TRUE;
+}
+
+gboolean
+daxfile_trusted_read(const char *path, char **ret_data, gsize *ret_len,
+                     GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(DaxfileFile) f = daxfile_trusted_open(path, FALSE, &local);
+
+    *ret_data = NULL;
+    *ret_len = 0;
+    if (!f) {
+        if (!local)
+            return TRUE;
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    return read_all(f, ret_data, ret_len, error);
+}
+
+gboolean
+daxfile_trusted_read_entry(const char *dir, const char *name, char **ret_data,
+                           gsize *ret_len, gboolean *ret_dir_foreign,
+                           GError **error)
+{
+    g_autoptr(GError) local = NULL;
+    g_autoptr(DaxfileFile) d = trusted_open(dir, TRUE, FALSE, &local);
+    g_autoptr(DaxfileFile) f = NULL;
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    g_autofree char *shown = NULL;
+    g_auto(DaxfileFd) fd = -1;
+    const char *why = NULL;
+
+    *ret_data = NULL;
+    *ret_len = 0;
+    *ret_dir_foreign = FALSE;
+    if (!d) {
+        if (!local)
+            return TRUE;
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    shown = daxfile_escape(path);
+    /* the directory's own owner may be anyone, but not a writer beside
+     * it: group and others may not write it (unless it is sticky) */
+    if ((d->st.st_mode & (S_IWGRP | S_IWOTH)) && !(d->st.st_mode & S_ISVTX)) {
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+            "'%s' is in '%s', which is writable by group or others, so anyone could replace it; fix: chmod go-w '%s'",
+            shown, d->display, d->display);
+        return FALSE;
+    }
+    fd = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        return TRUE;
+    if (fd < 0) {
+        daxfile_set_error_errno(error, errno, "Cannot open '%s'", shown);
+        return FALSE;
+    }
+    if (!(f = daxfile_file_new_from_fd(g_steal_fd(&fd), path, error)))
+        return FALSE;
+    *ret_dir_foreign = !trusted_uid(d->st.st_uid);
+    /* in a directory someone else owns, that someone can rename any of
+     * its files over @name, or make a new one: only a file a trusted user
+     * made, linked nowhere else, is accepted (and the caller checks what
+     * it names) */
+    if (!S_ISREG(f->st.st_mode))
+        why = "is not a regular file";
+    else if (!trusted_uid(f->st.st_uid))
+        why = "is not owned by root";
+    else if (f->st.st_mode & (S_IWGRP | S_IWOTH))
+        why = "is writable by group or others";
+    else if (*ret_dir_foreign && f->st.st_nlink != 1)
+        why = "has more than one link";
+    if (why) {
+        g_set_error(
+            error, DAXFILE_ERROR, DAXFILE_ERROR_PERMISSION,
+            "'%s' %s, so someone other than root could have written it, and daxfile obeys only what only root can change; fix: let libvirt write it again (restart the domain)",
+            shown, why);
+        return FALSE;
+    }
+    return read_all(f, ret_data, ret_len, error);
 }

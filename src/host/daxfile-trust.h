@@ -33,4 +33,18 @@ DaxfileFile *daxfile_trusted_open(const char *path, gboolean want_dir,
 gboolean daxfile_trusted_read(const char *path, char **ret_data, gsize *ret_len,
                               GError **error);
 
+/* Read the regular file @name (at most 1 MiB) in the directory @dir,
+ * whose own owner may be anyone: libvirt 10 and later give
+ * /run/libvirt/qemu to its QEMU user. Every directory above @dir is
+ * checked as above, @dir must not be writable by group or others (unless
+ * sticky), and the file must be owned by a trusted user, not writable by
+ * group or others, not a symbolic link, and, when @dir is not a trusted
+ * user's (*ret_dir_foreign), have one link. @dir's owner can still rename
+ * another such file of @dir over @name: the caller must check that the
+ * data names what it should. TRUE with *ret_data NULL when either does not
+ * exist. */
+gboolean daxfile_trusted_read_entry(const char *dir, const char *name,
+                                    char **ret_data, gsize *ret_len,
+                                    gboolean *ret_dir_foreign, GError **error);
+
 G_END_DECLS

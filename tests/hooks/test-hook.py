@@ -32,7 +32,7 @@ import sys
 from daxtest import (EngagedFs, FakeDevdax, QemuStandIn, Tap,
                      daxfile, need_root, tempdir)
 from hookworld import (PREPARED, STARTED, STOPPED, Case, Step,
-                       World, check_case)
+                       World, check_case, guarded, render)
 
 # --engaged: the managed root is on an xfs loop mount that fake-dax.so makes
 # look like DAX, so started really sets the immutable flag (root only)
@@ -279,6 +279,69 @@ def attestation(tap, w):
     w.hook(xml, "release", "end")
     os.unlink(f)
     os.unlink(other)
+
+
+# libvirt 10 and later (Debian 13's 11.3) give /run/libvirt/qemu to the
+# QEMU user; a uid that is neither root nor the test's plays it
+QEMU_UID = 64055
+PID_DIR_CHECKS = 4
+
+
+def pid_dir_not_roots(tap, w):
+    """A pid directory that another user owns, as libvirt 11 makes it:
+    the pid file is accepted when root wrote it and it names the domain's
+    own QEMU (-name guest=NAME); one renamed there from another domain, or
+    written by that user, or in a directory others may write, is not."""
+    f = w.create("attest.img")  # the file of started-no-qemu.xml
+    xml = w.input("started-no-qemu")
+    name = ("-name", "guest=vm1,debug-threads=on")
+    os.makedirs(w.pid_dir, mode=0o755, exist_ok=True)
+    try:
+        os.chown(w.pid_dir, QEMU_UID, QEMU_UID)
+    except PermissionError:
+        for _ in range(PID_DIR_CHECKS):
+            tap.skip("hook: a pid directory another user owns",
+                     "chown needs root")
+        return
+    try:
+        w.reset()
+        w.hook(xml)
+        with QemuStandIn(w.pid_dir, xml, "vm1", w.extra_env, name):
+            res = w.hook(xml, "started", qemu=None)
+        tap.ok(res.returncode == 0 and w.registry() == list(HELD),
+               "started with the pid directory owned by the QEMU user (uid "
+               f"{QEMU_UID}): the pid file names vm1's QEMU, engaged",
+               render(w, res))
+        w.hook(xml, "stopped", "end")
+        w.hook(xml, "release", "end")
+
+        def refused(options, what, why, prepare=None):
+            w.reset()
+            w.hook(xml)
+            with QemuStandIn(w.pid_dir, xml, "vm1", w.extra_env,
+                             options) as qemu:
+                if prepare:
+                    prepare(qemu)
+                res = w.hook(xml, "started", qemu=None)
+            err = res.stderr.decode(errors="replace")
+            tap.ok(res.returncode != 0 and why in err and
+                   w.registry() == list(RESERVED) and not guarded(f),
+                   f"started refused: {what}", render(w, res))
+            w.hook(xml, "release", "end")
+
+        refused(("-name", "guest=vm2,debug-threads=on"),
+                "vm1.pid names another domain's QEMU (a file renamed there)",
+                "which is not domain 'vm1''s QEMU (its -name is 'vm2')")
+        refused(name, "vm1.pid written by the QEMU user",
+                "vm1.pid' is not owned by root",
+                lambda q: os.chown(q.pidfile, QEMU_UID, QEMU_UID))
+        os.chmod(w.pid_dir, 0o775)
+        refused(name, "the pid directory writable by its group",
+                "which is writable by group or others")
+    finally:
+        os.chmod(w.pid_dir, 0o755)
+        os.chown(w.pid_dir, 0, 0)
+        os.unlink(f)
 
 
 def virtio_pmem_device(tap, w):
@@ -573,14 +636,15 @@ def main():
         need_root(tap)
     # every case of the table, the six checks of status, list, wipe and
     # repair beside them, and the isolation check (two)
-    tap.plan(len(CASE) + 8)
+    tap.plan(len(CASE) + 8 + PID_DIR_CHECKS)
     with contextlib.ExitStack() as stack:
         if ENGAGED:
             efs = stack.enter_context(EngagedFs())
             w = World(efs.mnt, efs.env, engaged=True)
         else:
             w = World(stack.enter_context(tempdir()))
-        for func in (lifecycle, dot_name, attestation, virtio_pmem_device,
+        for func in (lifecycle, dot_name, attestation, pid_dir_not_roots,
+                     virtio_pmem_device,
                      device_dax, refusals, untrusted_owner, read_only,
                      ignored, hostile,
                      migrate, bad_configs, spellings, other_elements,
