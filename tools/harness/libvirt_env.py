@@ -267,8 +267,24 @@ def save_caps(line, dst):
     os.replace(tmp, os.path.join(dst, name))
 
 
+def apparmor_confines_libvirtd():
+    """True when AppArmor has libvirtd's profile loaded (Debian 13's
+    emulated pmem host): libvirt then labels each domain through
+    virt-aa-helper"""
+    try:
+        with open("/sys/kernel/security/apparmor/profiles") as f:
+            return any(line.startswith("libvirtd ") for line in f)
+    except OSError:
+        return False
+
+
 def nested_loader():
-    return QBOOT if os.path.exists(QBOOT) else None
+    """QEMU's minimal firmware for a domain, or None (SeaBIOS): not under
+    AppArmor, whose virt-aa-helper refuses a loader under /usr/share/qemu
+    ("skipped restricted file") and with it the domain's start"""
+    if apparmor_confines_libvirtd() or not os.path.exists(QBOOT):
+        return None
+    return QBOOT
 
 
 def nested_host_conf():
@@ -286,6 +302,34 @@ def nested_host_conf():
             f.write("\n# an emulated pmem host\n" + "\n".join(conf) + "\n")
     if os.path.isdir("/sys/fs/cgroup") and os.path.exists("/proc/cgroups"):
         run(["mount", "-t", "cgroup2", "cgroup2", "/sys/fs/cgroup"])
+
+
+AA_PROFILE = "/etc/apparmor.d/usr.sbin.libvirtd"
+AA_LOCAL = "/etc/apparmor.d/local/usr.sbin.libvirtd"
+AA_ABSTRACTION = "/etc/apparmor.d/abstractions/daxfile-libvirtd"
+AA_LINE = "include if exists <abstractions/daxfile-libvirtd>"
+
+
+def apparmor_allow_hook(build_dir):
+    """Under AppArmor, what the Debian package's postinst does: the
+    build's abstractions/daxfile-libvirtd (data/apparmor/) included from
+    libvirtd's local override, and libvirtd's profile loaded again, so
+    the hook it runs may set FS_IMMUTABLE_FL; False when there is no
+    AppArmor to tell"""
+    if not apparmor_confines_libvirtd():
+        return False
+    shutil.copy2(os.path.join(build_dir, "data", "daxfile-libvirtd"),
+                 AA_ABSTRACTION)
+    try:
+        with open(AA_LOCAL) as f:
+            have = AA_LINE in f.read().splitlines()
+    except FileNotFoundError:
+        have = False
+    if not have:
+        with open(AA_LOCAL, "a") as f:
+            f.write(f"{AA_LINE}\n")
+    run(["apparmor_parser", "-r", "-T", "-W", AA_PROFILE], check=True)
+    return True
 
 
 class Hook:
@@ -346,6 +390,7 @@ class Hook:
         os.rename(self.hook + ".tmp", self.hook)
         with open(self.conf, "w") as f:
             f.write(self.text)
+        apparmor_allow_hook(os.path.dirname(os.path.dirname(self.binary)))
         if daemon:
             daemon.reload_hooks()
 
@@ -508,6 +553,43 @@ def qemu_pid(name):
             return pid if f.read().startswith("qemu") else None
     except (OSError, ValueError):
         return None
+
+
+def lsm_label(pid):
+    """The LSM label of process @pid ("libvirt-UUID (enforce)" for a
+    QEMU that AppArmor confines), or None where no LSM labels it"""
+    for path in (f"/proc/{pid}/attr/apparmor/current",
+                 f"/proc/{pid}/attr/current"):
+        try:
+            with open(path) as f:
+                label = f.read().strip("\0\n ")
+        except OSError:
+            continue
+        return label if label and label != "unconfined" else None
+    return None
+
+
+def stack():
+    """What this host runs, for a result's record: {"os", "libvirt",
+    "qemu", "security"} (security: the models libvirt's capabilities
+    name, e.g. ["apparmor", "dac"])"""
+    out = {"os": None, "libvirt": None, "qemu": None, "security": []}
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    out["os"] = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    for line in virsh("version").stdout.splitlines():
+        m = re.match(r"\s*(Using library|Running hypervisor): "
+                     r"(?:lib)?(\S+) (\S+)", line)
+        if m:
+            out["libvirt" if m.group(1) == "Using library" else "qemu"] = \
+                m.group(3)
+    caps = virsh("capabilities").stdout
+    out["security"] = re.findall(r"<secmodel>\s*<model>(\w+)</model>", caps)
+    return out
 
 
 def wait_exit(pid, timeout):
