@@ -13,7 +13,10 @@ Where it runs:
               hook and QEMU run the guest on a static file, for real.
               --kernel picks its kernel: 6.1 or 6.12 (Debian's: the
               immutable guard) or daxctl (the kernel/ series: static mode
-              in the kernel).
+              in the kernel). --debian 13: the emulated host is Debian 13
+              instead (a root .ci/debian13-root builds once with
+              mmdebstrap from Debian's packages, about 2 min, then
+              cached): its kernel 6.12, libvirt 11, QEMU 10, AppArmor on.
   --dir DIR   on this machine, in DIR on a DAX mount (real pmem).
   --dev       development mode on this machine: a throwaway loop-mounted
               xfs, the file verified-only (nothing enforced).
@@ -37,13 +40,27 @@ from quickstart_steps import StepFailed  # noqa: E402
 lv.QUIET = vm.QUIET = True
 
 
+def stack_text(f):
+    """"Debian GNU/Linux 13 (trixie), libvirt 11.3.0, QEMU 10.0.13,
+    AppArmor: QEMU confined as libvirt-UUID (enforce)" from the facts"""
+    st = f.get("stack") or {}
+    text = (f"{st.get('os')}, libvirt {st.get('libvirt')}, QEMU "
+            f"{st.get('qemu')}")
+    lsm = [m for m in st.get("security", []) if m not in ("dac", "none")]
+    if lsm:
+        text += (f", {'/'.join(lsm)}: QEMU "
+                 + (f"confined as {f['confined']}" if f.get("confined")
+                    else "NOT confined"))
+    return text
+
+
 def summary(q, emulated):
     f = q.facts
     refused = f.get("refused") or {}
     if emulated:
-        where = (f"on an emulated pmem host (QEMU TCG; Linux "
-                 f"{f.get('kernel')}, {f.get('host_kernel')}; its NVDIMM "
-                 f"in fsdax mode, {f.get('filesystem')})")
+        where = (f"on an emulated pmem host (QEMU TCG; {stack_text(f)}; "
+                 f"Linux {f.get('kernel')}, {f.get('host_kernel')}; its "
+                 f"NVDIMM in fsdax mode, {f.get('filesystem')})")
     elif q.dev_mode:
         where = ("on this machine in DEVELOPMENT MODE: no pmem, so the file "
                  "is verified-only (nothing enforced; durability relies on "
@@ -93,10 +110,15 @@ def parse_args():
     p.add_argument("--write-size", default=None,
                    help="how much the guest writes and verifies (default "
                    "64M; 4M on the emulated host)")
-    p.add_argument("--kernel", default="6.1", help="the kernel of the "
-                   "emulated host and of its guest: 6.1 or 6.12 (Debian's) "
-                   "or daxctl (kernel/'s series, built first: about 15 "
-                   "min); with --dir or --dev the guest's: 6.1 or 6.12")
+    p.add_argument("--kernel", help="the kernel of the "
+                   "emulated host and of its guest: 6.1 (default) or 6.12 "
+                   "(Debian's) or daxctl (kernel/'s series, built first: "
+                   "about 15 min); with --dir or --dev the guest's: 6.1 or "
+                   "6.12")
+    p.add_argument("--debian", choices=("12", "13"), default="12",
+                   help="the emulated host's Debian: 12 (this machine's "
+                   "own root, default) or 13 (its own kernel, libvirt 11, "
+                   "QEMU 10 and AppArmor)")
     p.add_argument("--timeout", type=int, default=240,
                    help="seconds per guest boot")
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -119,6 +141,15 @@ def preflight(args):
     if os.geteuid() != 0:
         return ("run it as root (it starts libvirtd and installs a libvirt "
                 "hook)")
+    if args.debian == "13":
+        if args.dir or args.dev:
+            return ("--debian 13 is the emulated host's; with --dir or "
+                    "--dev the quickstart runs on this machine's own stack")
+        if args.kernel not in (None, "debian13"):
+            return ("--debian 13 boots Debian 13's own kernel; drop "
+                    f"--kernel {args.kernel}")
+        args.kernel = "debian13"
+    args.kernel = args.kernel or "6.1"
     if args.kernel not in vm.FLAVOURS:
         return (f"unknown --kernel '{args.kernel}'; use 6.1, 6.12 or "
                 "daxctl")

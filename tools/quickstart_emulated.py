@@ -26,7 +26,7 @@ INSIDE_DIR = "/mnt/pmem"
 L1_STEPS = 2
 # what the emulated host's console says as it comes up
 L1_MARKS = {"INIT": "its kernel is up, loading modules",
-            "READY": "modules loaded, mounting this machine's root (9p)",
+            "READY": "modules loaded, mounting its root (9p)",
             "HOSTROOT": "its root switched, mounting its NVDIMM"}
 
 
@@ -68,6 +68,9 @@ class EmulatedHost(Steps):
             if note:
                 self.write(f"      {note}")
                 self.status("building the daxctl() kernel")
+        if self.args.kernel == "debian13":
+            self.status("the Debian 13 root (made once with mmdebstrap: "
+                        "about 2 min; then cached)")
         self.status("the emulated host's kernel and initramfs")
         host = vm.build_image(self.args.kernel)
         self.status("the guest's kernel and initramfs")
@@ -84,7 +87,9 @@ class EmulatedHost(Steps):
                 or e
         self.host = host
         self.fact("host_kernel", "the daxctl() series of kernel/"
-                  if self.args.kernel.startswith("daxctl") else "Debian's")
+                  if self.args.kernel.startswith("daxctl") else
+                  "Debian 13's" if self.args.kernel == "debian13" else
+                  "Debian's")
         self.log(f"emulated host: {host.kernel.describe()}; guest: "
                  f"{guest.kernel.describe()}")
 
@@ -134,6 +139,8 @@ class EmulatedHost(Steps):
             "quickstart-l1", env=env, on_tap=self.relay,
             on_console=self.relay.console, hostroot=True, smp=2,
             memory="2G", pmems=[self.pmem], timeout=self.args.timeout * 3,
+            shares=[self.guest_files] + ([self.caps_cache] if os.path.isdir(
+                self.caps_cache) else []),
             serial_log=os.path.join(self.logs, "emulated-host.serial.log"))
 
     def run(self):

@@ -109,6 +109,7 @@ class OnThisHost(Steps):
             self.daemon.reload_hooks()
         self.fact("libvirtd", "started for this run" if self.daemon.ours
                   else "already running (reused)")
+        self.fact("stack", lv.stack())
 
     def storage(self):
         if self.dev_mode:
@@ -218,6 +219,7 @@ class OnThisHost(Steps):
         self.fresh_logs("write")
         self.files("write")
         self.virsh_start()
+        self.fact("confined", lv.lsm_label(lv.qemu_pid(self.name)))
         st = json.loads(self.daxfile("status", "--json", "--allow-non-dax",
                                      self.file).stdout)[0]["static"]
         self.fact("mechanism", st.get("mechanism"))
