@@ -14,6 +14,7 @@
 Nothing here touches domains it did not define.
 """
 
+import contextlib
 import os
 import re
 import select
@@ -315,7 +316,7 @@ def apparmor_allow_hook(build_dir):
     build's abstractions/daxfile-libvirtd (data/apparmor/) included from
     libvirtd's local override, and libvirtd's profile loaded again, so
     the hook it runs may set FS_IMMUTABLE_FL; False when there is no
-    AppArmor to tell"""
+    AppArmor to tell or the line was there"""
     if not apparmor_confines_libvirtd():
         return False
     shutil.copy2(os.path.join(build_dir, "data", "daxfile-libvirtd"),
@@ -329,7 +330,18 @@ def apparmor_allow_hook(build_dir):
         with open(AA_LOCAL, "a") as f:
             f.write(f"{AA_LINE}\n")
     run(["apparmor_parser", "-r", "-T", "-W", AA_PROFILE], check=True)
-    return True
+    return not have
+
+
+def apparmor_forget_hook():
+    """Take back what apparmor_allow_hook() added"""
+    with open(AA_LOCAL) as f:
+        lines = [x for x in f.read().splitlines() if x != AA_LINE]
+    with open(AA_LOCAL, "w") as f:
+        f.write("".join(f"{x}\n" for x in lines))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(AA_ABSTRACTION)
+    run(["apparmor_parser", "-r", "-T", "-W", AA_PROFILE])
 
 
 class Hook:
@@ -390,7 +402,8 @@ class Hook:
         os.rename(self.hook + ".tmp", self.hook)
         with open(self.conf, "w") as f:
             f.write(self.text)
-        apparmor_allow_hook(os.path.dirname(os.path.dirname(self.binary)))
+        self.apparmor = apparmor_allow_hook(
+            os.path.dirname(os.path.dirname(self.binary)))
         if daemon:
             daemon.reload_hooks()
 
@@ -400,6 +413,9 @@ class Hook:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
+        if getattr(self, "apparmor", False):
+            apparmor_forget_hook()
+            self.apparmor = False
 
 
 class LoopDir:
