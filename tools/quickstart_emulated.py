@@ -137,7 +137,8 @@ class EmulatedHost(Steps):
         self.status("its kernel booting")
         self.result = self.host.boot(
             "quickstart-l1", env=env, on_tap=self.relay,
-            on_console=self.relay.console, hostroot=True, smp=2,
+            on_console=self.relay.console, hostroot=True,
+            smp=vm.emulated_host_cpus(self.args.kernel),
             memory="2G", pmems=[self.pmem], timeout=self.args.timeout * 3,
             shares=[self.guest_files] + ([self.caps_cache] if os.path.isdir(
                 self.caps_cache) else []),

@@ -45,12 +45,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 
 MECH = {"daxctl": "kernel"}
-# The emulated host's CPUs. Debian 13's kernel on two TCG vCPUs took an
-# "Oops: int3" in code the other CPU was patching (text_poke_bp(): a
-# static key at boot in sched_clock_cpu(), KVM's APIC keys under L2) in 2
-# of 3 chain runs here, never in 20 idle boots; one CPU has no other CPU
-# to race.
-L1_CPUS = {"debian13": 1}
 # the stacks users run, where the chain also walks the users' paths
 USERS_PATHS = {"6.1", "debian13"}
 CRASH_RE = re.compile(r"^# CHAIN-CRASH-NOW chunks=(\d+)")
@@ -170,7 +164,9 @@ def migrate(args, tap, l2, workdir, logs, seed):
                "CHAIN_CAPS": lv.caps_cache(sides[side])}
         results[side] = image.boot(
             "chain-l1", env=env, on_tap=relays[side], pmems=[pmems[side]],
-            hostroot=True, smp=2 if side == "src" else 1, memory="2G",
+            hostroot=True, smp=min(2 if side == "src" else 1,
+                                   vm.emulated_host_cpus(sides[side])),
+            memory="2G",
             timeout=args.timeout, extra_qemu=net, cancel=cancel,
             serial_log=os.path.join(logs, f"chain-migrate-{side}.serial.log"),
             shares=own_root_shares(image, workdir, sides[side]))
@@ -332,8 +328,8 @@ def chain(args, tap, l1, l2, workdir, logs, seed):
                 "CHAIN_CAPS": lv.caps_cache(args.kernel),
                 "CHAIN_USERS_PATHS": "1" if args.kernel in USERS_PATHS
                 else "0"}
-    boot = dict(pmems=pmems, hostroot=True, smp=L1_CPUS.get(args.kernel, 2),
-                memory="3G",
+    boot = dict(pmems=pmems, hostroot=True,
+                smp=vm.emulated_host_cpus(args.kernel), memory="3G",
                 timeout=args.timeout, extra_qemu=[
                     "-drive", f"file={disk},if=virtio,format=raw"],
                 shares=own_root_shares(l1, workdir, args.kernel))

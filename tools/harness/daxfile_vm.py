@@ -34,14 +34,16 @@ import vm_kernel
 import vm_pmem
 from vm_base import (BUILD_KERNEL, CACHE_DIR, CONSOLE_MARK, DAXCTL_SERIES,
                      DEFAULT_APPEND, FLAVOURS, GUEST_DIR, GUEST_DIRS, QUIET,
-                     VmError, add_guest_dir, hostroot_shares)
+                     VmError, add_guest_dir, emulated_host_cpus,
+                     hostroot_shares)
 from vm_boot import build_image, classify_tap, guest_script, resolve_script
 from vm_cli import main
 from vm_pmem import Pmem, default_tmpdir
 
 __all__ = ["BUILD_KERNEL", "CACHE_DIR", "CONSOLE_MARK", "DAXCTL_SERIES",
            "DEFAULT_APPEND", "FLAVOURS", "GUEST_DIR", "GUEST_DIRS", "QUIET",
-           "VmError", "add_guest_dir", "hostroot_shares", "build_image",
+           "VmError", "add_guest_dir", "emulated_host_cpus",
+           "hostroot_shares", "build_image",
            "classify_tap", "guest_script", "resolve_script", "main", "Pmem",
            "default_tmpdir"]
 
