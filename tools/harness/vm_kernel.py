@@ -182,9 +182,9 @@ def debian13_kernel():
 
 
 def get_kernel(flavour, kernel_image=None):
-    """Resolve a flavour ('6.1', '6.12', 'daxctl', 'daxctl-6.12') to a
-    Kernel, fetching it into the cache when needed. kernel_image forces a
-    built-in image."""
+    """Resolve a flavour ('6.1', '6.12', 'daxctl', 'daxctl-6.12',
+    'debian13') to a Kernel, fetching it into the cache when needed.
+    kernel_image forces a built-in image."""
     series = DAXCTL_SERIES.get(flavour)
     if kernel_image is None and flavour == 'daxctl':
         kernel_image = os.environ.get('DAXFILE_VM_KERNEL_IMAGE')
