@@ -29,6 +29,7 @@ import types
 import vm_base
 import vm_boot
 import vm_cli
+import vm_cpus
 import vm_image
 import vm_kernel
 import vm_pmem
@@ -40,12 +41,14 @@ from vm_boot import build_image, classify_tap, guest_script, resolve_script
 from vm_cli import main
 from vm_pmem import Pmem, default_tmpdir
 
+hold_cpus = vm_cpus.hold
+
 __all__ = ["BUILD_KERNEL", "CACHE_DIR", "CONSOLE_MARK", "DAXCTL_SERIES",
            "DEFAULT_APPEND", "FLAVOURS", "GUEST_DIR", "GUEST_DIRS", "QUIET",
            "VmError", "add_guest_dir", "emulated_host_cpus",
            "hostroot_shares", "build_image",
            "classify_tap", "guest_script", "resolve_script", "main", "Pmem",
-           "default_tmpdir"]
+           "default_tmpdir", "hold_cpus"]
 
 _MODULES = (vm_base, vm_kernel, vm_image, vm_pmem, vm_boot, vm_cli)
 

@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import vm_cpus
 from vm_base import (CONSOLE_MARK, DEFAULT_APPEND, GIB, GUEST_DIRS,
                      KERNEL_ERROR_RE, MIB, PANIC_RE, VmError, hostroot_qemu,
                      hostroot_shares, parse_size)
@@ -205,6 +206,9 @@ class Image:
                              rundir, smp, memory) + list(extra_qemu)
             argv += root_qemu
             setup = time.monotonic() - t0
+            # the cores its vCPUs run on, beside other tests' guests (the
+            # wait is not the boot's: its timeout starts after it)
+            vm_cpus.hold(smp)
             res = _QemuRun(argv, rundir, RunSpec(
                 timeout, kill_on, on_tap, on_console, serial_log,
                 allow_kernel_errors, cancel)).run()
