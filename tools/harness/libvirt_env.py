@@ -15,6 +15,7 @@ Nothing here touches domains it did not define.
 """
 
 import contextlib
+import fcntl
 import os
 import re
 import select
@@ -32,6 +33,10 @@ QEMU_CONF = "/etc/libvirt/qemu.conf"
 HOOK_DIR = "/etc/libvirt/hooks/qemu.d"
 CONF_D = "/etc/daxfile/daxfile.conf.d"
 PIDFILE = "/run/daxfile-libvirtd.pid"
+# Held by every test using the system daemon (Libvirtd), machine-wide: two
+# tests at once (./run-tests's two lanes) must not restart it, or its
+# hooks and configuration, under each other
+DAEMON_LOCK = "/run/daxfile-test/libvirtd.lock"
 
 
 QUIET = False
@@ -95,9 +100,34 @@ def kvm_node_mismatch():
 class Libvirtd:
     """The system daemon: reused when running, else started and stopped."""
 
+    _held = 0        # this process's Libvirtd()s (they nest)
+    _lock_fd = None
+
     def __init__(self):
         self.ours = False
         self.conf_backup = None
+
+    @classmethod
+    def _lock(cls):
+        if cls._held == 0:
+            os.makedirs(os.path.dirname(DAEMON_LOCK), exist_ok=True)
+            fd = os.open(DAEMON_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                         0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log(f"waiting for another test's use of libvirtd to end "
+                    f"({DAEMON_LOCK})")
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            cls._lock_fd = fd
+        cls._held += 1
+
+    @classmethod
+    def _unlock(cls):
+        cls._held -= 1
+        if cls._held == 0:
+            os.close(cls._lock_fd)
+            cls._lock_fd = None
 
     @staticmethod
     def running():
@@ -107,6 +137,14 @@ class Libvirtd:
             return False
 
     def __enter__(self):
+        self._lock()
+        try:
+            return self._enter()
+        except BaseException:
+            self._unlock()
+            raise
+
+    def _enter(self):
         why = kvm_node_mismatch()
         if why:
             log(why)
@@ -167,13 +205,16 @@ class Libvirtd:
                 time.sleep(0.2)
 
     def __exit__(self, *exc):
-        if self.ours:
-            pid = self.pid()
-            if pid:
-                terminate(pid)
-            log("stopped libvirtd")
-        if self.conf_backup:
-            shutil.move(self.conf_backup, QEMU_CONF)
+        try:
+            if self.ours:
+                pid = self.pid()
+                if pid:
+                    terminate(pid)
+                log("stopped libvirtd")
+            if self.conf_backup:
+                shutil.move(self.conf_backup, QEMU_CONF)
+        finally:
+            self._unlock()
         return False
 
 
