@@ -164,14 +164,16 @@ def migrate(args, tap, l2, workdir, logs, seed):
                "CHAIN_CAPS": lv.caps_cache(sides[side])}
         results[side] = image.boot(
             "chain-l1", env=env, on_tap=relays[side], pmems=[pmems[side]],
-            hostroot=True, smp=min(2 if side == "src" else 1,
-                                   vm.emulated_host_cpus(sides[side])),
+            hostroot=True, smp=vm.emulated_host_cpus(sides[side]),
             memory="2G",
             timeout=args.timeout, extra_qemu=net, cancel=cancel,
             serial_log=os.path.join(logs, f"chain-migrate-{side}.serial.log"),
             shares=own_root_shares(image, workdir, sides[side]))
 
     try:
+        # both hosts' cores at once, before either boots (each boot would
+        # take only its own, and wait for the other's behind a third test)
+        vm.hold_cpus(sum(vm.emulated_host_cpus(k) for k in sides.values()))
         images = {side: vm.build_image(k) for side, k in sides.items()}
         tap.diag(f"source L1 {images['src'].kernel.describe()}, destination "
                  f"L1 {images['dst'].kernel.describe()}, L2 "
