@@ -25,6 +25,14 @@ QEMU's new mapping attested), `virsh save` releases both files and `virsh
 restore` makes them static again with the marker bytes intact, and its
 undefine has the watch wipe both through MAP_SYNC.
 
+CHAIN_VPMEM=N (Debian 13, whose libvirt starts a virtio-pmem domain):
+before the crash a fifth domain's file is attached with `daxfile attach
+--model virtio-pmem` and started for real: static, its QEMU's mapping
+attested shared and whole without MAP_SYNC, every layout change refused;
+its own L2 (Debian 13's kernel and virtio_pmem driver, CHAIN_L2VDIR) writes
+N chunks, each msynced (the device's flush, QEMU's fsync of the file), and
+runs on until the crash; after it that L2 verifies all N.
+
 CHAIN_STAGE=after: the next boot on the same NVDIMMs and state disk: no
 file is static without a registry entry, `daxfile repair` brings every
 file back, every domain starts again, and (CHAIN_L2IO=1) L2 verifies what it

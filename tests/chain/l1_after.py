@@ -6,10 +6,10 @@ import os
 
 from daxtest import daxfile, enforced
 import libvirt_env as lv
-from l1common import (ALL_FILES, FILES, MAIN, PHASES, WORK, cfg,
-                      console_tail, diag, entries, entry_of, install,
-                      libvirtd_log_tail, libvirtd_start, owner_mode, status,
-                      tap)
+from l1common import (ALL_FILES, FILES, MAIN, PHASES, VPMEM, VPMEM_FILE,
+                      WORK, cfg, console_tail, diag, entries, entry_of,
+                      install, libvirtd_log_tail, libvirtd_start, owner_mode,
+                      released, status, tap)
 
 
 # ---------------------------------------------------------- stage after
@@ -28,7 +28,8 @@ def t_after_crash():
     # kernel's state lives in the in-core inode only) their files static:
     # the engage was fsynced before `started` returned.
     for name, path in [(MAIN, p) for p in FILES.values()] + \
-            [("chain-started", PHASES["chain-started"])]:
+            [("chain-started", PHASES["chain-started"])] + \
+            ([(VPMEM, VPMEM_FILE)] if cfg.vpmem else []):
         want = cfg.mech != "immutable-guard" or enforced(path)
         tap.ok(want and path in listed,
                f"{path}: its entry survived the crash"
@@ -94,6 +95,25 @@ def t_verify():
                (entry_of(path), owner_mode(path), orig[path], xattrs))
 
 
+def t_verify_vpmem():
+    """The virtio-pmem domain's L2 finds every chunk it flushed before the
+    crash; the file is released after its power-off"""
+    orig = owner_mode(VPMEM_FILE)
+    res = lv.virsh("start", VPMEM)
+    ok = res.returncode == 0 and lv.wait_shutoff(VPMEM, timeout=300)
+    oks, bad = lv.tap_results(f"{WORK}/{VPMEM}.tap")
+    for line in oks + bad:
+        diag(f"L2: {line}")
+    tap.ok(ok and not bad and len(oks) == 4,
+           f"{VPMEM}: L2 verified its pattern and the {cfg.vpmem} chunks it "
+           "had flushed through the virtio-pmem device before the crash, "
+           "and powered off",
+           (res.stderr + console_tail(VPMEM)) if not ok else bad)
+    ok, left = released(VPMEM_FILE, orig)
+    tap.ok(ok, f"{VPMEM}: released after the power-off, owner and mode as "
+           "before the start, no remembered label left", left)
+
+
 def t_wipe():
     """daxfile wipe on real DAX: the file of a stopped domain zeroed
     through MAP_SYNC with non-temporal stores, read back, its digest that
@@ -120,9 +140,12 @@ def stage_after():
                   libvirtd_log_tail()):
         return
     doms = lv.virsh("list", "--all", "--name").stdout.split()
-    tap.ok(all(d in doms for d in [MAIN] + list(PHASES)),
+    tap.ok(all(d in doms for d in [MAIN] + list(PHASES)
+               + ([VPMEM] if cfg.vpmem else [])),
            "the domain definitions survived the crash", doms)
     t_after_crash()
     t_start_again()
     t_verify()
+    if cfg.vpmem:
+        t_verify_vpmem()
     t_wipe()

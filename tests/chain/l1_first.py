@@ -13,7 +13,8 @@ import time
 from daxtest import daxfile, enforced, layout_changes
 import libvirt_env as lv
 from l1common import (FILES, IMAGES, LIFE, LIFE_FILES, M, MAIN,
-                      PHASES, QEMU_USER, STALL, WORK, attempt, cfg,
+                      PHASES, QEMU_USER, STALL, VPMEM, VPMEM_FILE, WORK,
+                      attempt, cfg,
                       console_tail, diag, domain, entries, entry_of,
                       export_caps, install, layout, libvirtd_log_tail,
                       libvirtd_start, libvirtd_stop, owner_mode, status, tap,
@@ -374,6 +375,54 @@ def t_lifecycle():
     tap.ok(rc == 0, "daxfile watch stops at SIGTERM (exit 0)", rc)
 
 
+def t_vpmem():
+    """A virtio-pmem device started for real (libvirt 10 and later): the
+    hook validates, reserves and engages it as an nvdimm's, attests
+    QEMU's mapping (shared and whole; without MAP_SYNC by design: the
+    guest's flush is QEMU's fsync), every layout change is refused, and
+    L2 (Debian 13's kernel, its virtio_pmem driver) writes and flushes
+    cfg.vpmem chunks, which boot 2 verifies after the crash. It runs
+    until the crash."""
+    res = daxfile("create", VPMEM_FILE, "--size", "128M")
+    err = (res.err.strip() if res.rc else
+           domain(VPMEM, [VPMEM_FILE], model="virtio-pmem"))
+    xml = lv.virsh("dumpxml", "--inactive", VPMEM).stdout
+    if not tap.ok(err is None and "model='virtio-pmem'" in xml,
+                  f"{VPMEM}: created, attached with daxfile attach --model "
+                  "virtio-pmem", err or xml):
+        return
+    res = lv.virsh("start", VPMEM)
+    if not tap.ok(res.returncode == 0, f"{VPMEM}: virsh start (libvirt "
+                  "starts a virtio-pmem domain)",
+                  res.stderr + libvirtd_log_tail()):
+        return
+    st = (status(VPMEM_FILE) or {}).get("static") or {}
+    q = st.get("qemu") or {}
+    flags = qemu_vmflags(VPMEM, VPMEM_FILE)
+    tap.ok(st.get("enabled") and st.get("mechanism") == cfg.mech and
+           st.get("device") == "virtio-pmem" and
+           st.get("owner") == f"domain:{VPMEM}" and q.get("attested") and
+           q.get("map_sync_required") is False and
+           flags and all("sh" in f and "sf" not in f for f in flags),
+           f"{VPMEM}: static ({cfg.mech}) while QEMU runs; its mapping "
+           "attested shared and whole, without MAP_SYNC (VmFlags sh, no sf)",
+           (st, flags))
+    before = layout(VPMEM_FILE)
+    got = {op: attempt(f) for op, f in layout_changes(VPMEM_FILE).items()}
+    for stray in (VPMEM_FILE + ".moved", VPMEM_FILE + ".link"):
+        if os.path.lexists(stray):
+            os.unlink(stray)
+    tap.ok(not [op for op, r in got.items() if r == "done"] and
+           layout(VPMEM_FILE) == before,
+           f"{VPMEM}: every layout change refused while QEMU runs ("
+           + ", ".join(f"{op} {r}" for op, r in got.items()) + ")", got)
+    # its L2 boots Debian 13's kernel: about 20 s here
+    chunks = wait_chunks(VPMEM, cfg.vpmem, 300)
+    tap.ok(chunks == cfg.vpmem, f"{VPMEM}: L2 wrote and flushed "
+           f"{chunks} of {cfg.vpmem} chunks through the virtio-pmem device",
+           console_tail(VPMEM) if chunks != cfg.vpmem else None)
+
+
 def t_crash():
     """Leave one domain in each phase, then crash this host."""
     for name, path in PHASES.items():
@@ -403,6 +452,8 @@ def t_crash():
     res = lv.virsh("start", "--paused", "chain-released")
     tap.ok(res.returncode == 0, "chain-released: started", res.stderr)
     chunks = 0
+    if cfg.vpmem:
+        t_vpmem()
     if cfg.l2io:
         res = lv.virsh("start", MAIN)
         tap.ok(res.returncode == 0, f"{MAIN}: started; L2 writes its pattern "

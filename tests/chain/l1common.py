@@ -45,6 +45,10 @@ class Config:
         # QEMU without MAP_SYNC, device-dax: on the stacks users run (the
         # Debian 12 and 13 ones), not again on every kernel
         self.users_paths = env.get("CHAIN_USERS_PATHS", "0") == "1"
+        # a virtio-pmem domain started for real (libvirt 10 and later): the
+        # chunks its L2 flushes before the crash; 0: none
+        self.vpmem = int(env.get("CHAIN_VPMEM", "0") or 0)
+        self.l2vdir = env.get("CHAIN_L2VDIR", "")
         # the probe cache libvirtd has, as the real host knows it
         self.seeded_caps = {}
 
@@ -64,7 +68,12 @@ FILES = {"xfs": "/mnt/xfs/chain.img", "ext4": "/mnt/ext4/chain.img"}
 PHASES = {"chain-prepared": "/mnt/ext4/prepared.img",
           "chain-started": "/mnt/xfs/started.img",
           "chain-released": "/mnt/ext4/released.img"}
-ALL_FILES = list(FILES.values()) + list(PHASES.values())
+# the virtio-pmem domain (cfg.vpmem), running at the crash; its L2's boot
+# files are in IMAGES/vpmem
+VPMEM = "chain-vpmem"
+VPMEM_FILE = "/mnt/xfs/vpmem.img"
+ALL_FILES = list(FILES.values()) + list(PHASES.values()) + \
+    ([VPMEM_FILE] if cfg.vpmem else [])
 # the migration's file on each host; the destination maps the source's path
 MIG_SRC, MIG_DST = "/mnt/xfs/chain.img", "/mnt/ext4/chain.img"
 # the users' paths (t_lifecycle): a domain on one file, a second hot-plugged
@@ -148,6 +157,10 @@ def install():
     os.makedirs(IMAGES, exist_ok=True)
     for name in os.listdir(cfg.l2dir):
         shutil.copy(os.path.join(cfg.l2dir, name), IMAGES)
+    if cfg.l2vdir:
+        os.makedirs(f"{IMAGES}/vpmem", exist_ok=True)
+        for name in os.listdir(cfg.l2vdir):
+            shutil.copy(os.path.join(cfg.l2vdir, name), f"{IMAGES}/vpmem")
 
 
 def libvirtd_start(listen=False):
@@ -217,9 +230,11 @@ def layout(path):
     return (s["size"], s["fingerprint"]) if s else None
 
 
-def domain(name, files):
+def domain(name, files, model=None):
     """Define @name booting L2 (its initrd is the host's: the stream phase
-    on the first boot, the verify phase on the next) and attach @files"""
+    on the first boot, the verify phase on the next) and attach @files
+    (as @model's devices: nvdimm when None). The virtio-pmem domain boots
+    its own L2 (IMAGES/vpmem: Debian 13's kernel) and runs too."""
     # Only the domain whose L2 runs and writes (--l2-io) is a guest of the
     # emulated host's KVM (on the SVM that TCG emulates: its L2 boots in
     # 8 s, not 110). The others are only ever started paused, and QEMU maps
@@ -233,10 +248,11 @@ def domain(name, files):
     # in apic_has_pending_timer(), KVM's APIC static keys patched (int3
     # first, as text_poke_bp() does) while its other CPU ran that code:
     # TCG does not show one CPU's code patch to the other in time.
-    runs = (name == MAIN and cfg.l2io and
+    runs = (name in (MAIN, VPMEM) and cfg.l2io and
             not cfg.stage.startswith("migrate"))
-    xml = lv.domain_xml(name, f"{IMAGES}/vmlinux", f"{IMAGES}/initrd",
-                        open(f"{IMAGES}/cmdline").read().strip(),
+    img = f"{IMAGES}/vpmem" if name == VPMEM else IMAGES
+    xml = lv.domain_xml(name, f"{img}/vmlinux", f"{img}/initrd",
+                        open(f"{img}/cmdline").read().strip(),
                         f"{WORK}/{name}.console", f"{WORK}/{name}.tap",
                         memory_mib=256, loader=lv.nested_loader(),
                         virt=None if runs else "qemu", vcpus=1)
@@ -245,7 +261,8 @@ def domain(name, files):
         return res.stderr.strip()
     export_caps()
     for path in files:
-        res = daxfile("attach", name, path)
+        res = daxfile("attach", *(["--model", model] if model else []),
+                      name, path)
         if res.rc != 0:
             return res.err.strip()
     return None

@@ -47,6 +47,15 @@ vm.add_guest_dir(os.path.join(HERE, "..", "vm", "guest"))
 MECH = {"daxctl": "kernel"}
 # the stacks users run, where the chain also walks the users' paths
 USERS_PATHS = {"6.1", "debian13"}
+# where libvirt can start a virtio-pmem domain (libvirt 9.0 cannot): with
+# --l2-io, a second L2 on Debian 13's kernel (virtio_pmem) writes through
+# such a device and flushes, and its data must survive the host's crash
+VPMEM = {"debian13"}
+VPMEM_CHUNKS = 4
+# that L2's modules, in load order (and what they need): a slim image, as
+# every MiB of initramfs costs the nested boot
+VPMEM_MODULES = ["crc32c_generic", "ext4", "libnvdimm", "nd_pmem",
+                 "virtio_pci", "virtio_pmem"]
 CRASH_RE = re.compile(r"^# CHAIN-CRASH-NOW chunks=(\d+)")
 SHA_RE = re.compile(r"^# CHAIN-SHA256 (\S+) ([0-9a-f]{64})$")
 # chunks L2 completed on the source, chunks verified on the destination
@@ -110,9 +119,9 @@ def boot_ok(tap, res, name, crashed=False):
            if problems else None)
 
 
-def l2_files(l2, workdir, phase, seed, count=0):
+def l2_files(l2, workdir, phase, seed, count=0, sub="l2"):
     """vmlinux, initrd and cmdline of L2, where L1 copies them from"""
-    d = os.path.join(workdir, "l2")
+    d = os.path.join(workdir, sub)
     os.makedirs(d, exist_ok=True)
     os.chmod(d, 0o755)
     shutil.copy2(l2.boot_kernel, os.path.join(d, "vmlinux"))
@@ -234,6 +243,12 @@ def main():
     # than a minute of every L2 boot.
     l2 = vm.build_image("daxctl", compress=False,
                         bins=[build_path("guest-tools", "daxfile-guest")])
+    l2v = None
+    if args.kernel in VPMEM and args.l2_io and not args.migrate:
+        l2v = vm.build_image("debian13", compress=False,
+                             bins=[build_path("guest-tools", "daxfile-guest")],
+                             tools=["/usr/sbin/mke2fs"],
+                             modules=VPMEM_MODULES)
     seed = secrets.randbelow(1 << 30)
     workdir = tempfile.mkdtemp(prefix="daxfile-chain-", dir="/var/tmp")
     os.chmod(workdir, 0o755)
@@ -246,7 +261,7 @@ def main():
         return tap.done()
     try:
         for attempt in (1, 2):
-            if not chain(args, tap, l1, l2, workdir, logs, seed):
+            if not chain(args, tap, l1, (l2, l2v), workdir, logs, seed):
                 break
             if attempt == 1:
                 seed = secrets.randbelow(1 << 30)
@@ -312,9 +327,11 @@ def own_root_shares(image, workdir, kernel):
     return [workdir, caps]
 
 
-def chain(args, tap, l1, l2, workdir, logs, seed):
+def chain(args, tap, l1, l2s, workdir, logs, seed):
     """Boot 1 to the crash, boot 2 after it, on new NVDIMMs and a new
-    state disk; True when the emulated host hung (nothing reported)"""
+    state disk; True when the emulated host hung (nothing reported).
+    @l2s: L2's image, and the virtio-pmem L2's (or None)"""
+    l2, l2v = l2s
     # two for fsdax (xfs, ext4), a small one for devdax
     pmems = [vm.Pmem.create(os.path.join(vm.default_tmpdir(),
                                          f"{os.path.basename(workdir)}-{i}"),
@@ -329,18 +346,26 @@ def chain(args, tap, l1, l2, workdir, logs, seed):
                 "CHAIN_L2IO": "1" if args.l2_io else "0",
                 "CHAIN_CAPS": lv.caps_cache(args.kernel),
                 "CHAIN_USERS_PATHS": "1" if args.kernel in USERS_PATHS
-                else "0"}
+                else "0",
+                "CHAIN_VPMEM": str(VPMEM_CHUNKS) if l2v else "0"}
     boot = dict(pmems=pmems, hostroot=True,
                 smp=vm.emulated_host_cpus(args.kernel), memory="3G",
                 timeout=args.timeout, extra_qemu=[
                     "-drive", f"file={disk},if=virtio,format=raw"],
                 shares=own_root_shares(l1, workdir, args.kernel))
     try:
-        tap.diag(f"L1 {l1.kernel.describe()}, L2 {l2.kernel.describe()}, "
-                 f"crash by {args.crash}, seed {seed}")
+        tap.diag(f"L1 {l1.kernel.describe()}, L2 {l2.kernel.describe()}"
+                 + (f" (virtio-pmem: {l2v.kernel.describe()})" if l2v
+                    else "") + f", crash by {args.crash}, seed {seed}")
+
+        def l2v_dir(phase):
+            return l2_files(l2v, workdir, phase, seed, VPMEM_CHUNKS,
+                            sub="l2v") if l2v else ""
+
         relay = Relay(tap, "boot 1", lv.caps_cache(args.kernel))
         env = dict(base_env, CHAIN_STAGE="first",
-                   CHAIN_L2DIR=l2_files(l2, workdir, "stream", seed))
+                   CHAIN_L2DIR=l2_files(l2, workdir, "stream", seed),
+                   CHAIN_L2VDIR=l2v_dir("vpmem-write"))
         res = watched_boot(l1, relay, env=env,
                            kill_on=r"^# CHAIN-CRASH-NOW"
                            if args.crash == "kill" else None,
@@ -357,7 +382,8 @@ def chain(args, tap, l1, l2, workdir, logs, seed):
         chunks = relay.chunks
         relay = Relay(tap, "boot 2", lv.caps_cache(args.kernel))
         env = dict(base_env, CHAIN_STAGE="after", CHAIN_COUNT=str(chunks),
-                   CHAIN_L2DIR=l2_files(l2, workdir, "verify", seed, chunks))
+                   CHAIN_L2DIR=l2_files(l2, workdir, "verify", seed, chunks),
+                   CHAIN_L2VDIR=l2v_dir("vpmem-verify"))
         res = watched_boot(l1, relay, env=env,
                            serial_log=os.path.join(
                                logs, f"chain-{args.kernel}-boot2.serial.log"),

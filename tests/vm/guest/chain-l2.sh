@@ -22,7 +22,18 @@
 #                       such line on the destination verified there what
 #                       was written before, during and after the migration
 #                       (this TAP goes to the console, through /dev/kmsg)
-# Needs: --bin daxfile-guest, two NVDIMMs.
+#   CHAIN_PHASE=vpmem-write  (a virtio-pmem device, Debian 13's kernel and
+#                       its virtio_pmem module) ext4 -o dax on /dev/pmem0,
+#                       the pattern of CHAIN_SEED+1, then CHAIN_COUNT chunks
+#                       v0, v1, ..., each written through the mapping and
+#                       msynced (the device's flush: QEMU fsyncs the host's
+#                       file) before "ok - chunk k"; then it idles until the
+#                       host dies
+#   CHAIN_PHASE=vpmem-verify  (after the host crashed and came back) the
+#                       ext4 mounted again, the pattern and the CHAIN_COUNT
+#                       chunks verified
+# Needs: --bin daxfile-guest, two NVDIMMs (the vpmem phases: one
+# virtio-pmem device).
 . /daxfile/lib/guest-lib.sh
 
 : "${CHAIN_SEED:=7}" "${CHAIN_COUNT:=0}"
@@ -34,6 +45,20 @@ set_up() { # I: the namespace and filesystem of NVDIMM I
     else
         dx_fsdax "$1" && dx_mount "/mnt/p$1" --type ext4
     fi
+}
+
+vpmem_bus() {
+    cat /sys/bus/nd/devices/ndbus*/provider >&2
+    grep -qx virtio-pmem /sys/bus/nd/devices/ndbus0/provider &&
+        [ ! -e /sys/firmware/acpi/tables/NFIT ] && dx_wait_dev /dev/pmem0
+}
+
+vpmem_write() { # DIR SEED SIZE: daxfile-guest write msyncs on virtio-pmem
+    daxfile-guest write --dir "$1" --seed "$2" --size "$3" >/tmp/w.out 2>&1
+    local rc=$?
+    cat /tmp/w.out >&2
+    [ "$rc" -eq 0 ] &&
+        grep -qF "MAP_SHARED + msync (virtio-pmem: the device's flush)" /tmp/w.out
 }
 
 io=1
@@ -96,8 +121,44 @@ migrate)
         k=$((k + 1))
     done
     ;;
+vpmem-write | vpmem-verify)
+    # shellcheck disable=SC2034 # the device of dx_mkfs and dx_mount
+    DX_PMEM=/dev/pmem0
+    dx_run "the pmem is a virtio-pmem device's (its NVDIMM bus, no NFIT)" \
+        vpmem_bus || dx_done
+    if [ "$CHAIN_PHASE" = vpmem-write ]; then
+        dx_run "/dev/pmem0: ext4 -o dax" dx_mkfs ext4 /mnt/v || dx_done
+        dx_run "pattern of seed $((CHAIN_SEED + 1)) written, msynced through the device's flush" \
+            vpmem_write /mnt/v $((CHAIN_SEED + 1)) 2M || dx_done
+        k=0
+        while [ $k -lt "$CHAIN_COUNT" ]; do
+            mkdir -p "/mnt/v/v$k"
+            daxfile-guest write --dir "/mnt/v/v$k" \
+                --seed $((CHAIN_SEED + 2 + k)) --size $chunk >/dev/null ||
+                { dx_not_ok "chunk $k on the virtio-pmem device"; dx_done; }
+            dx_ok "chunk $k"
+            k=$((k + 1))
+        done
+        # what was flushed must survive the host's crash, which comes
+        # while this guest still runs
+        while :; do sleep 60; done
+    fi
+    dx_run "/dev/pmem0: the ext4 of the first boot mounted -o dax" \
+        dx_mount /mnt/v --type ext4 || dx_done
+    dx_run "pattern of seed $((CHAIN_SEED + 1)) intact" \
+        daxfile-guest verify --dir /mnt/v --seed $((CHAIN_SEED + 1))
+    k=0 bad=
+    while [ $k -lt "$CHAIN_COUNT" ]; do
+        daxfile-guest verify --dir "/mnt/v/v$k" \
+            --seed $((CHAIN_SEED + 2 + k)) >&2 || bad="$bad $k"
+        k=$((k + 1))
+    done
+    dx_is "the $CHAIN_COUNT chunks flushed before the crash intact" \
+        "${bad:-none bad}" "none bad"
+    ;;
 *)
-    dx_not_ok "CHAIN_PHASE is stream, verify or migrate" "got '$CHAIN_PHASE'"
+    dx_not_ok "CHAIN_PHASE is stream, verify, migrate, vpmem-write or vpmem-verify" \
+        "got '$CHAIN_PHASE'"
     ;;
 esac
 dx_done
