@@ -35,8 +35,24 @@ CONF_D = "/etc/daxfile/daxfile.conf.d"
 PIDFILE = "/run/daxfile-libvirtd.pid"
 # Held by every test using the system daemon (Libvirtd), machine-wide: two
 # tests at once (./run-tests's two lanes) must not restart it, or its
-# hooks and configuration, under each other
+# hooks and configuration, under each other. A process it runs (a
+# quickstart --dev inside a test's Libvirtd()) has it from its holder:
+# DAEMON_LOCK_PID names the holder to its descendants.
 DAEMON_LOCK = "/run/daxfile-test/libvirtd.lock"
+DAEMON_LOCK_PID = "DAXFILE_TEST_LIBVIRTD_LOCK_PID"
+
+
+def _ancestors():
+    """The pids above this process, its parent first"""
+    pid, seen = os.getppid(), set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        yield pid
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return
 
 
 QUIET = False
@@ -109,6 +125,11 @@ class Libvirtd:
 
     @classmethod
     def _lock(cls):
+        holder = os.environ.get(DAEMON_LOCK_PID, "")
+        if cls._held == 0 and holder.isdigit() and \
+                int(holder) in _ancestors():
+            cls._held += 1     # the holder above runs us
+            return
         if cls._held == 0:
             os.makedirs(os.path.dirname(DAEMON_LOCK), exist_ok=True)
             fd = os.open(DAEMON_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
@@ -120,14 +141,16 @@ class Libvirtd:
                     f"({DAEMON_LOCK})")
                 fcntl.flock(fd, fcntl.LOCK_EX)
             cls._lock_fd = fd
+            os.environ[DAEMON_LOCK_PID] = str(os.getpid())
         cls._held += 1
 
     @classmethod
     def _unlock(cls):
         cls._held -= 1
-        if cls._held == 0:
+        if cls._held == 0 and cls._lock_fd is not None:
             os.close(cls._lock_fd)
             cls._lock_fd = None
+            os.environ.pop(DAEMON_LOCK_PID, None)
 
     @staticmethod
     def running():
