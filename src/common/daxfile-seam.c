@@ -32,6 +32,14 @@ daxfile_test_no_tmpfile(void)
 }
 
 gboolean
+daxfile_test_no_tmpfile_link(void)
+{
+    const char *v = g_getenv("DAXFILE_TEST_NO_TMPFILE");
+
+    return v && STREQ(v, "link");
+}
+
+gboolean
 daxfile_test_misplaced(guint attempt)
 {
     const char *v = g_getenv("DAXFILE_TEST_MISPLACED");

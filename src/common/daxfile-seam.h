@@ -28,6 +28,11 @@ void daxfile_test_pause_point(const char *point);
  * temporary file, as on filesystems without O_TMPFILE. */
 gboolean daxfile_test_no_tmpfile(void);
 
+/* Test-only: DAXFILE_TEST_NO_TMPFILE=link: O_TMPFILE works, but linking
+ * such a file into a name is refused (EACCES), as AppArmor refuses it to
+ * a confined process. */
+gboolean daxfile_test_no_tmpfile_link(void);
+
 /* Test-only: DAXFILE_TEST_MISPLACED=N makes create treat its first N
  * allocations as placed misaligned (as a fragmented ext4 places some), so
  * that holding and allocating again can be tested on any filesystem. */
@@ -47,6 +52,12 @@ daxfile_test_pause_point(const char *point)
 
 static inline gboolean
 daxfile_test_no_tmpfile(void)
+{
+    return FALSE;
+}
+
+static inline gboolean
+daxfile_test_no_tmpfile_link(void)
 {
     return FALSE;
 }

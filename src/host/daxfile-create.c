@@ -94,25 +94,57 @@ daxfile_create_cleanup_stale(int dirfd, const char *base)
     return removed;
 }
 
+/* Whether an unnamed file made in @dirfd can be linked into a name: one
+ * is made, linked as @tmpname and removed at once (linking the file being
+ * built itself would take it its O_TMPFILE right to be linked again). An
+ * LSM that judges files by their path refuses to link a file that has
+ * none: AppArmor does to libvirtd's profile, in which the hook runs
+ * (Debian 13, a migration's destination creating the file). */
+static gboolean
+tmpfile_linkable(int dirfd, const char *tmpname, const char *dirname)
+{
+    g_auto(DaxfileFd) fd =
+        openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    g_autofree char *proc = g_strdup_printf("/proc/self/fd/%d", fd);
+    int rc = -1;
+
+    if (fd >= 0 && daxfile_test_no_tmpfile_link())
+        errno = EACCES;
+    else if (fd >= 0)
+        rc = linkat(AT_FDCWD, proc, dirfd, tmpname, AT_SYMLINK_FOLLOW);
+    if (rc < 0) {
+        g_debug("an unnamed file cannot be linked into '%s' (%s): creating "
+                "under a hidden name",
+                dirname, g_strerror(errno));
+        return FALSE;
+    }
+    unlinkat(dirfd, tmpname, 0);
+    return TRUE;
+}
+
 static gboolean
 tmpfile_open(TmpFile *t, const char *base, const char *dirname, guint attempt,
              GError **error)
 {
-    g_autofree char *prefix = NULL;
+    g_autofree char *prefix = tmp_prefix(base);
+    g_autofree char *tmpname =
+        g_strdup_printf("%s%d.%u.tmp", prefix, (int)getpid(), attempt);
 
     if (daxfile_test_no_tmpfile())
         errno = EOPNOTSUPP;
     else
         t->fd = openat(t->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (t->fd >= 0)
+    if (t->fd >= 0 && tmpfile_linkable(t->dirfd, tmpname, dirname))
         return TRUE;
-    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+    if (t->fd >= 0) {
+        close(t->fd);
+        t->fd = -1;
+    } else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
         daxfile_set_error_errno(error, errno, "Cannot create a file in '%s'",
                                 dirname);
         return FALSE;
     }
-    prefix = tmp_prefix(base);
-    t->tmpname = g_strdup_printf("%s%d.%u.tmp", prefix, (int)getpid(), attempt);
+    t->tmpname = g_steal_pointer(&tmpname);
     t->fd = openat(t->dirfd, t->tmpname,
                    O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (t->fd < 0) {

@@ -62,19 +62,25 @@ def t_start_again():
                f"{name}: starts and stops again", res.stderr)
 
 
+def l2_verifies(name, want, what):
+    """Start @name, whose L2 verifies and powers off; its TAP relayed, and
+    a test point: @want oks, none bad, shut off (@what it verified)"""
+    res = lv.virsh("start", name)
+    ok = res.returncode == 0 and lv.wait_shutoff(name, timeout=300)
+    oks, bad = lv.tap_results(f"{WORK}/{name}.tap")
+    for line in oks + bad:
+        diag(f"L2: {line}")
+    tap.ok(ok and not bad and len(oks) == want,
+           f"{name}: L2 verified {what}, and powered off",
+           (res.stderr + console_tail(name)) if not ok else bad)
+
+
 def t_verify():
     orig = {p: owner_mode(p) for p in FILES.values()}
     if cfg.l2io:
-        res = lv.virsh("start", MAIN)
-        ok = res.returncode == 0 and lv.wait_shutoff(MAIN, timeout=300)
-        oks, bad = lv.tap_results(f"{WORK}/{MAIN}.tap")
-        for line in oks + bad:
-            diag(f"L2: {line}")
-        tap.ok(ok and not bad and len(oks) == 3,
-               f"{MAIN}: L2 verified its pattern and the {cfg.count} chunks "
-               "it completed before the crash, on the NVDIMM backed by ext4, "
-               "and powered off",
-               (res.stderr + console_tail(MAIN)) if not ok else bad)
+        l2_verifies(MAIN, 3, f"its pattern and the {cfg.count} chunks it "
+                    "completed before the crash, on the NVDIMM backed by "
+                    "ext4")
     else:
         res = lv.virsh("start", "--paused", MAIN)
         ok = res.returncode == 0 and all(
@@ -99,16 +105,8 @@ def t_verify_vpmem():
     """The virtio-pmem domain's L2 finds every chunk it flushed before the
     crash; the file is released after its power-off"""
     orig = owner_mode(VPMEM_FILE)
-    res = lv.virsh("start", VPMEM)
-    ok = res.returncode == 0 and lv.wait_shutoff(VPMEM, timeout=300)
-    oks, bad = lv.tap_results(f"{WORK}/{VPMEM}.tap")
-    for line in oks + bad:
-        diag(f"L2: {line}")
-    tap.ok(ok and not bad and len(oks) == 4,
-           f"{VPMEM}: L2 verified its pattern and the {cfg.vpmem} chunks it "
-           "had flushed through the virtio-pmem device before the crash, "
-           "and powered off",
-           (res.stderr + console_tail(VPMEM)) if not ok else bad)
+    l2_verifies(VPMEM, 4, f"its pattern and the {cfg.vpmem} chunks it had "
+                "flushed through the virtio-pmem device before the crash")
     ok, left = released(VPMEM_FILE, orig)
     tap.ok(ok, f"{VPMEM}: released after the power-off, owner and mode as "
            "before the start, no remembered label left", left)

@@ -37,6 +37,8 @@ class Config:
         # for the guard)
         self.l2io = env.get("CHAIN_L2IO", "1") == "1"
         self.peer = env.get("CHAIN_PEER", "")
+        # a migration's destination resumes L2, which writes on there
+        self.resume = env.get("CHAIN_RESUME", "0") == "1"
         # the devdax namespace of the third NVDIMM (first stage)
         self.devdax = env.get("CHAIN_DEVDAX", "")
         self.seed = int(env.get("CHAIN_SEED", "0") or 0)

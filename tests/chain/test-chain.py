@@ -19,7 +19,9 @@ UDP socket netdev on the loopback: the source starts L2 on a static file on
 its xfs and migrates it live while L2 writes; the destination's hook creates
 the file on its ext4 and makes it static before the guest can run there; the
 two files' sha256 (printed by each L1) must be equal, and the destination
-must verify at least the chunks the source saw L2 complete. See l1-chain.py.
+must verify at least the chunks the source saw L2 complete. --resume: then
+the destination resumes L2, which writes on there and checks everything it
+wrote before and after the switchover. See l1-chain.py.
 
 Each TAP line of L1 is relayed as this test's own, prefixed with the boot.
 """
@@ -169,6 +171,7 @@ def migrate(args, tap, l2, workdir, logs, seed):
         env = {"CHAIN_STAGE": f"migrate-{side}",
                "CHAIN_MECH": MECH.get(sides[side], "immutable-guard"),
                "CHAIN_ADDR": addr[side], "CHAIN_PEER": addr[peer],
+               "CHAIN_RESUME": "1" if args.resume else "0",
                "CHAIN_L2DIR": l2dir, "CHAIN_SEED": str(seed),
                "CHAIN_CAPS": lv.caps_cache(sides[side])}
         results[side] = image.boot(
@@ -176,7 +179,8 @@ def migrate(args, tap, l2, workdir, logs, seed):
             hostroot=True, smp=vm.emulated_host_cpus(sides[side]),
             memory="2G",
             timeout=args.timeout, extra_qemu=net, cancel=cancel,
-            serial_log=os.path.join(logs, f"chain-migrate-{side}.serial.log"),
+            serial_log=os.path.join(
+                logs, f"chain-migrate-{sides['src']}-{side}.serial.log"),
             shares=own_root_shares(image, workdir, sides[side]))
 
     try:
@@ -230,6 +234,9 @@ def main():
                     help="two L1 hosts; L2 migrates live between them")
     ap.add_argument("--dst-kernel", default=None,
                     help="the migration destination's kernel (--kernel)")
+    ap.add_argument("--resume", action="store_true",
+                    help="--migrate: the destination resumes L2, which "
+                    "writes on there")
     ap.add_argument("--log-dir", default=None)
     ap.add_argument("--timeout", type=int, default=1500)
     args = ap.parse_args()

@@ -110,6 +110,23 @@ def test_create_kills(fs, dx):
     tap.ok(res.rc == 0 and os.listdir(d) == ["big.img"],
            "the next create removes the dead process's temporary file",
            os.listdir(d))
+    # O_TMPFILE works but linking such a file is refused (as AppArmor
+    # refuses it to the hook, in libvirtd's profile): a hidden name then
+    os.unlink(target)
+    res = dx("create", target, "--size", "64M",
+             env={"DAXFILE_TEST_CRASH": "create-filled",
+                  "DAXFILE_TEST_NO_TMPFILE": "link"})
+    left = sorted(os.listdir(d))
+    tap.ok(res.rc == -9 and left and all(map(pat.match, left)) and
+           not os.path.exists(target),
+           "an unnamed file that may not be linked (as under AppArmor): "
+           "create builds the file under a hidden name", left)
+    res = dx("create", target, "--size", "64M",
+             env={"DAXFILE_TEST_NO_TMPFILE": "link"})
+    tap.ok(res.rc == 0 and os.listdir(d) == ["big.img"] and
+           os.path.getsize(target) == 64 << 20,
+           "... and renames it into place, nothing else left",
+           (res.err, os.listdir(d)))
 
 
 def hook_xml(path, name="vm1"):
@@ -285,7 +302,7 @@ def test_odd_names(fs, dx):
 def main():
     need_root(tap)
     require_seams(DAXFILE, HOOK)
-    tap.plan(22)
+    tap.plan(24)
     with tempdir() as state:
         with (EngagedFs() if ENGAGED else LoopFs("ext4")) as fs:
             extra = getattr(fs, "env", None)

@@ -47,6 +47,23 @@ set_up() { # I: the namespace and filesystem of NVDIMM I
     fi
 }
 
+write_chunk() { # DIR K: chunk K (seed CHAIN_SEED+2+K) written in DIR
+    mkdir -p "$1" &&
+        daxfile-guest write --dir "$1" --seed $((CHAIN_SEED + 2 + $2)) \
+            --size $chunk >/dev/null
+}
+
+bad_chunks() { # PREFIX: which of chunks 0..CHAIN_COUNT-1 (in PREFIX0,
+    # PREFIX1, ...) do not verify, or "none bad"
+    local k=0 bad=
+    while [ $k -lt "$CHAIN_COUNT" ]; do
+        daxfile-guest verify --dir "$1$k" --seed $((CHAIN_SEED + 2 + k)) >&2 ||
+            bad="$bad $k"
+        k=$((k + 1))
+    done
+    echo "${bad:-none bad}"
+}
+
 vpmem_bus() {
     cat /sys/bus/nd/devices/ndbus*/provider >&2
     grep -qx virtio-pmem /sys/bus/nd/devices/ndbus0/provider &&
@@ -71,9 +88,7 @@ stream)
         --size 2M || dx_done
     k=0
     while :; do
-        mkdir -p "/mnt/p$i/w$k"
-        daxfile-guest write --dir "/mnt/p$i/w$k" \
-            --seed $((CHAIN_SEED + 2 + k)) --size $chunk >/dev/null ||
+        write_chunk "/mnt/p$i/w$k" $k ||
             { dx_not_ok "chunk $k on pmem$i"; dx_done; }
         dx_ok "chunk $k"
         k=$((k + 1))
@@ -85,14 +100,8 @@ verify)
             continue
         dx_run "pmem$i: pattern of seed $((CHAIN_SEED + i)) intact" \
             daxfile-guest verify --dir "/mnt/p$i" --seed $((CHAIN_SEED + i))
-        k=0 bad=
-        while [ $k -lt "$CHAIN_COUNT" ]; do
-            daxfile-guest verify --dir "/mnt/p$i/w$k" \
-                --seed $((CHAIN_SEED + 2 + k)) >&2 || bad="$bad $k"
-            k=$((k + 1))
-        done
         dx_is "pmem$i: the $CHAIN_COUNT chunks completed before the crash intact" \
-            "${bad:-none bad}" "none bad"
+            "$(bad_chunks "/mnt/p$i/w")" "none bad"
     done
     ;;
 migrate)
@@ -111,9 +120,7 @@ migrate)
     md5sum /mnt/p0/daxfile-guest.dat >$sums
     k=0
     while :; do
-        mkdir -p "/mnt/p0/w$k"
-        daxfile-guest write --dir "/mnt/p0/w$k" \
-            --seed $((CHAIN_SEED + 2 + k)) --size $chunk >/dev/null ||
+        write_chunk "/mnt/p0/w$k" $k ||
             { dx_not_ok "chunk $k on pmem0"; dx_done; }
         md5sum "/mnt/p0/w$k/daxfile-guest.dat" >>$sums
         dx_is "chunk $k written; pattern and chunks 0..$k verified" \
@@ -132,9 +139,7 @@ vpmem-write | vpmem-verify)
             vpmem_write /mnt/v $((CHAIN_SEED + 1)) 2M || dx_done
         k=0
         while [ $k -lt "$CHAIN_COUNT" ]; do
-            mkdir -p "/mnt/v/v$k"
-            daxfile-guest write --dir "/mnt/v/v$k" \
-                --seed $((CHAIN_SEED + 2 + k)) --size $chunk >/dev/null ||
+            write_chunk "/mnt/v/v$k" $k ||
                 { dx_not_ok "chunk $k on the virtio-pmem device"; dx_done; }
             dx_ok "chunk $k"
             k=$((k + 1))
@@ -147,14 +152,8 @@ vpmem-write | vpmem-verify)
         dx_mount /mnt/v --type ext4 || dx_done
     dx_run "pattern of seed $((CHAIN_SEED + 1)) intact" \
         daxfile-guest verify --dir /mnt/v --seed $((CHAIN_SEED + 1))
-    k=0 bad=
-    while [ $k -lt "$CHAIN_COUNT" ]; do
-        daxfile-guest verify --dir "/mnt/v/v$k" \
-            --seed $((CHAIN_SEED + 2 + k)) >&2 || bad="$bad $k"
-        k=$((k + 1))
-    done
     dx_is "the $CHAIN_COUNT chunks flushed before the crash intact" \
-        "${bad:-none bad}" "none bad"
+        "$(bad_chunks /mnt/v/v)" "none bad"
     ;;
 *)
     dx_not_ok "CHAIN_PHASE is stream, verify, migrate, vpmem-write or vpmem-verify" \
