@@ -119,12 +119,15 @@ def started_probe(hooks):
     (before it executes QEMU) and 'started' (QEMU has mapped the file;
     libvirt runs it at the end of its Prepare step, before the source is
     told to send anything): its static state, and at 'started' whether it
-    still holds only the zeros create wrote."""
+    still holds only the zeros create wrote. daxfile is run through
+    /usr/bin/env: libvirtd's AppArmor profile (Debian 13), in which the
+    hooks run, runs programs in /usr/bin unconfined (PUx) and none in the
+    build tree."""
     path = os.path.join(hooks, "zz-chain-probe")
     size = 128 * M
     with open(path, "w") as f:
         f.write("#!/bin/sh\nif [ \"$3\" = begin ]; then\n"
-                "    case \"$2\" in start|started) "
+                "    case \"$2\" in start|started) /usr/bin/env "
                 f"{DAXFILE} status --json {MIG_DST} >{PROBE}.$2.json 2>&1 "
                 ";; esac\nfi\n"
                 "if [ \"$2\" = started ] && [ \"$3\" = begin ]; then\n"

@@ -75,10 +75,12 @@ GUEST_MODULES = ['crc32c_generic', 'crc32c_intel', 'ext4', 'xfs',
 OPTIONAL_MODULES = {'crc32c_intel', 'nd_btt', 'virtio_pmem'}
 # Loaded only for a --hostroot boot (the host's / over 9p, overlaid with a
 # tmpfs): the modules.dep closure brings virtio, 9pnet, netfs, fscache in
-# the order insmod needs.
+# the order insmod needs. loop: a module in Debian 13's kernel (built in on
+# 6.1), which a hostroot guest cannot modprobe (its /lib/modules is the
+# initramfs's); the chain's migration destination mounts a copy with it.
 HOSTROOT_MODULES = ['virtio_pci', 'virtio_blk', 'virtio_net', '9pnet_virtio',
-                    '9p', 'overlay', 'kvm_amd']
-HOSTROOT_OPTIONAL = {'virtio_blk', 'virtio_net', 'kvm_amd'}
+                    '9p', 'overlay', 'kvm_amd', 'loop']
+HOSTROOT_OPTIONAL = {'virtio_blk', 'virtio_net', 'kvm_amd', 'loop'}
 
 # Host programs copied into every base initramfs with their ldd closure.
 # (guest path, host path, required)
