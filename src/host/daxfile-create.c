@@ -113,9 +113,9 @@ tmpfile_linkable(int dirfd, const char *tmpname, const char *dirname)
     else if (fd >= 0)
         rc = linkat(AT_FDCWD, proc, dirfd, tmpname, AT_SYMLINK_FOLLOW);
     if (rc < 0) {
-        g_debug("an unnamed file cannot be linked into '%s' (%s): creating "
-                "under a hidden name",
-                dirname, g_strerror(errno));
+        g_debug(
+            "an unnamed file cannot be linked into '%s' (%s): creating under a hidden name",
+            dirname, g_strerror(errno));
         return FALSE;
     }
     unlinkat(dirfd, tmpname, 0);
