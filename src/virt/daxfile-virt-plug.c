@@ -272,6 +272,24 @@ scan_domain(virDomainPtr dom, const DaxfileConf *conf, GPtrArray *entries,
     }
 }
 
+/* @dom runs with its devices its own: not starting (libvirt counts a
+ * domain active from before its hook's prepare, and the hook takes up
+ * its devices then), not arriving by migration (the hook again), not
+ * stopping */
+static gboolean
+settled_running(virDomainPtr dom)
+{
+    int state, reason;
+
+    if (virDomainGetState(dom, &state, &reason, 0) < 0)
+        return FALSE;
+    if (state == VIR_DOMAIN_PAUSED)
+        return reason != VIR_DOMAIN_PAUSED_STARTING_UP &&
+               reason != VIR_DOMAIN_PAUSED_MIGRATION;
+    return state == VIR_DOMAIN_RUNNING || state == VIR_DOMAIN_BLOCKED ||
+           state == VIR_DOMAIN_PMSUSPENDED;
+}
+
 void
 daxfile_virt_plug_scan(virConnectPtr conn, const DaxfileConf *conf,
                        DaxfilePlugFunc func, gpointer data)
@@ -284,7 +302,8 @@ daxfile_virt_plug_scan(virConnectPtr conn, const DaxfileConf *conf,
         return;
     n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
     for (i = 0; i < n; i++) {
-        scan_domain(doms[i], conf, entries, func, data);
+        if (settled_running(doms[i]))
+            scan_domain(doms[i], conf, entries, func, data);
         virDomainFree(doms[i]);
     }
     free(doms);

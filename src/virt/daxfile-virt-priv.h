@@ -71,7 +71,8 @@ gboolean daxfile_virt_plug_added(virDomainPtr dom, const DaxfileConf *conf,
 
 /* The same for every managed pmem device of every running domain that
  * the registry does not hold for it (added while no watch was
- * connected), each result given to @func */
+ * connected), each result given to @func. A domain that is starting,
+ * arriving by migration or stopping is left to the hook. */
 void daxfile_virt_plug_scan(virConnectPtr conn, const DaxfileConf *conf,
                             DaxfilePlugFunc func, gpointer data);
 
