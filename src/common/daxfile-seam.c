@@ -23,6 +23,22 @@ daxfile_test_pause_point(const char *point)
         kill(getpid(), SIGSTOP);
 }
 
+void
+daxfile_test_hold_point(const char *point)
+{
+    const char *dir = g_getenv("DAXFILE_TEST_HOLD_DIR");
+    g_autofree char *hold = NULL;
+    g_autofree char *reached = NULL;
+
+    if (!dir)
+        return;
+    hold = g_build_filename(dir, point, NULL);
+    reached = g_strconcat(hold, ".reached", NULL);
+    g_file_set_contents(reached, "", 0, NULL);
+    while (g_file_test(hold, G_FILE_TEST_EXISTS))
+        g_usleep(20 * 1000);
+}
+
 gboolean
 daxfile_test_no_tmpfile(void)
 {

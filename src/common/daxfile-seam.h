@@ -24,6 +24,11 @@ void daxfile_test_crash_point(const char *point);
  * (SIGSTOP) there until a test sends SIGCONT (race tests). */
 void daxfile_test_pause_point(const char *point);
 
+/* Test-only: with DAXFILE_TEST_HOLD_DIR set, the calling thread marks
+ * that it reached @point (creates DIR/@point.reached), then waits while
+ * DIR/@point exists (race tests on one thread of several). */
+void daxfile_test_hold_point(const char *point);
+
 /* Test-only: DAXFILE_TEST_NO_TMPFILE=1 makes create use its named
  * temporary file, as on filesystems without O_TMPFILE. */
 gboolean daxfile_test_no_tmpfile(void);
@@ -47,6 +52,11 @@ daxfile_test_crash_point(const char *point)
 
 static inline void
 daxfile_test_pause_point(const char *point)
+{
+}
+
+static inline void
+daxfile_test_hold_point(const char *point)
 {
 }
 

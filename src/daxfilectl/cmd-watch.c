@@ -138,6 +138,11 @@ report(const DaxfileWatchEvent *ev, gpointer data)
             stderr,
             "%s: domain '%s' cannot be read (%s): it counts as defined, and nothing of it is wiped\n",
             cli_program(), dom, ev->why);
+    else if (ev->kind == DAXFILE_WATCH_UNKNOWN)
+        fprintf(
+            stderr,
+            "%s: domain '%s' was undefined before its definition could be read: which files it used is not known, and none was wiped; fix: 'daxfile wipe' its files if they are no one's\n",
+            cli_program(), dom);
     else if (ev->kind == DAXFILE_WATCH_LOST)
         fprintf(stderr,
                 "%s: lost the connection to libvirt (%s); reconnecting\n",

@@ -1,24 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daxfile-watch.c: daxfile_virt_watch() (daxfile-watch.h): its two
+ * threads, libvirt's events, the domains known and what each would leave
+ * behind; the wipes are daxfile-watch-wipes.c's
+ */
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 
 #include "daxfile-devdax.h"
-#include "daxfile-error.h"
-#include "daxfile-fd.h"
-#include "daxfile-identity.h"
-#include "daxfile-registry.h"
+#include "daxfile-seam.h"
 #include "daxfile-util.h"
 #include "daxfile-virt-priv.h"
-#include "daxfile-watch.h"
+#include "daxfile-watch-priv.h"
 
-typedef struct {
-    char *name;
-    GPtrArray *paths; /* the backends to wipe when it is undefined */
-} WatchDomain;
-
-static void
-watch_domain_free(gpointer p)
+void
+daxfile_watch_domain_free(gpointer p)
 {
     WatchDomain *wd = p;
 
@@ -27,20 +22,44 @@ watch_domain_free(gpointer p)
     g_free(wd);
 }
 
+typedef enum {
+    JOB_DEFINED,   /* @wd, read at the event; NULL: gone already, or @why */
+    JOB_UNDEFINED, /* not a rename */
+    JOB_STOPPED,
+    JOB_ADDED, /* a device, @alias, added to the running domain */
+} WatchJobKind;
+
 typedef struct {
-    const DaxfileConf *conf;
-    volatile gint *stop; /* also stops a wipe after its current chunk */
-    DaxfileWatchFunc report;
-    gpointer data;
-    GHashTable *domains; /* UUID string -> WatchDomain */
-    GHashTable *said;    /* a retried thing -> what was last said of it */
-    virConnectPtr conn;
-    int callback;
-    int plug_callback; /* DEVICE_ADDED */
-    gboolean lost;
-    char *lost_why;
-    guint reported_domains, reported_files; /* at the last READY */
-} Watch;
+    WatchJobKind kind;
+    char *uuid;
+    char *name;
+    WatchDomain *wd;
+    char *why;
+    char *alias;
+} WatchJob;
+
+static void
+watch_job_free(gpointer p)
+{
+    WatchJob *job = p;
+
+    g_free(job->uuid);
+    g_free(job->name);
+    if (job->wd)
+        daxfile_watch_domain_free(job->wd);
+    g_free(job->why);
+    g_free(job->alias);
+    g_free(job);
+}
+
+/* Hand @ev to the caller's report function, one at a time */
+static void
+watch_emit(Watch *w, const DaxfileWatchEvent *ev)
+{
+    g_mutex_lock(&w->report_lock);
+    w->report(ev, w->data);
+    g_mutex_unlock(&w->report_lock);
+}
 
 /* The backends of every known domain */
 static guint
@@ -56,9 +75,10 @@ watch_files(const Watch *w)
     return files;
 }
 
-static void
-watch_report(Watch *w, DaxfileWatchKind kind, const char *domain,
-             const char *path, const char *why, const DaxfileWipeResult *wipe)
+void
+daxfile_watch_report(Watch *w, DaxfileWatchKind kind, const char *domain,
+                     const char *path, const char *why,
+                     const DaxfileWipeResult *wipe)
 {
     DaxfileWatchEvent ev = {
         .kind = kind,
@@ -70,7 +90,7 @@ watch_report(Watch *w, DaxfileWatchKind kind, const char *domain,
         .files = watch_files(w),
     };
 
-    w->report(&ev, w->data);
+    watch_emit(w, &ev);
     if (kind == DAXFILE_WATCH_READY) {
         w->reported_domains = ev.domains;
         w->reported_files = ev.files;
@@ -80,9 +100,9 @@ watch_report(Watch *w, DaxfileWatchKind kind, const char *domain,
 /* Report a state that is looked at again every few seconds (a wipe that
  * waits, a domain that cannot be read) once, until it changes: @key
  * names the thing */
-static void
-watch_say(Watch *w, const char *key, DaxfileWatchKind kind, const char *domain,
-          const char *path, const char *why)
+void
+daxfile_watch_say(Watch *w, const char *key, DaxfileWatchKind kind,
+                  const char *domain, const char *path, const char *why)
 {
     const char *said = g_hash_table_lookup(w->said, key);
     DaxfileWatchEvent ev = {
@@ -98,7 +118,7 @@ watch_say(Watch *w, const char *key, DaxfileWatchKind kind, const char *domain,
     if (said && STREQ(said, why ? why : ""))
         return;
     g_hash_table_replace(w->said, g_strdup(key), g_strdup(why ? why : ""));
-    w->report(&ev, w->data);
+    watch_emit(w, &ev);
 }
 
 /* The backends of @def that @conf wants wiped at undefine: a plain path
@@ -125,415 +145,72 @@ watch_paths(const DaxfileConf *conf, const DaxfileDomain *def)
     return out;
 }
 
-/* Remember what the persistent domain @dom would leave behind. A
- * definition that cannot be read leaves what was known of the domain as
- * it was (it still counts as defined), and is reported. */
-static void
-watch_scan(Watch *w, virDomainPtr dom, GHashTable *into)
+/* What the persistent domain @dom would leave behind, read now (either
+ * thread); NULL when it is not persistent or gone, or with *@ret_why
+ * when its definition cannot be read */
+static WatchDomain *
+watch_read(const DaxfileConf *conf, virDomainPtr dom, char **ret_why)
 {
-    char uuid[VIR_UUID_STRING_BUFLEN];
+    gint64 read_at = g_get_monotonic_time();
     g_autoptr(DaxfileDomain) def = NULL;
     g_autoptr(GError) error = NULL;
-    g_autofree char *key = NULL;
     WatchDomain *wd;
 
-    if (virDomainGetUUIDString(dom, uuid) < 0 ||
-        virDomainIsPersistent(dom) != 1)
-        return;
-    key = g_strconcat("read:", uuid, NULL);
+    if (virDomainIsPersistent(dom) != 1)
+        return NULL;
     def = daxfile_virt_domain_xml(dom, VIR_DOMAIN_XML_INACTIVE, &error);
     if (!def) {
-        watch_say(w, key, DAXFILE_WATCH_UNREADABLE, virDomainGetName(dom), NULL,
-                  error->message);
-        return;
-    }
-    g_hash_table_remove(w->said, key);
-    wd = g_new0(WatchDomain, 1);
-    wd->name = g_strdup(virDomainGetName(dom));
-    wd->paths = watch_paths(w->conf, def);
-    g_hash_table_replace(into, g_strdup(uuid), wd);
-}
+        virErrorPtr err = virGetLastError();
 
-/* ------------------------------------------------ does it still exist */
-
-typedef enum {
-    DOMAIN_GONE,    /* libvirt says there is no such domain */
-    DOMAIN_DEFINED, /* persistent: renamed, defined again, or never gone */
-    DOMAIN_RUNNING, /* transient now (undefined while it runs) */
-    DOMAIN_UNKNOWN, /* libvirt could not say: ask again later */
-} DomainState;
-
-static DomainState
-domain_state(Watch *w, const char *uuid, char **ret_why)
-{
-    g_autoptr(virDomain) dom = virDomainLookupByUUIDString(w->conn, uuid);
-    virErrorPtr err;
-    int persistent;
-
-    if (!dom) {
-        err = virGetLastError();
-        if (err && err->code == VIR_ERR_NO_DOMAIN)
-            return DOMAIN_GONE;
-        *ret_why = g_strdup_printf(
-            "libvirt cannot tell whether domain %s still exists: %s", uuid,
-            virGetLastErrorMessage());
-        return DOMAIN_UNKNOWN;
-    }
-    persistent = virDomainIsPersistent(dom);
-    if (persistent == 1)
-        return DOMAIN_DEFINED;
-    if (persistent == 0 && virDomainIsActive(dom) == 1)
-        return DOMAIN_RUNNING;
-    /* found, then gone: a transient domain as it stops */
-    err = virGetLastError();
-    if (err && err->code == VIR_ERR_NO_DOMAIN)
-        return DOMAIN_GONE;
-    *ret_why =
-        g_strdup_printf("libvirt cannot tell what became of domain %s: %s",
-                        uuid, virGetLastErrorMessage());
-    return DOMAIN_UNKNOWN;
-}
-
-/* ------------------------------------------- who else names the file */
-
-typedef struct {
-    char *domain;
-    char *path;
-} WatchRef;
-
-static void
-watch_ref_free(gpointer p)
-{
-    WatchRef *ref = p;
-
-    g_free(ref->domain);
-    g_free(ref->path);
-    g_free(ref);
-}
-
-/* Add every file reference in @dom's XML (@flags) to @refs; FALSE with
- * *@ret_why when it cannot be read (a domain gone meanwhile has none) */
-static gboolean
-refs_add(virDomainPtr dom, unsigned int flags, GPtrArray *refs, char **ret_why)
-{
-    g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileDomain) def = daxfile_virt_domain_xml(dom, flags, &error);
-    g_autoptr(GPtrArray) found = NULL;
-    virErrorPtr err = virGetLastError();
-    guint i;
-
-    if (!def && err && err->code == VIR_ERR_NO_DOMAIN)
-        return TRUE;
-    if (!def) {
-        *ret_why = g_strdup_printf(
-            "cannot read the %s XML of domain '%s' to see whether it uses the file (%s)",
-            flags ? "inactive" : "live", virDomainGetName(dom), error->message);
-        return FALSE;
-    }
-    found = daxfile_domain_file_refs(def);
-    for (i = 0; i < found->len; i++) {
-        const DaxfileFileRef *r = g_ptr_array_index(found, i);
-        WatchRef *ref = g_new0(WatchRef, 1);
-
-        ref->domain = g_strdup(virDomainGetName(dom));
-        ref->path = g_strdup(r->path);
-        g_ptr_array_add(refs, ref);
-    }
-    return TRUE;
-}
-
-/* Every file reference of every domain libvirt has: each persistent
- * domain's definition, and the live XML of each running one (transient
- * domains, hot-plugged devices); NULL with *@ret_why when one of them
- * cannot be read */
-static GPtrArray *
-watch_refs(Watch *w, char **ret_why)
-{
-    g_autoptr(GPtrArray) refs = g_ptr_array_new_with_free_func(watch_ref_free);
-    virDomainPtr *doms = NULL;
-    gboolean ok = TRUE;
-    int n, i;
-
-    n = virConnectListAllDomains(w->conn, &doms, 0);
-    if (n < 0) {
-        *ret_why = g_strdup_printf("libvirt cannot list its domains: %s",
-                                   virGetLastErrorMessage());
+        if (!err || err->code != VIR_ERR_NO_DOMAIN)
+            *ret_why = g_strdup(error->message);
         return NULL;
     }
-    for (i = 0; i < n; i++) {
-        if (ok && virDomainIsPersistent(doms[i]) != 0)
-            ok = refs_add(doms[i], VIR_DOMAIN_XML_INACTIVE, refs, ret_why);
-        if (ok && virDomainIsActive(doms[i]) != 0)
-            ok = refs_add(doms[i], 0, refs, ret_why);
-        virDomainFree(doms[i]);
-    }
-    free(doms);
-    return ok ? g_steal_pointer(&refs) : NULL;
+    wd = g_new0(WatchDomain, 1);
+    wd->name = g_strdup(virDomainGetName(dom));
+    wd->paths = watch_paths(conf, def);
+    wd->read_at = read_at;
+    return wd;
 }
 
-/* The domain of @refs that names the file @f (whose record says @path):
- * by that name, or by what its name leads to (a device-dax device: its
- * device number; a block device: what backs it, and one that cannot be
- * told counts as naming it), or NULL */
-static const char *
-used_elsewhere(GPtrArray *refs, const DaxfileFile *f, const char *path)
-{
-    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(DaxfileIdentity));
-    gboolean device = S_ISCHR(f->st.st_mode);
-    guint i;
-
-    for (i = 0; i < refs->len; i++) {
-        const WatchRef *ref = g_ptr_array_index(refs, i);
-        struct stat st;
-
-        if (STREQ(ref->path, path))
-            return ref->domain;
-        if (device) {
-            if (stat(ref->path, &st) == 0 && S_ISCHR(st.st_mode) &&
-                st.st_rdev == f->st.st_rdev)
-                return ref->domain;
-            continue;
-        }
-        g_array_set_size(ids, 0);
-        /* what a reference leads to that cannot be told may be this file */
-        if (!daxfile_path_identities(ref->path, ids, NULL) ||
-            daxfile_identities_have(ids, f->st.st_dev, f->st.st_ino))
-            return ref->domain;
-    }
-    return NULL;
-}
-
-/* ------------------------------------------------------ wipes owed */
-
-static char *
-record_key(const DaxfileWipeRecord *r)
-{
-    return g_strdup_printf("wipe:%" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT,
-                           r->dev, r->ino);
-}
-
-/* Save @r under the inode lock of its key, which the hook's prepare
- * takes too; an existing record of that key stays as it is */
-static gboolean
-record_put(const DaxfileWipeRecord *r, gboolean replace, GError **error)
-{
-    g_autofree char *name = g_strdup(r->path);
-    g_auto(DaxfileFd) lock =
-        daxfile_registry_lock_inode(r->dev, r->ino, name, TRUE, error);
-    g_autoptr(DaxfileWipeRecord) have = NULL;
-
-    if (lock < 0 || !daxfile_wipe_record_find(r->dev, r->ino, &have, error))
-        return FALSE;
-    if (have && !replace)
-        return TRUE;
-    return daxfile_wipe_record_save(r, error);
-}
-
-/* The record of @r is done with: it is removed, and what was said of it
- * forgotten */
+/* Remember @wd (stolen) as what the domain @uuid leaves behind, unless
+ * what is known of it was read later; @why: its definition cannot be
+ * read, which leaves what was known of it as it was (it still counts as
+ * defined), and is reported. */
 static void
-record_drop(Watch *w, const DaxfileWipeRecord *r, const char *key)
+watch_store(Watch *w, const char *uuid, const char *name, WatchDomain *wd,
+            const char *why)
 {
-    g_autoptr(GError) error = NULL;
+    g_autofree char *key = g_strconcat("read:", uuid, NULL);
+    WatchDomain *have = g_hash_table_lookup(w->domains, uuid);
 
-    g_hash_table_remove(w->said, key);
-    if (!daxfile_wipe_record_remove(r->dev, r->ino, &error))
-        watch_report(w, DAXFILE_WATCH_FAILED, r->domain, r->path,
-                     error->message, NULL);
-}
-
-/* A record of an undefined domain (DAXFILE_WIPE_UNDEFINED): TRUE when the
- * wipe is now decided (the record says so, durably); FALSE when it waits,
- * or the file is kept (the record is gone) */
-static gboolean
-record_decide(Watch *w, DaxfileWipeRecord *r, const DaxfileFile *f,
-              GPtrArray **refs, const char *key)
-{
-    g_autoptr(GError) error = NULL;
-    g_autofree char *why = NULL;
-    g_autofree char *uses = NULL;
-    const char *other;
-
-    if (!*refs && !(*refs = watch_refs(w, &why))) {
-        watch_say(w, key, DAXFILE_WATCH_FAILED, r->domain, r->path, why);
-        return FALSE;
-    }
-    other = used_elsewhere(*refs, f, r->path);
-    if (other) {
-        uses = g_strdup_printf("domain '%s' uses it too", other);
-        record_drop(w, r, key);
-        watch_report(w, DAXFILE_WATCH_KEPT, r->domain, r->path, uses, NULL);
-        return FALSE;
-    }
-    r->state = DAXFILE_WIPE_WIPING;
-    if (record_put(r, TRUE, &error))
-        return TRUE;
-    watch_say(w, key, DAXFILE_WATCH_FAILED, r->domain, r->path, error->message);
-    return FALSE;
-}
-
-/* Move the wipe of @r on as far as it can go now */
-static void
-record_process(Watch *w, DaxfileWipeRecord *r, GPtrArray **refs)
-{
-    g_autofree char *key = record_key(r);
-    g_autofree char *why = NULL;
-    g_auto(DaxfileWipeResult) result = {0};
-    const DaxfileWipeParams params = {.cancel = w->stop};
-    g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfileFile) f = NULL;
-    DomainState state = DOMAIN_GONE;
-
-    if (r->state == DAXFILE_WIPE_UNDEFINED && r->uuid)
-        state = domain_state(w, r->uuid, &why);
-    if (state == DOMAIN_DEFINED) {
-        record_drop(w, r, key);
-        watch_report(w, DAXFILE_WATCH_KEPT, r->domain, r->path,
-                     "its domain is defined again", NULL);
-        return;
-    }
-    if (state == DOMAIN_RUNNING || state == DOMAIN_UNKNOWN) {
-        g_autofree char *wkey = g_strconcat("waiting:", r->uuid, NULL);
-
-        if (state == DOMAIN_RUNNING)
-            watch_say(w, wkey, DAXFILE_WATCH_WAITING, r->domain, NULL, "");
-        else
-            watch_say(w, key, DAXFILE_WATCH_FAILED, r->domain, r->path, why);
-        return;
-    }
-    if (r->uuid) {
-        g_autofree char *wkey = g_strconcat("waiting:", r->uuid, NULL);
-
-        g_hash_table_remove(w->said, wkey); /* it stopped */
-    }
-    /* read-only until the wipe is decided: a file another running
-     * domain hot-plugged is static for it and refuses a writer, and is
-     * to be kept, not retried */
-    f = daxfile_wipe_record_open(r, w->conf, r->state != DAXFILE_WIPE_UNDEFINED,
-                                 &error);
-    if (!f && g_error_matches(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND)) {
-        record_drop(w, r, key);
-        watch_report(w, DAXFILE_WATCH_KEPT, r->domain, r->path,
-                     "it no longer exists", NULL);
-        return;
-    }
-    if (!f) {
-        watch_say(w, key, DAXFILE_WATCH_FAILED, r->domain, r->path,
-                  error->message);
-        return;
-    }
-    if (r->state == DAXFILE_WIPE_UNDEFINED) {
-        if (!record_decide(w, r, f, refs, key))
-            return;
-        g_clear_pointer(&f, daxfile_file_free);
-        f = daxfile_wipe_record_open(r, w->conf, TRUE, &error);
-        if (!f) {
-            watch_say(w, key, DAXFILE_WATCH_FAILED, r->domain, r->path,
-                      error->message);
-            return;
-        }
-    }
-    if (!daxfile_wipe(f, &params, &result, &error)) {
-        watch_say(w, key, DAXFILE_WATCH_FAILED, r->domain, r->path,
-                  error->message);
+    if (!wd) {
+        if (why)
+            daxfile_watch_say(w, key, DAXFILE_WATCH_UNREADABLE, name, NULL,
+                              why);
         return;
     }
     g_hash_table_remove(w->said, key);
-    watch_report(w, DAXFILE_WATCH_WIPED, r->domain, r->path, NULL, &result);
-}
-
-/* Every wipe owed (daxfile-wipes.h: this watch's, an earlier one's,
- * an interrupted 'daxfile wipe'), as far as each can go now */
-static void
-watch_process(Watch *w)
-{
-    g_autoptr(GPtrArray) records = NULL;
-    g_autoptr(GPtrArray) refs = NULL;
-    g_autoptr(GError) error = NULL;
-    guint i;
-
-    records = daxfile_wipe_records(&error);
-    if (!records) {
-        watch_say(w, "records", DAXFILE_WATCH_FAILED, NULL, NULL,
-                  error->message);
+    g_hash_table_remove(w->settled, uuid);
+    if (have && have->read_at > wd->read_at) {
+        daxfile_watch_domain_free(wd);
         return;
     }
-    g_hash_table_remove(w->said, "records");
-    for (i = 0; i < records->len && !g_atomic_int_get(w->stop); i++)
-        record_process(w, g_ptr_array_index(records, i), &refs);
+    g_hash_table_replace(w->domains, g_strdup(uuid), wd);
 }
 
-/* The files of @wd, the undefined domain @uuid, recorded as owed, each
- * opened as the hook opens it, read-only: a domain undefined while it
- * runs may hold its file immutable until it stops. FALSE when a record
- * could not be written (the domain is kept, and this is tried again). */
-static gboolean
-watch_queue(Watch *w, const char *uuid, const WatchDomain *wd)
+/* Read and remember the domain @dom (main thread) */
+void
+daxfile_watch_scan(Watch *w, virDomainPtr dom)
 {
-    gboolean ok = TRUE;
-    guint i;
-
-    for (i = 0; i < wd->paths->len; i++) {
-        const char *path = g_ptr_array_index(wd->paths, i);
-        g_autoptr(GError) error = NULL;
-        g_autoptr(DaxfileFile) f =
-            daxfile_wipe_open_placed(w->conf, path, FALSE, &error);
-        g_autoptr(DaxfileWipeRecord) r = NULL;
-
-        if (!f &&
-            g_error_matches(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND)) {
-            watch_report(w, DAXFILE_WATCH_KEPT, wd->name, path,
-                         "it no longer exists", NULL);
-            continue;
-        }
-        if (!f) {
-            watch_report(w, DAXFILE_WATCH_FAILED, wd->name, path,
-                         error->message, NULL);
-            continue;
-        }
-        r = daxfile_wipe_record_new(f, DAXFILE_WIPE_UNDEFINED, wd->name, uuid);
-        if (!record_put(r, FALSE, &error)) {
-            g_autofree char *key = record_key(r);
-
-            watch_say(w, key, DAXFILE_WATCH_FAILED, wd->name, path,
-                      error->message);
-            ok = FALSE;
-        }
-    }
-    return ok;
-}
-
-/* The known domain @uuid is gone from libvirt's list of defined domains,
- * or libvirt said it was undefined: once libvirt says it no longer exists
- * (or runs only until it stops), what it leaves behind is recorded as
- * owed and the domain forgotten; a domain still defined (renamed, defined
- * again) is read again; while libvirt cannot say, nothing happens. */
-static void
-watch_settle(Watch *w, const char *uuid)
-{
-    WatchDomain *wd = g_hash_table_lookup(w->domains, uuid);
-    g_autofree char *key = g_strconcat("exists:", uuid, NULL);
+    char uuid[VIR_UUID_STRING_BUFLEN];
     g_autofree char *why = NULL;
-    g_autoptr(virDomain) dom = NULL;
+    WatchDomain *wd;
 
-    if (!wd)
+    if (virDomainGetUUIDString(dom, uuid) < 0)
         return;
-    switch (domain_state(w, uuid, &why)) {
-    case DOMAIN_DEFINED:
-        dom = virDomainLookupByUUIDString(w->conn, uuid);
-        if (dom)
-            watch_scan(w, dom, w->domains);
-        return;
-    case DOMAIN_UNKNOWN:
-        watch_say(w, key, DAXFILE_WATCH_UNREADABLE, wd->name, NULL, why);
-        return;
-    case DOMAIN_GONE:
-    case DOMAIN_RUNNING:
-        break;
-    }
-    g_hash_table_remove(w->said, key);
-    if (watch_queue(w, uuid, wd))
-        g_hash_table_remove(w->domains, uuid);
+    wd = watch_read(w->conf, dom, &why);
+    watch_store(w, uuid, virDomainGetName(dom), wd, why);
 }
 
 /* ------------------------------------------------------------ events */
@@ -543,7 +220,7 @@ watch_settle(Watch *w, const char *uuid)
  * AFFECT_CONFIG, as `daxfile attach` and `virsh attach-device --config`
  * do), nor for what happened while the connection was down. Domains
  * listed are read again (one that cannot be read stays as it was known);
- * a known domain that is not listed is settled (watch_settle()). FALSE
+ * a known domain that is not listed is settled (daxfile_watch_settle()). FALSE
  * when libvirt cannot list them. */
 static gboolean
 watch_rescan(Watch *w)
@@ -562,7 +239,7 @@ watch_rescan(Watch *w)
     for (i = 0; i < n; i++) {
         if (virDomainGetUUIDString(doms[i], uuid) == 0)
             g_hash_table_add(listed, g_strdup(uuid));
-        watch_scan(w, doms[i], w->domains);
+        daxfile_watch_scan(w, doms[i]);
         virDomainFree(doms[i]);
     }
     free(doms);
@@ -573,7 +250,7 @@ watch_rescan(Watch *w)
         if (!g_hash_table_contains(listed, key))
             g_ptr_array_add(gone, g_strdup(key));
     for (i = 0; i < (int)gone->len; i++)
-        watch_settle(w, g_ptr_array_index(gone, i));
+        daxfile_watch_settle(w, g_ptr_array_index(gone, i), NULL);
     return TRUE;
 }
 
@@ -597,22 +274,79 @@ on_plugged(const DaxfilePlugResult *r, gpointer data)
         .files = watch_files(w),
     };
 
-    w->report(&ev, w->data);
+    watch_emit(w, &ev);
+}
+
+/* ------------------------------------------- the main thread's jobs */
+
+/* The device @alias added to the running domain @uuid */
+static void
+watch_added(Watch *w, const char *uuid, const char *alias)
+{
+    g_autoptr(virDomain) dom = virDomainLookupByUUIDString(w->conn, uuid);
+    g_auto(DaxfilePlugResult) r = {0};
+
+    if (!dom)
+        return; /* gone meanwhile: nothing runs to take it up for */
+    /* a device added live and to the definition (daxfile attach, virsh
+     * attach-device --live --config) is in the files an undefine leaves
+     * from now on, not from the next rescan */
+    daxfile_watch_scan(w, dom);
+    if (daxfile_virt_plug_added(dom, w->conf, alias, &r))
+        on_plugged(&r, w);
+}
+
+static void
+watch_job(Watch *w, WatchJob *job)
+{
+    switch (job->kind) {
+    case JOB_DEFINED:
+        watch_store(w, job->uuid, job->name, g_steal_pointer(&job->wd),
+                    job->why);
+        break;
+    case JOB_UNDEFINED:
+        daxfile_watch_settle(w, job->uuid, job->name);
+        daxfile_watch_process(w);
+        break;
+    case JOB_STOPPED:
+        daxfile_watch_process(w);
+        /* a file it held may be another domain's hot-plugged device */
+        daxfile_virt_plug_scan(w->conn, w->conf, on_plugged, w);
+        break;
+    case JOB_ADDED:
+        watch_added(w, job->uuid, job->alias);
+        break;
+    }
+}
+
+/* ------------------------------------------ the event thread's part */
+
+static WatchJob *
+job_new(WatchJobKind kind, virDomainPtr dom)
+{
+    char uuid[VIR_UUID_STRING_BUFLEN];
+    WatchJob *job;
+
+    if (virDomainGetUUIDString(dom, uuid) < 0)
+        return NULL;
+    job = g_new0(WatchJob, 1);
+    job->kind = kind;
+    job->uuid = g_strdup(uuid);
+    job->name = g_strdup(virDomainGetName(dom));
+    return job;
 }
 
 static void
 on_device_added(virConnectPtr conn, virDomainPtr dom, const char *alias,
                 void *opaque)
 {
-    g_auto(DaxfilePlugResult) r = {0};
     Watch *w = opaque;
+    WatchJob *job = job_new(JOB_ADDED, dom);
 
-    /* a device added live and to the definition (daxfile attach, virsh
-     * attach-device --live --config) is in the files an undefine leaves
-     * from now on, not from the next rescan */
-    watch_scan(w, dom, w->domains);
-    if (daxfile_virt_plug_added(dom, w->conf, alias, &r))
-        on_plugged(&r, w);
+    if (!job)
+        return;
+    job->alias = g_strdup(alias);
+    g_async_queue_push(w->jobs, job);
 }
 
 static int
@@ -620,32 +354,34 @@ on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
              void *opaque)
 {
     Watch *w = opaque;
-    char uuid[VIR_UUID_STRING_BUFLEN];
+    WatchJob *job = NULL;
 
-    if (virDomainGetUUIDString(dom, uuid) < 0)
-        return 0;
+    daxfile_test_hold_point("watch-event");
     switch (event) {
     case VIR_DOMAIN_EVENT_DEFINED:
-        watch_scan(w, dom, w->domains);
+        /* read now: it may be undefined before the main thread is free */
+        if ((job = job_new(JOB_DEFINED, dom)))
+            job->wd = watch_read(w->conf, dom, &job->why);
+        daxfile_test_hold_point("watch-defined");
         break;
     case VIR_DOMAIN_EVENT_UNDEFINED:
         /* a rename: DEFINED (detail RENAMED) follows, same UUID */
-        if (detail == VIR_DOMAIN_EVENT_UNDEFINED_RENAMED)
-            break;
-        watch_settle(w, uuid);
-        watch_process(w);
+        if (detail != VIR_DOMAIN_EVENT_UNDEFINED_RENAMED)
+            job = job_new(JOB_UNDEFINED, dom);
         break;
     case VIR_DOMAIN_EVENT_STOPPED:
-        watch_process(w);
-        /* a file it held may be another domain's hot-plugged device */
-        daxfile_virt_plug_scan(w->conn, w->conf, on_plugged, w);
+        job = job_new(JOB_STOPPED, dom);
         break;
     default:
         break;
     }
+    if (job)
+        g_async_queue_push(w->jobs, job);
     return 0;
 }
 
+/* Said at once, whatever the main thread is busy with; it reconnects
+ * when it is done */
 static void
 on_close(virConnectPtr conn, int reason, void *opaque)
 {
@@ -656,14 +392,36 @@ on_close(virConnectPtr conn, int reason, void *opaque)
         [VIR_CONNECT_CLOSE_REASON_KEEPALIVE] = "keepalive timeout",
         [VIR_CONNECT_CLOSE_REASON_CLIENT] = "closed",
     };
+    DaxfileWatchEvent ev = {
+        .kind = DAXFILE_WATCH_LOST,
+        .why = reason >= 0 && reason < (int)G_N_ELEMENTS(why) && why[reason]
+                   ? why[reason]
+                   : "closed",
+    };
 
-    w->lost = TRUE;
-    g_free(w->lost_why);
-    w->lost_why =
-        g_strdup(reason >= 0 && reason < (int)G_N_ELEMENTS(why) && why[reason]
-                     ? why[reason]
-                     : "closed");
+    if (g_atomic_int_get(&w->lost))
+        return;
+    g_atomic_int_set(&w->lost, 1);
+    watch_emit(w, &ev);
 }
+
+/* Wakes the event loop, so that @quit is looked at */
+static void
+on_wake(int timer, void *opaque)
+{
+}
+
+static gpointer
+watch_events(gpointer data)
+{
+    Watch *w = data;
+
+    while (!g_atomic_int_get(&w->quit))
+        virEventRunDefaultImpl();
+    return NULL;
+}
+
+/* ------------------------------------------------------- connecting */
 
 static void
 watch_disconnect(Watch *w)
@@ -683,7 +441,9 @@ watch_disconnect(Watch *w)
 
 /* Connect, follow the life cycle and hot-plugs, learn every persistent
  * domain, settle the known ones that went away meanwhile, say so (READY),
- * take up the devices hot-plugged meanwhile, and the wipes owed */
+ * take up the devices hot-plugged meanwhile, and the wipes owed. libvirt
+ * keeps the connection alive (its keepalive runs on the event thread,
+ * whatever a wipe takes). */
 static gboolean
 watch_connect(Watch *w, const char *uri, GError **error)
 {
@@ -695,8 +455,7 @@ watch_connect(Watch *w, const char *uri, GError **error)
         daxfile_virt_set_error(error, what);
         return FALSE;
     }
-    /* a wipe may take longer than libvirt's keepalive allows */
-    virConnectSetKeepAlive(w->conn, -1, 0);
+    g_atomic_int_set(&w->lost, 0);
     if (virConnectRegisterCloseCallback(w->conn, on_close, w, NULL) < 0 ||
         (w->callback = virConnectDomainEventRegisterAny(
              w->conn, NULL, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
@@ -709,28 +468,58 @@ watch_connect(Watch *w, const char *uri, GError **error)
         watch_disconnect(w);
         return FALSE;
     }
-    w->lost = FALSE;
-    watch_report(w, DAXFILE_WATCH_READY, NULL, NULL, NULL, NULL);
+    daxfile_watch_report(w, DAXFILE_WATCH_READY, NULL, NULL, NULL, NULL);
     daxfile_virt_plug_scan(w->conn, w->conf, on_plugged, w);
-    watch_process(w);
+    daxfile_watch_process(w);
     return TRUE;
 }
 
-/* Every WATCH_RESCAN_MS: wakes the loop (so that *stop is looked at),
- * rescans the definitions and retries the wipes owed */
+/* Every WATCH_RESCAN_MS: rescan the definitions and retry the wipes owed;
+ * every WATCH_WAKE_MS the main thread looks at *stop and at the
+ * connection */
 #define WATCH_RESCAN_MS 2000
+#define WATCH_WAKE_MS 250
 
 static void
-watch_tick(int timer, void *opaque)
+watch_tick(Watch *w)
 {
-    Watch *w = opaque;
-
-    if (!w->conn || w->lost || !watch_rescan(w))
+    if (!w->conn || g_atomic_int_get(&w->lost) || !watch_rescan(w))
         return;
     if (watch_files(w) != w->reported_files ||
         g_hash_table_size(w->domains) != w->reported_domains)
-        watch_report(w, DAXFILE_WATCH_READY, NULL, NULL, NULL, NULL);
-    watch_process(w);
+        daxfile_watch_report(w, DAXFILE_WATCH_READY, NULL, NULL, NULL, NULL);
+    daxfile_watch_process(w);
+}
+
+/* The main thread, once connected: the jobs in order, a tick every
+ * WATCH_RESCAN_MS, and a new connection when one is lost (the jobs of
+ * the old one are done on the new one: a domain defined and undefined
+ * meanwhile is known from its event alone) */
+static void
+watch_run(Watch *w, const char *uri)
+{
+    gint64 tick = g_get_monotonic_time() + WATCH_RESCAN_MS * 1000;
+
+    while (!g_atomic_int_get(w->stop)) {
+        WatchJob *job;
+
+        daxfile_test_hold_point("watch-main");
+        if (g_atomic_int_get(&w->lost)) {
+            watch_disconnect(w);
+            while (!g_atomic_int_get(w->stop) && !watch_connect(w, uri, NULL))
+                g_usleep(G_USEC_PER_SEC);
+            continue;
+        }
+        job = g_async_queue_timeout_pop(w->jobs, WATCH_WAKE_MS * 1000);
+        if (job) {
+            watch_job(w, job);
+            watch_job_free(job);
+        }
+        if (g_get_monotonic_time() >= tick) {
+            watch_tick(w);
+            tick = g_get_monotonic_time() + WATCH_RESCAN_MS * 1000;
+        }
+    }
 }
 
 gboolean
@@ -739,9 +528,12 @@ daxfile_virt_watch(const char *uri, const DaxfileConf *conf,
                    GError **error)
 {
     g_autoptr(GHashTable) domains = g_hash_table_new_full(
-        g_str_hash, g_str_equal, g_free, watch_domain_free);
+        g_str_hash, g_str_equal, g_free, daxfile_watch_domain_free);
     g_autoptr(GHashTable) said =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_autoptr(GHashTable) settled =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GAsyncQueue) jobs = g_async_queue_new_full(watch_job_free);
     Watch w = {
         .conf = conf,
         .stop = stop,
@@ -751,32 +543,28 @@ daxfile_virt_watch(const char *uri, const DaxfileConf *conf,
         .plug_callback = -1,
         .domains = domains,
         .said = said,
+        .settled = settled,
+        .jobs = jobs,
     };
+    GThread *events;
+    gboolean ok;
     int timer;
 
     daxfile_virt_silence();
     if (virEventRegisterDefaultImpl() < 0 ||
-        (timer = virEventAddTimeout(WATCH_RESCAN_MS, watch_tick, &w, NULL)) <
-            0) {
+        (timer = virEventAddTimeout(WATCH_WAKE_MS, on_wake, NULL, NULL)) < 0) {
         daxfile_virt_set_error(error, "Cannot set up libvirt's event loop");
         return FALSE;
     }
-    if (!watch_connect(&w, uri, error)) {
-        virEventRemoveTimeout(timer);
-        return FALSE;
-    }
-    while (!g_atomic_int_get(stop)) {
-        if (w.lost) {
-            watch_report(&w, DAXFILE_WATCH_LOST, NULL, NULL, w.lost_why, NULL);
-            watch_disconnect(&w);
-            while (!g_atomic_int_get(stop) && !watch_connect(&w, uri, NULL))
-                g_usleep(G_USEC_PER_SEC);
-            continue;
-        }
-        virEventRunDefaultImpl();
-    }
+    g_mutex_init(&w.report_lock);
+    events = g_thread_new("daxfile-events", watch_events, &w);
+    ok = watch_connect(&w, uri, error);
+    if (ok)
+        watch_run(&w, uri);
+    g_atomic_int_set(&w.quit, 1);
+    g_thread_join(events);
     virEventRemoveTimeout(timer);
     watch_disconnect(&w);
-    g_free(w.lost_why);
-    return TRUE;
+    g_mutex_clear(&w.report_lock);
+    return ok;
 }

@@ -23,6 +23,9 @@ typedef enum {
     DAXFILE_WATCH_UNREADABLE,   /* @domain's definition cannot be read (@why):
                                  * it counts as defined, nothing of it is
                                  * wiped */
+    DAXFILE_WATCH_UNKNOWN,      /* @domain was undefined before its definition
+                                 * could be read: which files it used is
+                                 * not known, none is wiped */
     DAXFILE_WATCH_PLUGGED,      /* @path, hot-plugged into the running @domain
                                  * as @device, made static */
     DAXFILE_WATCH_UNGUARDED,    /* ... not made static (@why): held for the
@@ -51,7 +54,10 @@ typedef void (*DaxfileWatchFunc)(const DaxfileWatchEvent *event, gpointer data);
  * @conf asks for it (wipe_on_undefine):
  *
  * - every persistent domain's nvdimm and virtio-pmem backends that @conf
- *   manages and wants wiped are kept in memory from its definition;
+ *   manages and wants wiped are kept in memory from its definition, read
+ *   when libvirt says it was defined (on a thread of its own, so that no
+ *   wipe or rescan delays the read); a domain undefined before even that
+ *   read leaves files no one knows, and that is reported;
  * - a domain counts as undefined only when libvirt says it no longer
  *   exists (virDomainLookupByUUID: VIR_ERR_NO_DOMAIN), never because its
  *   definition could not be read; a rename (same UUID) is no undefine;
@@ -75,8 +81,10 @@ typedef void (*DaxfileWatchFunc)(const DaxfileWatchEvent *event, gpointer data);
  * it (daxfile_virt_plug_added()): made static, or held for the domain
  * unguarded, or, when another owner holds the file, reported.
  *
- * Every outcome goes to @report. FALSE with @error only when the first
- * connection fails; later losses are reported and retried. */
+ * Every outcome goes to @report, one call at a time but from either of
+ * two threads (a lost connection is said at once, whatever the watch is
+ * busy with). FALSE with @error only when the first connection fails;
+ * later losses are reported and retried. */
 gboolean daxfile_virt_watch(const char *uri, const DaxfileConf *conf,
                             volatile gint *stop, DaxfileWatchFunc report,
                             gpointer data, GError **error);

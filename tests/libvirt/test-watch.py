@@ -7,7 +7,11 @@ a device hot-plugged into a running domain only), a renamed domain's file,
 a domain whose definition cannot be read (tests/helpers/fake-virt.so), a
 file placed through a symbolic link, with two links or an untrusted owner,
 a file a process maps (until it lets go). A wipe owed survives the watch:
-a domain undefined while it runs, a wipe cut short by SIGTERM. The daemon
+a domain undefined while it runs, a wipe cut short by SIGTERM. Its
+threads held at its hold points (-Dtest_seams): a definition is read at
+its event whatever the main thread does, a domain undefined before that
+read is said and its file left alone, a lost connection is said at once.
+The daemon
 is the running one, or one started here (and stopped after); the hook and
 a config drop-in are installed for the test and removed after. Domains
 are only ever started paused (QEMU, no guest).
@@ -19,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from daxtest import Tap, build_path, daxfile, need_root
+from daxtest import Tap, build_path, daxfile, need_root, seams_cases
 import libvirt_env as lv
 import lifeworld  # tests/libvirt, beside this test)
 
@@ -28,6 +32,7 @@ M = 1 << 20
 FAKE_VIRT = build_path("tests", "helpers", "fake-virt.so")
 XATTR = "user.daxfile.wipe"
 MARK = b"\xa5" * M
+WIPES = "/var/lib/daxfile/wipes"
 
 
 def dom(n):
@@ -446,10 +451,120 @@ def test_owed(w):
             os.unlink(p)
 
 
+def owed():
+    """the wipes recorded as owed"""
+    return os.listdir(WIPES) if os.path.isdir(WIPES) else []
+
+
+class Holds:
+    """The watch's hold points (daxfile_test_hold_point()): hold(P) makes
+    the thread that reaches P wait there; reached(P) waits until one
+    has"""
+
+    def __init__(self, tmp):
+        self.dir = os.path.join(tmp, "holds")
+        os.makedirs(self.dir, exist_ok=True)
+        self.env = {"DAXFILE_TEST_HOLD_DIR": self.dir}
+
+    def hold(self, point):
+        self.forget(point)
+        open(os.path.join(self.dir, point), "w").close()
+
+    def release(self, point):
+        if os.path.exists(os.path.join(self.dir, point)):
+            os.unlink(os.path.join(self.dir, point))
+
+    def forget(self, point):
+        mark = os.path.join(self.dir, point + ".reached")
+        if os.path.exists(mark):
+            os.unlink(mark)
+
+    def reached(self, point, timeout=60):
+        mark = os.path.join(self.dir, point + ".reached")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if os.path.exists(mark):
+                return True
+            time.sleep(0.02)
+        return False
+
+
+BUSY_CASES = (
+    "defined and undefined while the watch's main thread is held: the "
+    "definition was read at its event, the file is wiped",
+    "undefined before its definition could be read: the watch says so and "
+    "leaves the file alone",
+    "libvirtd restarts while the main thread is held: the watch says at "
+    "once that it lost the connection, and reconnects when free")
+
+
+def test_busy(w):
+    """the watch reads a definition on the event thread the moment
+    libvirt says it was defined, whatever its main thread (wipes,
+    rescans, hot-plugs) is busy with, and says at once that libvirtd went
+    away; a domain undefined before even that read is said, and its file
+    left alone. The threads are held at the watch's hold points
+    (-Dtest_seams)."""
+    tap = w.tap
+    if not seams_cases(tap, BUSY_CASES, build_path("src", "daxfilectl",
+                                                   "daxfile-virt")):
+        return
+    holds = Holds(w.loop.tmp)
+    a, b = dom("ba"), dom("bb")
+    fa, fb = w.create("ba.img"), w.create("bb.img")
+    watcher = Watcher(holds.env)
+    try:
+        holds.hold("watch-main")
+        held = holds.reached("watch-main")
+        holds.forget("watch-defined")
+        defined = w.define(a, nvdimm(fa))
+        read = holds.reached("watch-defined")
+        undefined = lv.virsh("undefine", a)
+        holds.release("watch-main")
+        line = watcher.wait(f"'{fa}'")
+        tap.ok(held and defined.returncode == 0 and read and
+               undefined.returncode == 0 and line and
+               line.startswith("daxfile: wiped") and zeros(fa),
+               BUSY_CASES[0],
+               (held, defined.stderr, read, undefined.stderr, line))
+        holds.hold("watch-main")
+        held = holds.reached("watch-main")
+        holds.hold("watch-event")
+        defined = w.define(b, nvdimm(fb))
+        stuck = holds.reached("watch-event")
+        undefined = lv.virsh("undefine", b)
+        holds.release("watch-event")
+        holds.release("watch-main")
+        line = watcher.wait(f"domain '{b}' was undefined before")
+        time.sleep(3)  # a rescan: a wipe would have begun by now
+        tap.ok(held and defined.returncode == 0 and stuck and
+               undefined.returncode == 0 and line and
+               "none was wiped" in line and intact(fb) and
+               not watcher.said(f"'{fb}'") and not owed(),
+               BUSY_CASES[1], (held, stuck, line, watcher.all))
+        if w.daemon.ours:
+            holds.hold("watch-main")
+            held = holds.reached("watch-main")
+            w.daemon.restart()
+            lost = watcher.wait("lost the connection", timeout=30)
+            holds.release("watch-main")
+            back = watcher.wait("watching")
+            tap.ok(held and lost and back, BUSY_CASES[2], (held, lost, back))
+        else:
+            tap.skip(BUSY_CASES[2],
+                     "the running libvirtd is not the test's to restart")
+    finally:
+        for point in ("watch-main", "watch-event"):
+            holds.release(point)
+        watcher.stop()
+        for p in (fa, fb):
+            os.unlink(p)
+
+
 def main():
     tap = Tap()
     need_root(tap)
-    tap.plan(9 + 2 + 3 + 3 + 5 + 2 + 2)
+    tap.plan(9 + 2 + 3 + 3 + 5 + 2 + 2 + 3)
     with lv.Libvirtd() as daemon, lv.LoopDir() as loop:
         hook = lv.Hook(build_path("libvirt-hooks", "daxfile-hook"),
                        PREFIX, [loop.path], extra="wipe_on_undefine=true\n")
@@ -462,7 +577,8 @@ def main():
                                ("placement", test_placement),
                                ("used elsewhere", test_used_elsewhere),
                                ("in use", test_in_use),
-                               ("owed", test_owed)):
+                               ("owed", test_owed),
+                               ("busy", test_busy)):
                 tap.subtest(name, func, w)
         finally:
             w.cleanup()
