@@ -17,6 +17,7 @@
 #include "daxfile-identity.h"
 #include "daxfile-proc.h"
 #include "daxfile-registry.h"
+#include "daxfile-seam.h"
 #include "daxfile-static.h"
 #include "daxfile-util.h"
 #include "daxfile-virt-priv.h"
@@ -294,15 +295,17 @@ void
 daxfile_virt_plug_scan(virConnectPtr conn, const DaxfileConf *conf,
                        DaxfilePlugFunc func, gpointer data)
 {
-    g_autoptr(GPtrArray) entries = daxfile_static_list(NULL);
     virDomainPtr *doms = NULL;
     int n, i;
 
-    if (!entries)
-        return;
+    daxfile_test_hold_point("watch-plug-scan");
     n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
     for (i = 0; i < n; i++) {
-        if (settled_running(doms[i]))
+        /* what the registry holds now: a domain that started since the
+         * scan began holds its files */
+        g_autoptr(GPtrArray) entries = NULL;
+
+        if (settled_running(doms[i]) && (entries = daxfile_static_list(NULL)))
             scan_domain(doms[i], conf, entries, func, data);
         virDomainFree(doms[i]);
     }

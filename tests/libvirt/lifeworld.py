@@ -306,3 +306,36 @@ def ready_counts(line):
     m = re.search(r"watching (\d+) defined domains \((\d+) files",
                   line or "")
     return (int(m.group(1)), int(m.group(2))) if m else (-100, -100)
+
+
+class Holds:
+    """The watch's hold points (daxfile_test_hold_point()): hold(P) makes
+    the thread that reaches P wait there; reached(P) waits until one
+    has"""
+
+    def __init__(self, tmp):
+        self.dir = os.path.join(tmp, "holds")
+        os.makedirs(self.dir, exist_ok=True)
+        self.env = {"DAXFILE_TEST_HOLD_DIR": self.dir}
+
+    def hold(self, point):
+        self.forget(point)
+        open(os.path.join(self.dir, point), "w").close()
+
+    def release(self, point):
+        if os.path.exists(os.path.join(self.dir, point)):
+            os.unlink(os.path.join(self.dir, point))
+
+    def forget(self, point):
+        mark = os.path.join(self.dir, point + ".reached")
+        if os.path.exists(mark):
+            os.unlink(mark)
+
+    def reached(self, point, timeout=60):
+        mark = os.path.join(self.dir, point + ".reached")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if os.path.exists(mark):
+                return True
+            time.sleep(0.02)
+        return False

@@ -17,9 +17,9 @@ import os
 import subprocess
 import sys
 
-from daxtest import Tap, is_immutable, need_root
+from daxtest import Tap, build_path, is_immutable, need_root, seams_cases
 import libvirt_env as lv
-from lifeworld import (HOOK, M, World, intact, nvdimm, one_line,
+from lifeworld import (HOOK, M, Holds, World, intact, nvdimm, one_line,
                        virtio_pmem)
 
 ENGAGED = "--engaged" in sys.argv[1:]
@@ -176,6 +176,40 @@ def t_watch(w):
                "too", w.entries())
 
 
+SCAN_CASE = ("a domain started while the watch scans for hot-plugs: the "
+             "scan leaves it to the hook, its file static for it")
+
+
+def t_scan_started(w):
+    """a domain that starts while the watch looks for devices added while
+    it was not looking (a scan at another domain's stop) is the hook's:
+    the scan says nothing of it, and its file stays static for it"""
+    tap = w.tap
+    if not seams_cases(tap, [SCAN_CASE], build_path("src", "daxfilectl",
+                                                    "daxfile-virt")):
+        return
+    holds = Holds(w.loop.tmp)
+    a, b = w.dom("sa"), w.dom("sb")
+    fa, fb = w.create("sa.img"), w.create("sb.img")
+    running(w, a, fa)
+    w.define(b, nvdimm(fb))
+    with w.watcher(holds.env) as watcher:
+        try:
+            holds.hold("watch-plug-scan")
+            lv.virsh("destroy", a)
+            held = holds.reached("watch-plug-scan")
+            start = lv.virsh("start", "--paused", b)
+        finally:
+            holds.release("watch-plug-scan")
+        line = watcher.wait(f"'{fb}'", timeout=10)
+        e = w.entry(fb)
+        tap.ok(held and start.returncode == 0 and not line and
+               w.guarded(fb) and e.get("owner") == f"domain:{b}" and
+               not e.get("unguarded"),
+               SCAN_CASE, (held, start.stderr, line, e, watcher.all))
+        lv.virsh("destroy", b)
+
+
 def t_watch_held(w):
     """virsh attach-device --live of a file another domain holds; of a
     stopped domain's file, which that domain then cannot start on, with
@@ -287,13 +321,14 @@ def t_transient(w):
 def main():
     tap = Tap()
     need_root(tap)
-    tap.plan(3 + 1 + 2 + 5 + 3 + 4 + 2)
+    tap.plan(3 + 1 + 2 + 5 + 1 + 3 + 4 + 2)
     with lv.Libvirtd() as daemon, lv.LoopDir() as loop:
         with World(tap, daemon, loop, PREFIX, engaged=ENGAGED) as w:
             for name, func in (("attach", t_attach),
                                ("attach refused", t_attach_refused),
                                ("held", t_held),
                                ("watch", t_watch),
+                               ("watch: a domain starting", t_scan_started),
                                ("watch: held elsewhere", t_watch_held),
                                ("virtio-pmem", t_virtio_pmem),
                                ("transient", t_transient)):

@@ -456,39 +456,6 @@ def owed():
     return os.listdir(WIPES) if os.path.isdir(WIPES) else []
 
 
-class Holds:
-    """The watch's hold points (daxfile_test_hold_point()): hold(P) makes
-    the thread that reaches P wait there; reached(P) waits until one
-    has"""
-
-    def __init__(self, tmp):
-        self.dir = os.path.join(tmp, "holds")
-        os.makedirs(self.dir, exist_ok=True)
-        self.env = {"DAXFILE_TEST_HOLD_DIR": self.dir}
-
-    def hold(self, point):
-        self.forget(point)
-        open(os.path.join(self.dir, point), "w").close()
-
-    def release(self, point):
-        if os.path.exists(os.path.join(self.dir, point)):
-            os.unlink(os.path.join(self.dir, point))
-
-    def forget(self, point):
-        mark = os.path.join(self.dir, point + ".reached")
-        if os.path.exists(mark):
-            os.unlink(mark)
-
-    def reached(self, point, timeout=60):
-        mark = os.path.join(self.dir, point + ".reached")
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if os.path.exists(mark):
-                return True
-            time.sleep(0.02)
-        return False
-
-
 BUSY_CASES = (
     "defined and undefined while the watch's main thread is held: the "
     "definition was read at its event, the file is wiped",
@@ -509,7 +476,7 @@ def test_busy(w):
     if not seams_cases(tap, BUSY_CASES, build_path("src", "daxfilectl",
                                                    "daxfile-virt")):
         return
-    holds = Holds(w.loop.tmp)
+    holds = lifeworld.Holds(w.loop.tmp)
     a, b = dom("ba"), dom("bb")
     fa, fb = w.create("ba.img"), w.create("bb.img")
     watcher = Watcher(holds.env)
