@@ -11,6 +11,7 @@
 #include "daxfile-fd.h"
 #include "daxfile-identity.h"
 #include "daxfile-registry.h"
+#include "daxfile-seam.h"
 #include "daxfile-util.h"
 #include "daxfile-virt-priv.h"
 #include "daxfile-watch-priv.h"
@@ -387,6 +388,7 @@ daxfile_watch_settle(Watch *w, const char *uuid, const char *name)
 
     if (!wd && (!name || g_hash_table_contains(w->settled, uuid)))
         return;
+    daxfile_test_hold_point("watch-settle");
     switch (domain_state(w, uuid, &why)) {
     case DOMAIN_DEFINED:
         dom = virDomainLookupByUUIDString(w->conn, uuid);

@@ -99,7 +99,9 @@ daxfile_watch_report(Watch *w, DaxfileWatchKind kind, const char *domain,
 
 /* Report a state that is looked at again every few seconds (a wipe that
  * waits, a domain that cannot be read) once, until it changes: @key
- * names the thing */
+ * names the thing. Nothing is said while the connection is going: what
+ * fails then is that (said once, DAXFILE_WATCH_LOST), and it is looked
+ * at again on the new one. */
 void
 daxfile_watch_say(Watch *w, const char *key, DaxfileWatchKind kind,
                   const char *domain, const char *path, const char *why)
@@ -115,7 +117,8 @@ daxfile_watch_say(Watch *w, const char *key, DaxfileWatchKind kind,
         .files = watch_files(w),
     };
 
-    if (said && STREQ(said, why ? why : ""))
+    if ((said && STREQ(said, why ? why : "")) || g_atomic_int_get(&w->lost) ||
+        !w->conn || virConnectIsAlive(w->conn) != 1)
         return;
     g_hash_table_replace(w->said, g_strdup(key), g_strdup(why ? why : ""));
     watch_emit(w, &ev);

@@ -462,7 +462,9 @@ BUSY_CASES = (
     "undefined before its definition could be read: the watch says so and "
     "leaves the file alone",
     "libvirtd restarts while the main thread is held: the watch says at "
-    "once that it lost the connection, and reconnects when free")
+    "once that it lost the connection, and reconnects when free",
+    "libvirtd restarts while the watch asks whether an undefined domain is "
+    "gone: no failure said, the file wiped on the new connection")
 
 
 def test_busy(w):
@@ -477,8 +479,8 @@ def test_busy(w):
                                                    "daxfile-virt")):
         return
     holds = lifeworld.Holds(w.loop.tmp)
-    a, b = dom("ba"), dom("bb")
-    fa, fb = w.create("ba.img"), w.create("bb.img")
+    a, b, c = dom("ba"), dom("bb"), dom("bc")
+    fa, fb, fc = w.create("ba.img"), w.create("bb.img"), w.create("bc.img")
     watcher = Watcher(holds.env)
     try:
         holds.hold("watch-main")
@@ -517,21 +519,35 @@ def test_busy(w):
             holds.release("watch-main")
             back = watcher.wait("watching")
             tap.ok(held and lost and back, BUSY_CASES[2], (held, lost, back))
+            holds.hold("watch-settle")
+            defined = w.define(c, nvdimm(fc))
+            undefined = lv.virsh("undefine", c)
+            settling = holds.reached("watch-settle")
+            w.daemon.restart()
+            lost = watcher.wait("lost the connection", timeout=30)
+            holds.release("watch-settle")
+            line = watcher.wait(f"'{fc}'")
+            tap.ok(defined.returncode == 0 and undefined.returncode == 0 and
+                   settling and lost and line and
+                   line.startswith("daxfile: wiped") and zeros(fc) and
+                   not watcher.said("cannot"), BUSY_CASES[3],
+                   (settling, lost, line, watcher.all))
         else:
-            tap.skip(BUSY_CASES[2],
-                     "the running libvirtd is not the test's to restart")
+            for case in BUSY_CASES[2:]:
+                tap.skip(case,
+                         "the running libvirtd is not the test's to restart")
     finally:
-        for point in ("watch-main", "watch-event"):
+        for point in ("watch-main", "watch-event", "watch-settle"):
             holds.release(point)
         watcher.stop()
-        for p in (fa, fb):
+        for p in (fa, fb, fc):
             os.unlink(p)
 
 
 def main():
     tap = Tap()
     need_root(tap)
-    tap.plan(9 + 2 + 3 + 3 + 5 + 2 + 2 + 3)
+    tap.plan(9 + 2 + 3 + 3 + 5 + 2 + 2 + 4)
     with lv.Libvirtd() as daemon, lv.LoopDir() as loop:
         hook = lv.Hook(build_path("libvirt-hooks", "daxfile-hook"),
                        PREFIX, [loop.path], extra="wipe_on_undefine=true\n")
