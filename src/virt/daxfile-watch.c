@@ -4,6 +4,7 @@
  * threads, libvirt's events, the domains known and what each would leave
  * behind; the wipes are daxfile-watch-wipes.c's
  */
+#include <libxml/parser.h>
 #include <stdlib.h>
 
 #include "daxfile-devdax.h"
@@ -560,6 +561,8 @@ daxfile_virt_watch(const char *uri, const DaxfileConf *conf,
         return FALSE;
     }
     g_mutex_init(&w.report_lock);
+    /* both threads parse domain XML: libxml2 is set up once, here */
+    xmlInitParser();
     events = g_thread_new("daxfile-events", watch_events, &w);
     ok = watch_connect(&w, uri, error);
     if (ok)
