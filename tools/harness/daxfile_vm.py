@@ -37,7 +37,8 @@ from vm_base import (BUILD_KERNEL, CACHE_DIR, CONSOLE_MARK, DAXCTL_SERIES,
                      DEFAULT_APPEND, FLAVOURS, GUEST_DIR, GUEST_DIRS, QUIET,
                      VmError, add_guest_dir, emulated_host_cpus,
                      hostroot_shares)
-from vm_boot import build_image, classify_tap, guest_script, resolve_script
+from vm_boot import (build_image, classify_tap, guest_script, qemu_command,
+                     resolve_script)
 from vm_cli import main
 from vm_pmem import Pmem, default_tmpdir
 
@@ -47,7 +48,8 @@ __all__ = ["BUILD_KERNEL", "CACHE_DIR", "CONSOLE_MARK", "DAXCTL_SERIES",
            "DEFAULT_APPEND", "FLAVOURS", "GUEST_DIR", "GUEST_DIRS", "QUIET",
            "VmError", "add_guest_dir", "emulated_host_cpus",
            "hostroot_shares", "build_image",
-           "classify_tap", "guest_script", "resolve_script", "main", "Pmem",
+           "classify_tap", "guest_script", "qemu_command", "resolve_script",
+           "main", "Pmem",
            "default_tmpdir", "hold_cpus"]
 
 _MODULES = (vm_base, vm_kernel, vm_image, vm_pmem, vm_boot, vm_cli)

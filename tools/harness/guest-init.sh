@@ -42,6 +42,12 @@ stage1() {
     grep -q 'daxfile.modules=0' /proc/cmdline && modules=/dev/null
     kver=$(cat /etc/daxfile-vm/kernel)
     insmod_all "$modules"
+    # a CXL pmem device (daxfile.cxl=1): its drivers, then their
+    # asynchronous probes (ports, memdev, nvdimm bridge) settle
+    if [ "$modules" != /dev/null ] && grep -q 'daxfile.cxl=1' /proc/cmdline; then
+        insmod_all /etc/daxfile-vm/modules.cxl
+        cxl_settle
+    fi
     read -r up _ </proc/uptime
     say "READY uptime=$up"
     if grep -q 'daxfile.hostroot=1' /proc/cmdline; then
@@ -56,6 +62,20 @@ insmod_all() {
             say "ERROR insmod $mod failed"
         fi
     done <"$1"
+}
+
+cxl_settle() {
+    # up to 10 s until the memdev and its nvdimm bridge are probed
+    i=0
+    while [ $i -lt 100 ]; do
+        if [ -e /sys/bus/cxl/devices/mem0 ] &&
+            ls -d /sys/bus/cxl/devices/nvdimm-bridge* >/dev/null 2>&1; then
+            return
+        fi
+        sleep 0.1
+        i=$((i + 1))
+    done
+    say "ERROR no CXL memdev and nvdimm bridge after 10 s"
 }
 
 hostroot() {

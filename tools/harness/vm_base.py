@@ -81,6 +81,11 @@ OPTIONAL_MODULES = {'crc32c_intel', 'nd_btt', 'virtio_pmem'}
 HOSTROOT_MODULES = ['virtio_pci', 'virtio_blk', 'virtio_net', '9pnet_virtio',
                     '9p', 'overlay', 'kvm_amd', 'loop']
 HOSTROOT_OPTIONAL = {'virtio_blk', 'virtio_net', 'kvm_amd', 'loop'}
+# Loaded only for a boot with a CXL pmem device (daxfile.cxl=1; no udev
+# loads them): the ACPI root (CEDT), the PCI memdev, its memory and pmem
+# (nvdimm bridge) drivers; cxl_port is built in on Debian's 6.1 and 6.12
+CXL_MODULES = ['cxl_acpi', 'cxl_pci', 'cxl_port', 'cxl_mem', 'cxl_pmem']
+CXL_OPTIONAL = {'cxl_port'}
 
 # Host programs copied into every base initramfs with their ldd closure.
 # (guest path, host path, required)
@@ -99,6 +104,7 @@ GUEST_TOOLS = [
     ('/usr/sbin/xfs_repair', '/usr/sbin/xfs_repair', False),
     ('/usr/bin/ndctl', '/usr/bin/ndctl', True),
     ('/usr/bin/daxctl', '/usr/bin/daxctl', True),
+    ('/usr/bin/cxl', '/usr/bin/cxl', False),
     ('/usr/bin/strace', '/usr/bin/strace', False),
 ]
 GUEST_TOOL_LINKS = {
@@ -147,18 +153,26 @@ def hostroot_shares(env, extra=()):
     return shares
 
 
-def hostroot_qemu(shares, userland=Path('/')):
+def hostroot_qemu(shares, userland=Path('/'), bus=None):
     """QEMU's arguments of a --hostroot boot: the host's root (or the
     kernel's own @userland, a Debian 13 root), and each of @shares
     (hostroot_shares()) as its own read-only 9p export (multidevs=remap:
-    the many filesystems under one export keep distinct inodes)"""
-    root = os.path.realpath(userland).replace(',', ',,')
-    argv = ['-virtfs', f'local,path={root},mount_tag=hostroot,'
-            'security_model=none,readonly=on,multidevs=remap']
-    for i, path in enumerate(shares):
-        src = os.path.realpath(path).replace(',', ',,')
-        argv += ['-virtfs', f'local,path={src},mount_tag={SHARE_TAG}{i},'
-                 'security_model=none,readonly=on,multidevs=remap']
+    the many filesystems under one export keep distinct inodes). @bus:
+    the PCI bus of the 9p devices (a CXL machine's 'pcie.0': -virtfs would
+    put them on the CXL host bridge, which takes only bridges)"""
+    exports = [(os.path.realpath(userland), 'hostroot')]
+    exports += [(os.path.realpath(path), f'{SHARE_TAG}{i}')
+                for i, path in enumerate(shares)]
+    argv = []
+    for i, (path, tag) in enumerate(exports):
+        opts = (f'local,path={path.replace(",", ",,")},'
+                'security_model=none,readonly=on,multidevs=remap')
+        if bus is None:
+            argv += ['-virtfs', f'{opts},mount_tag={tag}']
+        else:
+            argv += ['-fsdev', f'{opts},id=fs{i}',
+                     '-device', f'virtio-9p-pci,fsdev=fs{i},'
+                                f'mount_tag={tag},bus={bus}']
     return argv
 
 

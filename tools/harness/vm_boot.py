@@ -19,7 +19,7 @@ import vm_cpus
 from vm_base import (CONSOLE_MARK, DEFAULT_APPEND, GIB, GUEST_DIRS,
                      KERNEL_ERROR_RE, MIB, PANIC_RE, VmError, hostroot_qemu,
                      hostroot_shares, parse_size)
-from vm_kernel import Kernel, get_kernel, pvh_vmlinux
+from vm_kernel import Kernel, debian13_root, get_kernel, pvh_vmlinux
 from vm_image import _base_inputs, _boot_cpio, build_base, build_bins
 from vm_pmem import Pmem
 
@@ -196,10 +196,13 @@ class Image:
                         env.setdefault(k, os.environ[k])
             shares = hostroot_shares(env, shares) if hostroot else []
             initrd = self.initrd(rundir / 'initrd', script, env, shares)
-            root_append, root_qemu = (hostroot_args(self.kernel, shares)
-                                      if hostroot else ('', []))
+            root_append, root_qemu = (
+                hostroot_args(self.kernel, shares,
+                              'pcie.0' if is_cxl(pmems) else None)
+                if hostroot else ('', []))
             cmdline = (f'{DEFAULT_APPEND} daxfile.script={script.name}'
                        f'{"" if modules else " daxfile.modules=0"}'
+                       f'{" daxfile.cxl=1" if is_cxl(pmems) else ""}'
                        f'{root_append} {append}')
             memory = memory or ('2G' if hostroot else '1G')
             argv = qemu_argv(self.boot_kernel, initrd, cmdline, pmems,
@@ -220,16 +223,17 @@ class Image:
             shutil.rmtree(rundir, ignore_errors=True)
 
 
-def hostroot_args(kernel, shares):
+def hostroot_args(kernel, shares, bus=None):
     """(kernel command line words, QEMU arguments) of a --hostroot boot of
-    @kernel: its userland over 9p, @shares; on a userland with AppArmor
-    (the Debian 13 root) daxfile.apparmor=1 has guest-init.sh load its
-    profiles as Debian's apparmor.service does"""
+    @kernel: its userland over 9p, @shares (on PCI bus @bus, see
+    hostroot_qemu()); on a userland with AppArmor (the Debian 13 root)
+    daxfile.apparmor=1 has guest-init.sh load its profiles as Debian's
+    apparmor.service does"""
     words = ' daxfile.hostroot=1'
     if kernel.userland != Path('/') and \
             (kernel.userland / 'usr/sbin/apparmor_parser').exists():
         words += ' daxfile.apparmor=1'
-    return words, hostroot_qemu(shares, kernel.userland)
+    return words, hostroot_qemu(shares, kernel.userland, bus)
 
 
 def guest_script(name):
@@ -274,28 +278,16 @@ def build_image(kernel='6.1', bins=(), kernel_image=None, compress=True,
 
 
 def qemu_argv(vmlinuz, initrd, cmdline, pmems, rundir, smp=1, memory='1G'):
-    mem = parse_size(memory)
-    argv = ['qemu-system-x86_64', '-nodefaults', '-no-user-config',
-            '-accel', 'tcg,thread=multi', '-cpu', 'max', '-smp', str(smp),
-            '-display', 'none', '-vga', 'none', '-no-reboot',
-            '-kernel', str(vmlinuz), '-initrd', str(initrd),
-            '-append', cmdline]
-    if pmems:
-        total = sum(-(-p.size // GIB) * GIB for p in pmems)
-        argv += ['-machine', 'pc,nvdimm=on',
-                 '-m', f'{mem // MIB}M,slots={max(4, len(pmems) + 1)},'
-                       f'maxmem={(mem + total + GIB) // MIB}M']
-        for i, p in enumerate(pmems):
-            argv += ['-object', f'memory-backend-file,id=mem{i},share=on,'
-                                f'mem-path={p.path},size={p.size},align=2M']
-            if p.model == 'virtio-pmem':
-                argv += ['-device', f'virtio-pmem-pci,memdev=mem{i},id=nv{i}']
-            else:
-                argv += ['-device', f'nvdimm,memdev=mem{i},id=nv{i}'
-                                    + (f',label-size={p.label_size}'
-                                       if p.label_size else '')]
-    else:
-        argv += ['-machine', 'pc', '-m', f'{mem // MIB}M']
+    """QEMU's command line of one boot: Debian 12's QEMU, or Debian 13's
+    (qemu_command()) for a CXL device; the machine and pmem devices
+    (pmem_argv()); two serial ports through fifos in @rundir"""
+    argv = qemu_command(pmems) + [
+        '-nodefaults', '-no-user-config',
+        '-accel', 'tcg,thread=multi', '-cpu', 'max', '-smp', str(smp),
+        '-display', 'none', '-vga', 'none', '-no-reboot',
+        '-kernel', str(vmlinuz), '-initrd', str(initrd),
+        '-append', cmdline]
+    argv += pmem_argv(pmems, parse_size(memory))
     # ttyS0: kernel console and harness messages; ttyS1: the script's TAP.
     for name in ('con', 'tap'):
         fifo_base = rundir / name
@@ -304,6 +296,76 @@ def qemu_argv(vmlinuz, initrd, cmdline, pmems, rundir, smp=1, memory='1G'):
         argv += ['-chardev', f'pipe,id={name},path={fifo_base}',
                  '-device', f'isa-serial,chardev={name}']
     return argv
+
+
+def is_cxl(pmems):
+    """True if @pmems are CXL devices (then they are all CXL)"""
+    models = {p.model for p in pmems or []}
+    if 'cxl' in models and (len(models) > 1 or len(pmems) > 1):
+        raise VmError("a CXL pmem device is the boot's only pmem device")
+    return models == {'cxl'}
+
+
+def qemu_command(pmems):
+    """The QEMU to run: this machine's, or for a CXL device Debian 13's
+    QEMU 10 (Debian 12's 7.2 creates the region but its data path is dead:
+    reads give zeros, writes never reach the backing file), run from the
+    Debian 13 root (.ci/debian13-root) through that root's own loader and
+    libraries; nothing of it is installed here"""
+    if not is_cxl(pmems):
+        return ['qemu-system-x86_64']
+    root = debian13_root()
+    lib = root / 'usr/lib/x86_64-linux-gnu'
+    return ['env', f'QEMU_MODULE_DIR={lib / "qemu"}',
+            str(root / 'usr/lib64/ld-linux-x86-64.so.2'),
+            '--library-path', str(lib),
+            str(root / 'usr/bin/qemu-system-x86_64'),
+            '-L', str(root / 'usr/share/qemu'),
+            '-L', str(root / 'usr/share/seabios')]
+
+
+def pmem_argv(pmems, mem):
+    """The machine, its memory and the pmem devices: NVDIMMs and
+    virtio-pmem on 'pc', a CXL device on 'q35,cxl=on' (cxl_argv())"""
+    if not pmems:
+        return ['-machine', 'pc', '-m', f'{mem // MIB}M']
+    if is_cxl(pmems):
+        return cxl_argv(pmems[0], mem)
+    total = sum(-(-p.size // GIB) * GIB for p in pmems)
+    argv = ['-machine', 'pc,nvdimm=on',
+            '-m', f'{mem // MIB}M,slots={max(4, len(pmems) + 1)},'
+                  f'maxmem={(mem + total + GIB) // MIB}M']
+    for i, p in enumerate(pmems):
+        argv += ['-object', f'memory-backend-file,id=mem{i},share=on,'
+                            f'mem-path={p.path},size={p.size},align=2M']
+        if p.model == 'virtio-pmem':
+            argv += ['-device', f'virtio-pmem-pci,memdev=mem{i},id=nv{i}']
+        else:
+            argv += ['-device', f'nvdimm,memdev=mem{i},id=nv{i}'
+                                + (f',label-size={p.label_size}'
+                                   if p.label_size else '')]
+    return argv
+
+
+def cxl_argv(pmem, mem):
+    """One CXL type-3 persistent memory device (QEMU's
+    docs/system/devices/cxl.rst): a CXL host bridge (pxb-cxl) on pcie.0,
+    one root port, the device with its backing file and its LSA file, and
+    a fixed memory window of 4 GiB (a multiple of 256 MiB) over the host
+    bridge, where the guest's `cxl create-region` maps it"""
+    window = max(4 * GIB, -(-pmem.size // GIB) * GIB)
+    return [
+        '-machine', 'q35,cxl=on',
+        '-m', f'{mem // MIB}M,slots=4,maxmem={(mem + window) // MIB}M',
+        '-object', f'memory-backend-file,id=cxl-mem0,share=on,'
+                   f'mem-path={pmem.path},size={pmem.size}',
+        '-object', f'memory-backend-file,id=cxl-lsa0,share=on,'
+                   f'mem-path={pmem.lsa_path},size={pmem.label_size}',
+        '-device', 'pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1',
+        '-device', 'cxl-rp,port=0,bus=cxl.1,id=cxl-rp0,chassis=0,slot=2',
+        '-device', 'cxl-type3,bus=cxl-rp0,persistent-memdev=cxl-mem0,'
+                   'lsa=cxl-lsa0,id=cxl-pmem0',
+        '-M', f'cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size={window // MIB}M']
 
 
 class _Stream:

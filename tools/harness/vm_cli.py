@@ -18,7 +18,8 @@ from pathlib import Path
 from vm_base import (CACHE_DIR, DEFAULT_APPEND, Terminated, VmError, _hash,
                      _prune, _sigterm, hostroot_shares)
 from vm_pmem import parse_pmems
-from vm_boot import build_image, hostroot_args, qemu_argv, resolve_script
+from vm_boot import (build_image, hostroot_args, is_cxl, qemu_argv,
+                     resolve_script)
 
 # --------------------------------------------------------------------------
 # Command line
@@ -168,12 +169,14 @@ def _shell_cmd(args):
         pmems = parse_pmems(args.pmem or [''])
         shares = (hostroot_shares(os.environ, args.share) if args.hostroot
                   else [])
-        root_append, root_qemu = (hostroot_args(image.kernel, shares)
-                                  if args.hostroot else ('', []))
+        cxl = is_cxl(pmems)
+        root_append, root_qemu = (
+            hostroot_args(image.kernel, shares, 'pcie.0' if cxl else None)
+            if args.hostroot else ('', []))
         initrd = image.initrd(rundir / 'initrd', None, {}, shares)
         argv = qemu_argv(image.boot_kernel, initrd,
                          f'{DEFAULT_APPEND} {" ".join(args.append)}'
-                         + root_append,
+                         + (' daxfile.cxl=1' if cxl else '') + root_append,
                          pmems, rundir, args.smp,
                          args.memory or ('2G' if args.hostroot else '1G'))
         argv += root_qemu
@@ -219,7 +222,9 @@ def main(argv=None):
                        metavar='FILE[,size=S][,label=L][,model=M]',
                        help="NVDIMM backing file, created prefilled if "
                             "missing; 'none' for no NVDIMM (default: a "
-                            "temporary 1G file)")
+                            "temporary 1G file); model=virtio-pmem, or "
+                            "model=cxl: a CXL type-3 persistent device "
+                            "(Debian 13's QEMU, FILE.lsa its label area)")
         p.add_argument('--append', action='append', default=[], metavar='ARGS',
                        help='extra kernel command line')
         p.add_argument('--smp', type=int, default=1,

@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from vm_base import (CACHE_DIR, GUEST_DIRS, GUEST_ETC_FILES, GUEST_MODULES,
-                     GUEST_TOOLS, GUEST_TOOL_LINKS, HARNESS_DIR,
-                     HOSTROOT_MODULES, HOSTROOT_OPTIONAL, MIB,
-                     OPTIONAL_MODULES, VmError, _Lock, _Memo, _file_key,
-                     _hash, _log, _prune, _run)
+from vm_base import (CACHE_DIR, CXL_MODULES, CXL_OPTIONAL, GUEST_DIRS,
+                     GUEST_ETC_FILES, GUEST_MODULES, GUEST_TOOLS,
+                     GUEST_TOOL_LINKS, HARNESS_DIR, HOSTROOT_MODULES,
+                     HOSTROOT_OPTIONAL, MIB, OPTIONAL_MODULES, VmError,
+                     _Lock, _Memo, _file_key, _hash, _log, _prune, _run)
 
 # --------------------------------------------------------------------------
 # Modules
@@ -215,8 +215,8 @@ def _base_inputs(kernel, tools=None, modules=None):
     """Everything the base archive is made of, with stat keys for caching.
     tools: only these of GUEST_TOOLS (guest paths); None: all of them.
     modules: only these modules (and what they need), loaded in this
-    order, and none for a --hostroot boot; None: GUEST_MODULES and the
-    hostroot ones."""
+    order, and none for a --hostroot or CXL boot; None: GUEST_MODULES, and
+    the hostroot and CXL ones (loaded by those boots only)."""
     busybox = shutil.which('busybox') or '/bin/busybox'
     files = {'/usr/bin/busybox': os.path.realpath(busybox)}
     for gpath, hpath, required in GUEST_TOOLS:
@@ -233,17 +233,25 @@ def _base_inputs(kernel, tools=None, modules=None):
         if os.path.exists(hpath):
             files[gpath] = hpath
     if not kernel.modroot:
-        return files, [], []
+        return files, [], {}
     if modules is not None:
-        return files, module_load_list(kernel, modules), []
+        return files, module_load_list(kernel, modules), {}
     modules = module_load_list(kernel)
-    hostroot = [m for m in module_load_list(kernel, HOSTROOT_MODULES,
-                                            HOSTROOT_OPTIONAL)
-                if m not in modules]
-    return files, modules, hostroot
+    extras, seen = {}, set(modules)
+    for name, wanted, optional in (
+            ('hostroot', HOSTROOT_MODULES, HOSTROOT_OPTIONAL),
+            ('cxl', CXL_MODULES, CXL_OPTIONAL)):
+        extras[name] = [m for m in module_load_list(kernel, wanted, optional)
+                        if m not in seen]
+        seen.update(extras[name])
+    return files, modules, extras
 
 
-def _populate_base(cpio, kernel, files, modules, hostroot=()):
+def _populate_base(cpio, kernel, files, modules, extras=None):
+    """The base archive's files; @extras: {NAME: modules} that guest-init.sh
+    loads only for some boots, listed in /etc/daxfile-vm/modules.NAME
+    (hostroot: a --hostroot boot; cxl: a boot with a CXL device)"""
+    extras = extras or {}
     for d in ('dev', 'proc', 'sys', 'tmp', 'run', 'mnt', 'root', 'etc',
               'var/tmp', 'usr/bin', 'usr/sbin', 'usr/lib/x86_64-linux-gnu',
               'usr/lib64', 'daxfile/bin', 'daxfile/tests', 'daxfile/lib'):
@@ -271,7 +279,8 @@ def _populate_base(cpio, kernel, files, modules, hostroot=()):
             # Decompress (busybox insmod reads neither .xz nor .zst) into a
             # staging tree and run depmod on it, so modules.dep matches.
             stage = Path(tmp) / 'lib' / 'modules' / kernel.kver
-            for mod in list(modules) + list(hostroot):
+            for mod in list(modules) + [m for v in extras.values()
+                                        for m in v]:
                 plain = re.sub(r'\.(xz|gz|zst)$', '', mod)
                 out = stage / plain
                 out.parent.mkdir(parents=True, exist_ok=True)
@@ -295,8 +304,12 @@ def _populate_base(cpio, kernel, files, modules, hostroot=()):
                                   data=p.read_bytes(), mode=0o644)
     cpio.add_file('etc/daxfile-vm/modules.load', data=''.join(
         f'{m}\n' for m in load[:len(modules)]))
-    cpio.add_file('etc/daxfile-vm/modules.hostroot', data=''.join(
-        f'{m}\n' for m in load[len(modules):]))
+    done = len(modules)
+    for name in ('hostroot', 'cxl'):
+        mods = load[done:done + len(extras.get(name, []))]
+        done += len(mods)
+        cpio.add_file(f'etc/daxfile-vm/modules.{name}',
+                      data=''.join(f'{m}\n' for m in mods))
     cpio.add_file('etc/daxfile-vm/kernel', data=f'{kernel.kver}\n')
 
 
@@ -304,12 +317,12 @@ def build_base(kernel, inputs, compress=True, slim=False):
     """The cached base archive: busybox, modules, tools and their libraries
     (@inputs: what _base_inputs(kernel) returned). Keyed by a hash of every
     input (file stats, kernel, the recipe's code)."""
-    files, modules, hostroot = inputs
+    files, modules, extras = inputs
     key = _hash({
         'recipe': inspect.getsource(_populate_base),
         # A built-in kernel's base does not depend on the kernel at all.
         'kernel': kernel.ident if kernel.modroot else 'built-in',
-        'kver': kernel.kver, 'modules': modules, 'hostroot': hostroot,
+        'kver': kernel.kver, 'modules': modules, 'extras': extras,
         'files': sorted([g] + _file_key(h) for g, h in files.items()),
         'applets': _busybox_applets(), 'compress': compress,
     })[:20]
@@ -326,7 +339,7 @@ def build_base(kernel, inputs, compress=True, slim=False):
             return path
         t0 = time.monotonic()
         cpio = Cpio()
-        _populate_base(cpio, kernel, files, modules, hostroot)
+        _populate_base(cpio, kernel, files, modules, extras)
         cpio.save(path, compress)
         _log(f'built base initramfs {path.name} '
              f'({path.stat().st_size / MIB:.1f} MiB, {len(modules)} modules) '

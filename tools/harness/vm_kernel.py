@@ -155,10 +155,9 @@ def _cached_debian_kernels(prefix):
 _held_roots = {}
 
 
-def debian13_kernel():
-    """The kernel installed in the Debian 13 root (.ci/debian13-root
-    builds the root once, minutes, and prints its path), with that root
-    as its modules' and its --hostroot boots' userland"""
+def debian13_root():
+    """The Debian 13 root (.ci/debian13-root builds it once, minutes, and
+    prints its path), held for this process so that no prune removes it"""
     _log('the Debian 13 root (.ci/debian13-root)')
     res = subprocess.run([str(DEBIAN13_ROOT), '--quiet'],
                          stdout=subprocess.PIPE, text=True)
@@ -171,6 +170,13 @@ def debian13_kernel():
         fd = os.open(use, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
         fcntl.flock(fd, fcntl.LOCK_SH)
         _held_roots[root] = fd
+    return root
+
+
+def debian13_kernel():
+    """The kernel installed in the Debian 13 root (debian13_root()), with
+    that root as its modules' and its --hostroot boots' userland"""
+    root = debian13_root()
     moddir, kver = _modules_dir(root)
     vmlinuz = root / 'boot' / f'vmlinuz-{kver}'
     if not vmlinuz.is_file():

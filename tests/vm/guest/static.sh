@@ -12,90 +12,11 @@
 # one NVDIMM of 1 GiB.
 . /daxfile/lib/guest-lib.sh
 
-MB=1048576
-# refused by every mechanism that enforces anything
-OPS="truncate ftruncate open-trunc falloc-alloc falloc-keep falloc-punch
-falloc-collapse falloc-insert falloc-zero clone clonerange dedupe copy-range
-pwrite-extend rename unlink link"
-# refused by the immutable guard (EPERM), allowed by the kernel mechanism,
-# whose S_DAXFILE blocks layout and name changes only: writes inside the
-# file are what a static file is for
-OPS_GUARD="open-rdwr open-wronly pwrite-inside chmod"
+. /daxfile/tests/static-lib.sh
+
+# shellcheck disable=SC2153 # OPS: static-lib.sh's
 NOPS=$(echo "$OPS $OPS_GUARD" | wc -w)
 dx_plan $((2 + 2 * (21 + NOPS) + 5 + 4))
-
-# ------------------------------------------------------- the consumer
-consumer_start() {
-    rm -f /tmp/cin /tmp/cout
-    mkfifo /tmp/cin
-    # Create it here: the consumer's own >/tmp/cout happens only after its
-    # </tmp/cin open returns, which may be after consumer_wait's first wc.
-    : >/tmp/cout
-    daxfile-consumer "$1" --sync </tmp/cin >/tmp/cout 2>&1 &
-    CPID=$!
-    exec 7>/tmp/cin
-    consumer_wait 1 && grep -q '^mapped' /tmp/cout
-}
-
-consumer_wait() {
-    # consumer_wait N: until the consumer has printed N lines
-    local i=0
-    while [ "$(wc -l </tmp/cout)" -lt "$1" ] && [ $i -lt 200 ]; do
-        sleep 0.05
-        i=$((i + 1))
-    done
-    [ "$(wc -l </tmp/cout)" -ge "$1" ]
-}
-
-cmd() {
-    # cmd LINE: send one command, print the consumer's answer
-    local n
-    n=$(wc -l </tmp/cout)
-    echo "$*" >&7
-    consumer_wait $((n + 1)) || { echo "no answer to '$*'"; return 1; }
-    tail -n 1 /tmp/cout
-}
-
-cmd_ok() {
-    local a
-    a=$(cmd "$@")
-    echo "$* -> $a"
-    [ "$a" = ok ]
-}
-
-consumer_stop() {
-    echo "exit 0" >&7
-    exec 7>&-
-    wait "$CPID"
-}
-
-# -------------------------------------------------------------- checks
-status_has() {
-    local f="$1"
-    shift
-    daxfile status --json "$f" >/tmp/st.json 2>&1
-    cat /tmp/st.json
-    for t in "$@"; do
-        grep -q -- "$t" /tmp/st.json || { echo "missing: $t"; return 1; }
-    done
-}
-
-refused() {
-    # refused FILE OP: the operation must not succeed
-    local r
-    r=$(daxfile-layout-ops "$1" "$2" "$1.src")
-    echo "$2: $r"
-    [ -n "$r" ] && [ "$r" != OK ]
-}
-
-expect_fail() {
-    local want="$1" out rc
-    shift
-    out=$("$@" 2>&1)
-    rc=$?
-    echo "$out (exit $rc)"
-    [ "$rc" -ne 0 ] && echo "$out" | grep -q -- "$want"
-}
 
 fault_pages() {
     cmd_ok touch 0 $((4 * MB)) && cmd_ok read $((4 * MB)) $((4 * MB))
@@ -143,18 +64,6 @@ run_around() {
         [ "$(daxfile list --json | tr -d ' \n')" = '[]' ]
 }
 
-expected_mechanism() {
-    # The kernel's daxctl() when it advertises it; else the guard, only
-    # where the self-test proves it safe here.
-    if [ -e /sys/kernel/mm/daxfile/syscall_nr ]; then
-        echo kernel
-    elif daxfile selftest "$1" >&2; then
-        echo immutable-guard
-    else
-        echo verified-only
-    fi
-}
-
 check_fs() {
     local fs="$1" mnt="/mnt/$1" f="/mnt/$1/vm.img" mech
     dx_run "$fs: mkfs and mount -o dax" dx_mkfs "$2" "$mnt"
@@ -168,6 +77,7 @@ check_fs() {
         dx_run "$fs: another writable fd does not matter to the kernel" \
             sh -c "exec 5<>$f; daxfile enable $f --owner w && daxfile disable $f"
     else
+        # shellcheck disable=SC2153 # CPID: consumer_start's
         dx_run "$fs: another owner's writable fd blocks enable" expect_fail \
             "open for writing by process" \
             sh -c "exec 5<>$f; daxfile enable $f --consumer $CPID; exit \$?"
@@ -183,7 +93,7 @@ check_fs() {
     dx_run "$fs: status --json reports mechanism and owner" status_has "$f" \
         '"enabled" : true' "\"mechanism\" : \"$mech\"" '"owner" : "test"' \
         '"layout_unchanged" : true'
-    dx_run "$fs: store to a write-faulted page" cmd_ok write $MB 4096 17
+    dx_run "$fs: store to a write-faulted page" cmd_ok write "$MB" 4096 17
     dx_run "$fs: store to a read-faulted page" cmd_ok write $((4 * MB)) 4096 18
     dx_run "$fs: store to a never-faulted page" cmd_ok write $((32 * MB)) 4096 19
     dx_run "$fs: msync" cmd_ok msync

@@ -1,0 +1,188 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# cxl: daxfile on an emulated CXL type-3 persistent memory device, one boot
+# of tests/vm/scenarios/cxl.py (QEMU 10 from the Debian 13 root, q35 with
+# cxl=on; Debian 12's kernel and tools). Every boot: the CXL region over
+# the memdev (cxl create-region), proof that the nd region is CXL's, and
+# an fsdax namespace on fresh labels (the labels of an earlier boot carry
+# an interleave-set cookie of 0, which the kernel refuses: the namespace is
+# created again with the same geometry, the filesystem after its info
+# block is left as it was). Then, as the environment says:
+#   CXL_VERIFY=xfs|ext4  the filesystem of the previous boot, which ended
+#       in a SIGKILL of QEMU, mounted without mkfs: crash.img is still
+#       static, its registry entry is there, the data stored through its
+#       MAP_SYNC mapping is intact, disable finds its layout unchanged
+#   CXL_SUITE=xfs|ext4   mkfs (2 MiB extents), mount -o dax: create,
+#       check, enable (the immutable guard), the layout refusals (EPERM),
+#       disable, wipe (the static checks of static.sh, from static-lib.sh);
+#       then crash.img made static, stores through its MAP_SYNC mapping,
+#       and "# DAXFILE-CXL-KILL-POINT", at which the host SIGKILLs QEMU.
+# daxfile's registry is on the filesystem itself (DAXFILE_STATE_DIR), as
+# /var/lib/daxfile is on a real host: it survives the crash like the flag.
+# CXL memory is emulated MMIO (about 10 MiB/s): the files are small.
+# Needs: --bin daxfile daxfile-consumer daxfile-layout-ops, one --pmem
+# model=cxl device.
+. /daxfile/lib/guest-lib.sh
+. /daxfile/tests/static-lib.sh
+
+SIZE=16M
+# shellcheck disable=SC2153 # OPS: static-lib.sh's
+NOPS=$(echo "$OPS $OPS_GUARD" | wc -w)
+CRASH_STORES="$MB:41 $((5 * MB)):42 $((7 * MB)):43"
+plan=3
+[ -z "${CXL_VERIFY:-}" ] || plan=$((plan + 7))
+[ -z "${CXL_SUITE:-}" ] || plan=$((plan + 12 + NOPS + 2))
+dx_plan $plan
+
+# ------------------------------------------------------------- the device
+cxl_region() {
+    # the memdev's pmem capacity as region0 under the root decoder,
+    # committed, decoded by mem0's endpoint decoder in pmem mode
+    local out
+    dx_x cxl create-region -t pmem -d decoder0.0 -m mem0 || return 1
+    out=$(cxl list -R -r region0) && echo "$out" || return 1
+    echo "$out" | grep -q '"decode_state":"commit"' || return 1
+    out=$(cxl list -D -m mem0) && echo "$out" || return 1
+    echo "$out" | grep -q '"region":"region0"' &&
+        echo "$out" | grep -q '"mode":"pmem"'
+}
+
+nd_region_is_cxl() {
+    # the nd region (enabled: a disabled one is not listed) is on the CXL
+    # nvdimm bus, not an NFIT NVDIMM's, and says where its persistence
+    # domain is; the fsdax namespace's pmem device is in it
+    local bus provider domain blk
+    bus=$(readlink -f /sys/bus/nd/devices/region0/..)
+    provider=$(cat "$bus/provider")
+    echo "region0 on $bus, provider '$provider'"
+    ndctl list -R -r region0 -v
+    [ "$provider" = CXL ] || return 1
+    domain=$(ndctl list -R -r region0 | grep -o '"persistence_domain":"[a-z_]*"')
+    echo "$domain"
+    [ "$domain" = '"persistence_domain":"memory_controller"' ] || return 1
+    blk=$(readlink -f "/sys/block/${PMEM#/dev/}")
+    echo "$PMEM: $blk"
+    case "$blk" in "$bus/region0/"*) ;; *) return 1 ;; esac
+}
+
+cxl_fsdax() {
+    # fresh labels, one fsdax namespace over the region; sets PMEM
+    local nmem json
+    nmem=$(cut -d, -f1 /sys/bus/nd/devices/region0/mapping0)
+    ndctl disable-region region0
+    dx_x ndctl init-labels -f "$nmem" && dx_x ndctl enable-region region0 ||
+        return 1
+    json=$(dx_x ndctl create-namespace -m fsdax -r region0) || return 1
+    echo "$json"
+    PMEM=/dev/$(dx_json_get blockdev "$json")
+    dx_wait_dev "$PMEM" || return 1
+    [ "$(cat "/sys/block/${PMEM#/dev/}/queue/dax")" = 1 ]
+}
+
+dx_run "CXL: cxl create-region -t pmem over mem0 gives region0" cxl_region
+dx_run "CXL: fsdax namespace on fresh labels, queue/dax=1" cxl_fsdax
+dx_run "CXL: nd region0 is on the CXL bus, persistence_domain memory_controller" \
+    nd_region_is_cxl
+
+# ------------------------------------------------------------- the suite
+wipe_zeros() {
+    # wipe through MAP_SYNC, read back as zeros here too
+    local f="$1" j
+    j=$(daxfile wipe --json "$f") || return 1
+    echo "$j"
+    echo "$j" | grep -q '"map_sync" : true' &&
+        echo "$j" | grep -q '"verified" : true' &&
+        echo "$j" | grep -q "\"zeroed\" : $((16 * MB))" &&
+        cmp -n $((16 * MB)) "$f" /dev/zero
+}
+
+suite() {
+    local fs="$1" mnt="/mnt/$1" f="/mnt/$1/vm.img" op
+    dx_run "$fs: mkfs for 2 MiB extents, mount -o dax" \
+        dx_mkfs "$fs" "$mnt" --dev "$PMEM"
+    export DAXFILE_STATE_DIR="$mnt/daxfile-state"
+    dx_run "$fs: daxfile create $SIZE: written, 2 MiB-aligned extents" sh -c \
+        "daxfile create $f --size $SIZE 2>&1 | tee /tmp/create.out;
+         grep -q 'every extent written and 2 MiB aligned' /tmp/create.out"
+    dx_run "$fs: daxfile check: ready" daxfile check "$f"
+    dx_run "$fs: status --json: dax, map_sync, aligned" status_has "$f" \
+        '"dax" : true' '"map_sync" : true' '"aligned" : true'
+    dx_run "$fs: consumer maps it MAP_SYNC" consumer_start "$f"
+    dx_run "$fs: enable engages the immutable guard" sh -c \
+        "daxfile enable $f --owner test --consumer $CPID 2>&1 | tee /tmp/e.out;
+         grep -q 'is now static (immutable-guard' /tmp/e.out"
+    dx_run "$fs: status --json: enabled, immutable-guard, owner, layout" \
+        status_has "$f" '"enabled" : true' \
+        '"mechanism" : "immutable-guard"' '"owner" : "test"' \
+        '"layout_unchanged" : true'
+    dx_run "$fs: the inode carries the immutable flag" sh -c \
+        "lsattr $f; lsattr $f | awk '{ print \$1 }' | grep -q i"
+    dx_run "$fs: store through the mapping while static" \
+        cmd_ok write "$MB" 4096 17
+    # the source the clone and dedupe operations name
+    : >"$f.src"
+    for op in $OPS $OPS_GUARD; do
+        dx_is "$fs: static refuses $op with EPERM" \
+            "$(daxfile-layout-ops "$f" "$op" "$f.src")" EPERM
+    done
+    dx_run "$fs: disable: layout unchanged" sh -c \
+        "daxfile disable $f 2>&1 | tee /tmp/d.out;
+         grep -q 'layout unchanged' /tmp/d.out"
+    dx_run "$fs: data stored while static is intact" \
+        cmd_ok verify "$MB" 4096 17
+    dx_run "$fs: consumer exits cleanly" consumer_stop
+    dx_run "$fs: wipe through MAP_SYNC, read back as zeros" wipe_zeros "$f"
+    dx_run "$fs: crash.img static, stores through MAP_SYNC" crash_write \
+        "$mnt/crash.img"
+}
+
+# -------------------------------------------------------------- the crash
+crash_write() {
+    local f="$1" s
+    daxfile create "$f" --size 8M && consumer_start "$f" || return 1
+    daxfile enable "$f" --owner crash --consumer "$CPID" || return 1
+    for s in $CRASH_STORES; do
+        cmd_ok write "${s%%:*}" 4096 "${s#*:}" || return 1
+    done
+    daxfile list
+}
+
+crash_verify() {
+    # the stores of the killed boot, through a new (read-only: the file
+    # is immutable) MAP_SYNC mapping
+    local s
+    consumer_start "$1" || return 1
+    for s in $CRASH_STORES; do
+        cmd_ok verify "${s%%:*}" 4096 "${s#*:}" || return 1
+    done
+}
+
+after_crash() {
+    local fs="$1" mnt="/mnt/$1" f="/mnt/$1/crash.img"
+    dx_run "$fs after the crash: mount -o dax, no mkfs" \
+        dx_mount "$mnt" --dev "$PMEM" --type "$fs"
+    export DAXFILE_STATE_DIR="$mnt/daxfile-state"
+    dx_is "$fs after the crash: crash.img still static (rename EPERM)" \
+        "$(daxfile-layout-ops "$f" rename)" EPERM
+    dx_run "$fs after the crash: daxfile list shows crash.img for 'crash'" \
+        sh -c "daxfile list --json | tee /tmp/l.json;
+               grep -q '\"owner\" : \"crash\"' /tmp/l.json"
+    dx_run "$fs after the crash: the MAP_SYNC stores are intact" \
+        crash_verify "$f"
+    dx_run "$fs after the crash: consumer exits cleanly" consumer_stop
+    dx_run "$fs after the crash: disable: layout unchanged" sh -c \
+        "daxfile disable $f 2>&1 | tee /tmp/d.out;
+         grep -q 'layout unchanged' /tmp/d.out"
+    dx_run "$fs after the crash: umount" dx_umount "$mnt"
+}
+
+if [ -n "${CXL_VERIFY:-}" ]; then
+    after_crash "$CXL_VERIFY"
+fi
+if [ -n "${CXL_SUITE:-}" ]; then
+    suite "$CXL_SUITE"
+    dx_diag "DAXFILE-CXL-KILL-POINT"
+    # the host kills QEMU here; should it not, the boot fails on its timeout
+    sleep 3600
+fi
+dx_done
