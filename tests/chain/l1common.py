@@ -318,14 +318,22 @@ class L2Tap:
         self.seen = len(lines)
 
     def wait(self, want, timeout):
-        """until @want chunks, a failure, or the domain stops running"""
+        """until @want chunks, a failure, or the domain stops running; or
+        until L2 has printed nothing for @timeout s: a slow L2 (nested TCG
+        on a loaded machine) is waited for as long as it makes progress,
+        a hung one is not"""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            seen = self.seen
             self.poll()
             if (len(self.chunks) >= want or self.failed or
                     lv.state(self.name) != "running"):
                 break
+            if self.seen > seen:
+                deadline = time.monotonic() + timeout
             time.sleep(0.5)
+        else:
+            diag(f"L2 of {self.name}: nothing new for {timeout} s")
         return -1 if self.failed else len(self.chunks)
 
 
