@@ -322,18 +322,29 @@ class L2Tap:
         until L2 has printed nothing for @timeout s: a slow L2 (nested TCG
         on a loaded machine) is waited for as long as it makes progress,
         a hung one is not"""
+        # Whether the domain still runs: its QEMU's pid file each time
+        # (free), libvirt's word every 10 s (a paused L2). A virsh every
+        # 0.5 s (0.3-0.7 s of CPU each) took a third of this L1's one vCPU
+        # from L2 (chain-migrate-debian13's STALL lines: L2's boot, 230 s)
         deadline = time.monotonic() + timeout
+        asked = 0
         while time.monotonic() < deadline:
             seen = self.seen
             self.poll()
-            if (len(self.chunks) >= want or self.failed or
-                    lv.state(self.name) != "running"):
+            if len(self.chunks) >= want or self.failed:
+                break
+            if time.monotonic() - asked >= 10:
+                asked = time.monotonic()
+                if lv.state(self.name) != "running":
+                    break
+            elif not lv.qemu_pid(self.name):
                 break
             if self.seen > seen:
                 deadline = time.monotonic() + timeout
             time.sleep(0.5)
         else:
             diag(f"L2 of {self.name}: nothing new for {timeout} s")
+        self.poll()
         return -1 if self.failed else len(self.chunks)
 
 
