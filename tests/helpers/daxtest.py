@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import functools
 import hashlib
+import itertools
 import json
 import os
 import pwd
@@ -49,6 +50,21 @@ def build_path(*parts):
 
 # DAXFILE_WRAPPER="valgrind ..." runs every daxfile binary under it
 WRAPPER = os.environ.get("DAXFILE_WRAPPER", "").split()
+# ... or, where a test asks for sampled_wrapper(), one run in
+# DAXFILE_WRAPPER_EVERY, from the DAXFILE_WRAPPER_FROM-th (0-based)
+WRAPPER_EVERY = int(os.environ.get("DAXFILE_WRAPPER_EVERY", "1"))
+WRAPPER_FROM = int(os.environ.get("DAXFILE_WRAPPER_FROM", "0"))
+_wrapper_runs = itertools.count()
+
+
+def sampled_wrapper():
+    """WRAPPER for one run in DAXFILE_WRAPPER_EVERY, the same runs each
+    time for the same DAXFILE_WRAPPER_FROM (.ci/sanitize: test-hook's hook
+    runs under valgrind), else nothing"""
+    return (WRAPPER if next(_wrapper_runs) % WRAPPER_EVERY ==
+            WRAPPER_FROM % WRAPPER_EVERY else [])
+
+
 DAXFILE = os.environ.get("DAXFILE_BIN",
                          build_path("src", "daxfilectl", "daxfile"))
 

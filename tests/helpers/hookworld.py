@@ -19,8 +19,9 @@ import shutil
 import subprocess
 from typing import NamedTuple, Optional
 
-from daxtest import (NVDIMM_PATH, SRCDIR, WRAPPER, QemuStandIn, build_path,
-                     daxfile, is_immutable, strip_valgrind_notes)
+from daxtest import (NVDIMM_PATH, SRCDIR, QemuStandIn, build_path,
+                     daxfile, is_immutable, sampled_wrapper,
+                     strip_valgrind_notes)
 
 DATA = os.path.join(SRCDIR, "tests", "data", "hooks")
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
@@ -162,7 +163,7 @@ class World:
         (default: @xml; @qemu: options of daxfile-consumer, or None for no
         QEMU at all)"""
         data = xml.encode() if isinstance(xml, str) else xml
-        argv = WRAPPER + [HOOK, name, op, subop, "-"]
+        argv = sampled_wrapper() + [HOOK, name, op, subop, "-"]
         if self.chroot:
             argv = ["unshare", "--mount", "--propagation", "private",
                     CHROOT_RUN, *self.chroot] + argv
