@@ -70,14 +70,14 @@ join_names(GPtrArray *names)
 
 /* The NVDIMM presence chain; FALSE stops the NVDIMM checks. */
 static gboolean
-check_nfit(GPtrArray *out, const DaxguestNvInventory *inv)
+check_nfit(GPtrArray *out, const DaxfilePmemInventory *inv)
 {
     DaxguestCheck *c =
         check_add(out, "nfit_table", NULL, g_strdup("for the ACPI NFIT table"));
 
     if (inv->nfit_table) {
         check_set(c, DAXGUEST_CHECK_PASS, g_strdup("present"), NULL);
-    } else if (daxguest_nv_all_virtio(inv)) {
+    } else if (daxfile_pmem_all_virtio(inv)) {
         check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup("absent: the pmem is virtio-pmem, which needs none"),
                   NULL);
@@ -97,7 +97,7 @@ check_nfit(GPtrArray *out, const DaxguestNvInventory *inv)
 }
 
 static gboolean
-check_bus(GPtrArray *out, const DaxguestNvInventory *inv)
+check_bus(GPtrArray *out, const DaxfilePmemInventory *inv)
 {
     DaxguestCheck *c =
         check_add(out, "nvdimm_bus", NULL, g_strdup("for an NVDIMM bus"));
@@ -112,7 +112,7 @@ check_bus(GPtrArray *out, const DaxguestNvInventory *inv)
         return FALSE;
     }
     for (i = 0; i < inv->buses->len; i++) {
-        const DaxguestNvBus *b = g_ptr_array_index(inv->buses, i);
+        const DaxfilePmemBus *b = g_ptr_array_index(inv->buses, i);
 
         g_ptr_array_add(names, g_strdup_printf("%s: %s", b->name, b->provider));
     }
@@ -121,13 +121,13 @@ check_bus(GPtrArray *out, const DaxguestNvInventory *inv)
 }
 
 static gboolean
-check_dimms(GPtrArray *out, const DaxguestNvInventory *inv)
+check_dimms(GPtrArray *out, const DaxfilePmemInventory *inv)
 {
     DaxguestCheck *c =
         check_add(out, "nvdimm_dimms", NULL, g_strdup("for NVDIMM devices"));
 
     if (inv->dimms->len == 0 && inv->regions->len &&
-        daxguest_nv_all_virtio(inv)) {
+        daxfile_pmem_all_virtio(inv)) {
         check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup("none: virtio-pmem regions have no DIMMs"), NULL);
         return TRUE;
@@ -149,13 +149,13 @@ check_dimms(GPtrArray *out, const DaxguestNvInventory *inv)
 }
 
 static gboolean
-region_is_pmem(const DaxguestNvRegion *r)
+region_is_pmem(const DaxfilePmemRegion *r)
 {
     return r->type && STREQ(r->type, "pmem");
 }
 
 static gboolean
-check_regions(GPtrArray *out, const DaxguestNvInventory *inv)
+check_regions(GPtrArray *out, const DaxfilePmemInventory *inv)
 {
     DaxguestCheck *c = check_add(out, "pmem_region", NULL,
                                  g_strdup("for a persistent memory region"));
@@ -163,7 +163,7 @@ check_regions(GPtrArray *out, const DaxguestNvInventory *inv)
     guint i;
 
     for (i = 0; i < inv->regions->len; i++) {
-        const DaxguestNvRegion *r = g_ptr_array_index(inv->regions, i);
+        const DaxfilePmemRegion *r = g_ptr_array_index(inv->regions, i);
         g_autofree char *size = daxfile_size_format(r->size);
 
         if (region_is_pmem(r))
@@ -181,7 +181,7 @@ check_regions(GPtrArray *out, const DaxguestNvInventory *inv)
 }
 
 static void
-check_persistence(GPtrArray *out, const DaxguestNvRegion *r)
+check_persistence(GPtrArray *out, const DaxfilePmemRegion *r)
 {
     DaxguestCheck *c =
         check_add(out, "persistence_domain", r->name,
@@ -197,26 +197,26 @@ check_persistence(GPtrArray *out, const DaxguestNvRegion *r)
         return;
     }
     switch (r->persistence) {
-    case DAXGUEST_NV_PERSIST_CPU_CACHE:
+    case DAXFILE_PMEM_PERSIST_CPU_CACHE:
         check_set(
             c, DAXGUEST_CHECK_WARN, g_strdup("cpu_cache (eADR)"),
             g_strdup(
                 "libpmem and applications skip cache flushes: only safe if the host really has eADR and the backing file is on real pmem; otherwise drop nvdimm-persistence=cpu"));
         break;
-    case DAXGUEST_NV_PERSIST_MEM_CTRL:
+    case DAXFILE_PMEM_PERSIST_MEM_CTRL:
         check_set(
             c, DAXGUEST_CHECK_PASS,
             g_strdup("memory_controller (ADR): applications flush CPU caches"),
             NULL);
         break;
-    case DAXGUEST_NV_PERSIST_NONE:
+    case DAXFILE_PMEM_PERSIST_NONE:
         check_set(
             c, DAXGUEST_CHECK_WARN, g_strdup("none"),
             g_strdup(
                 "the platform claims no persistence for this region; do not rely on it across power loss"));
         break;
-    case DAXGUEST_NV_PERSIST_UNKNOWN:
-    case DAXGUEST_NV_PERSIST_LAST:
+    case DAXFILE_PMEM_PERSIST_UNKNOWN:
+    case DAXFILE_PMEM_PERSIST_LAST:
         check_set(c, DAXGUEST_CHECK_PASS,
                   g_strdup("not reported: applications flush CPU caches"),
                   NULL);
@@ -225,14 +225,14 @@ check_persistence(GPtrArray *out, const DaxguestNvRegion *r)
 }
 
 static gboolean
-ns_is_dax(const DaxguestNvNamespace *ns)
+ns_is_dax(const DaxfilePmemNamespace *ns)
 {
     return STREQ(ns->mode, "fsdax") || STREQ(ns->mode, "devdax");
 }
 
 /* FALSE when the namespace cannot do DAX (its other checks are skipped) */
 static gboolean
-check_ns_mode(GPtrArray *out, const DaxguestNvNamespace *ns)
+check_ns_mode(GPtrArray *out, const DaxfilePmemNamespace *ns)
 {
     DaxguestCheck *c = check_add(out, "namespace_mode", ns->name,
                                  g_strdup_printf("%s mode", ns->name));
@@ -258,12 +258,12 @@ check_ns_mode(GPtrArray *out, const DaxguestNvNamespace *ns)
 }
 
 static void
-check_ns_align(GPtrArray *out, const DaxguestNvNamespace *ns)
+check_ns_align(GPtrArray *out, const DaxfilePmemNamespace *ns)
 {
     DaxguestCheck *c = check_add(out, "namespace_align", ns->name,
                                  g_strdup_printf("%s alignment", ns->name));
     g_autofree char *align = daxfile_size_format(ns->align);
-    gboolean start_ok = ns->data_resource == DAXGUEST_NV_UNKNOWN ||
+    gboolean start_ok = ns->data_resource == DAXFILE_PMEM_UNKNOWN ||
                         DAXFILE_IS_ALIGNED(ns->data_resource, SZ_2M);
 
     if (ns->align == 0 && !ns->claim) {
@@ -315,7 +315,7 @@ find_pmem(const DaxguestFacts *facts, const char *namespace)
 }
 
 static gboolean
-check_pmem_dax(GPtrArray *out, const DaxguestNvNamespace *ns,
+check_pmem_dax(GPtrArray *out, const DaxfilePmemNamespace *ns,
                const DaxguestPmemFacts *p)
 {
     g_autofree char *dev = NULL;
@@ -420,7 +420,7 @@ check_statx(GPtrArray *out, const DaxguestPmemFacts *p)
 
 static void
 check_map_sync(GPtrArray *out, const DaxguestPmemFacts *p,
-               const DaxguestNvRegion *r)
+               const DaxfilePmemRegion *r)
 {
     const DaxguestFileProbe *pr = &p->probe;
     DaxguestCheck *c =
@@ -471,7 +471,7 @@ pmd_ok(const DaxguestPmdProbe *pmd)
 
 static void
 check_pmd(GPtrArray *out, const DaxguestPmemFacts *p,
-          const DaxguestNvNamespace *ns)
+          const DaxfilePmemNamespace *ns)
 {
     const DaxguestFileProbe *pr = &p->probe;
     DaxguestCheck *c =
@@ -509,7 +509,7 @@ check_pmd(GPtrArray *out, const DaxguestPmemFacts *p,
 
 static void
 check_fsdax(GPtrArray *out, const DaxguestFacts *facts,
-            const DaxguestNvNamespace *ns)
+            const DaxfilePmemNamespace *ns)
 {
     const DaxguestPmemFacts *p = find_pmem(facts, ns->name);
 
@@ -520,7 +520,7 @@ check_fsdax(GPtrArray *out, const DaxguestFacts *facts,
     dax = check_statx(out, p);
     if (p->probe.error)
         return;
-    check_map_sync(out, p, daxguest_nv_find_region(facts->inv, ns->region));
+    check_map_sync(out, p, daxfile_pmem_find_region(facts->inv, ns->region));
     if (dax)
         check_pmd(out, p, ns);
 }
@@ -540,14 +540,14 @@ find_dax(const DaxguestFacts *facts, const char *name)
 }
 
 static void
-check_devdax_ns(GPtrArray *out, const DaxguestNvInventory *inv,
-                const DaxguestNvNamespace *ns)
+check_devdax_ns(GPtrArray *out, const DaxfilePmemInventory *inv,
+                const DaxfilePmemNamespace *ns)
 {
     DaxguestCheck *c;
     guint i;
 
     for (i = 0; i < inv->daxdevs->len; i++) {
-        const DaxguestNvDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
+        const DaxfilePmemDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
 
         if (d->region && STREQ(d->region, ns->region))
             return;
@@ -562,7 +562,7 @@ check_devdax_ns(GPtrArray *out, const DaxguestNvInventory *inv,
 
 /* FALSE when the device cannot be mapped at all */
 static gboolean
-check_devdax_device(GPtrArray *out, const DaxguestNvDaxDev *d,
+check_devdax_device(GPtrArray *out, const DaxfilePmemDaxDev *d,
                     const DaxguestDaxFacts *f)
 {
     g_autofree char *path = g_strdup_printf("/dev/%s", d->name);
@@ -598,7 +598,7 @@ check_devdax_device(GPtrArray *out, const DaxguestNvDaxDev *d,
 }
 
 static void
-check_devdax_map(GPtrArray *out, const DaxguestNvDaxDev *d,
+check_devdax_map(GPtrArray *out, const DaxfilePmemDaxDev *d,
                  const DaxguestDaxFacts *f)
 {
     g_autofree char *path = g_strdup_printf("/dev/%s", d->name);
@@ -634,7 +634,7 @@ check_daxdevs(GPtrArray *out, const DaxguestFacts *facts)
     guint i;
 
     for (i = 0; i < facts->inv->daxdevs->len; i++) {
-        const DaxguestNvDaxDev *d = g_ptr_array_index(facts->inv->daxdevs, i);
+        const DaxfilePmemDaxDev *d = g_ptr_array_index(facts->inv->daxdevs, i);
         const DaxguestDaxFacts *f = find_dax(facts, d->name);
 
         if (check_devdax_device(out, d, f))
@@ -650,7 +650,7 @@ daxguest_facts_flush_choice(const DaxguestFacts *facts,
                             facts->pmem_no_flush};
 
     daxguest_flush_choose(&facts->cpu, &env,
-                          facts->inv && daxguest_nv_auto_flush(facts->inv),
+                          facts->inv && daxfile_pmem_auto_flush(facts->inv),
                           ret_choice);
 }
 
@@ -662,7 +662,7 @@ check_flush(GPtrArray *out, const DaxguestFacts *facts)
                                  g_strdup("for cache flush instructions"));
     g_autoptr(GPtrArray) have = g_ptr_array_new();
     DaxguestFlushChoice choice;
-    gboolean eadr = facts->inv && daxguest_nv_auto_flush(facts->inv);
+    gboolean eadr = facts->inv && daxfile_pmem_auto_flush(facts->inv);
 
     if (cpu->clwb)
         g_ptr_array_add(have, (char *)"clwb");
@@ -699,7 +699,7 @@ check_flush(GPtrArray *out, const DaxguestFacts *facts)
 
 static void
 check_namespaces(GPtrArray *out, const DaxguestFacts *facts,
-                 const DaxguestNvRegion *r)
+                 const DaxfilePmemRegion *r)
 {
     guint i;
 
@@ -714,7 +714,7 @@ check_namespaces(GPtrArray *out, const DaxguestFacts *facts,
         return;
     }
     for (i = 0; i < r->namespaces->len; i++) {
-        const DaxguestNvNamespace *ns = g_ptr_array_index(r->namespaces, i);
+        const DaxfilePmemNamespace *ns = g_ptr_array_index(r->namespaces, i);
 
         if (!check_ns_mode(out, ns))
             continue;
@@ -729,14 +729,14 @@ check_namespaces(GPtrArray *out, const DaxguestFacts *facts,
 static void
 check_nvdimm(GPtrArray *out, const DaxguestFacts *facts)
 {
-    const DaxguestNvInventory *inv = facts->inv;
+    const DaxfilePmemInventory *inv = facts->inv;
     guint i;
 
     if (!check_nfit(out, inv) || !check_bus(out, inv) ||
         !check_dimms(out, inv) || !check_regions(out, inv))
         return;
     for (i = 0; i < inv->regions->len; i++) {
-        const DaxguestNvRegion *r = g_ptr_array_index(inv->regions, i);
+        const DaxfilePmemRegion *r = g_ptr_array_index(inv->regions, i);
 
         if (!region_is_pmem(r))
             continue;

@@ -13,7 +13,7 @@
 
 #include "daxfile-enum.h"
 #include "daxguest-cpu.h"
-#include "daxguest-nvdimm.h"
+#include "daxfile-pmem.h"
 #include "daxguest-probe.h"
 
 G_BEGIN_DECLS
@@ -37,7 +37,7 @@ typedef struct {
 } DaxguestDaxFacts;
 
 typedef struct {
-    DaxguestNvInventory *inv;
+    DaxfilePmemInventory *inv;
     GPtrArray *pmems; /* DaxguestPmemFacts */
     GPtrArray *daxes; /* DaxguestDaxFacts */
     DaxguestCpuFeatures cpu;
@@ -46,7 +46,7 @@ typedef struct {
     char *pmem_no_flush;
 } DaxguestFacts;
 
-DaxguestFacts *daxguest_facts_new(DaxguestNvInventory *inv);
+DaxguestFacts *daxguest_facts_new(DaxfilePmemInventory *inv);
 void daxguest_facts_free(DaxguestFacts *facts);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(DaxguestFacts, daxguest_facts_free)
 DaxguestPmemFacts *daxguest_pmem_facts_new(const char *device,

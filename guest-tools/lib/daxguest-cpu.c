@@ -10,7 +10,7 @@
 
 #include "daxfile-util.h"
 #include "daxguest-cpu.h"
-#include "daxguest-nvdimm.h"
+#include "daxfile-pmem.h"
 
 #define CACHE_LINE ((uintptr_t)64)
 
@@ -100,7 +100,7 @@ daxguest_flush_choose(const DaxguestCpuFeatures *cpu,
 gboolean
 daxguest_flush_choice_detect(DaxguestFlushChoice *ret_choice, GError **error)
 {
-    g_autoptr(DaxguestNvInventory) inv = daxguest_nv_inventory_read(error);
+    g_autoptr(DaxfilePmemInventory) inv = daxfile_pmem_inventory_read(error);
     DaxguestCpuFeatures cpu;
     DaxguestFlushEnv env;
 
@@ -108,7 +108,7 @@ daxguest_flush_choice_detect(DaxguestFlushChoice *ret_choice, GError **error)
         return FALSE;
     daxguest_cpu_features_detect(&cpu);
     daxguest_flush_env_get(&env);
-    daxguest_flush_choose(&cpu, &env, daxguest_nv_auto_flush(inv), ret_choice);
+    daxguest_flush_choose(&cpu, &env, daxfile_pmem_auto_flush(inv), ret_choice);
     return TRUE;
 }
 

@@ -41,7 +41,7 @@ dax_facts_free(gpointer p)
 }
 
 DaxguestFacts *
-daxguest_facts_new(DaxguestNvInventory *inv)
+daxguest_facts_new(DaxfilePmemInventory *inv)
 {
     DaxguestFacts *facts = g_new0(DaxguestFacts, 1);
 
@@ -56,7 +56,7 @@ daxguest_facts_free(DaxguestFacts *facts)
 {
     if (!facts)
         return;
-    daxguest_nv_inventory_free(facts->inv);
+    daxfile_pmem_inventory_free(facts->inv);
     g_ptr_array_unref(facts->pmems);
     g_ptr_array_unref(facts->daxes);
     g_free(facts->pmem_no_clwb);
@@ -145,10 +145,11 @@ gather_pmems(DaxguestFacts *facts)
     if (!g_file_get_contents("/proc/self/mountinfo", &mountinfo, NULL, NULL))
         g_debug("Cannot read /proc/self/mountinfo");
     for (i = 0; i < facts->inv->regions->len; i++) {
-        const DaxguestNvRegion *r = g_ptr_array_index(facts->inv->regions, i);
+        const DaxfilePmemRegion *r = g_ptr_array_index(facts->inv->regions, i);
 
         for (j = 0; j < r->namespaces->len; j++) {
-            const DaxguestNvNamespace *ns = g_ptr_array_index(r->namespaces, j);
+            const DaxfilePmemNamespace *ns =
+                g_ptr_array_index(r->namespaces, j);
             g_autofree char *dev = NULL;
             DaxguestPmemFacts *f;
             struct stat st;
@@ -172,7 +173,7 @@ gather_daxes(DaxguestFacts *facts)
     guint i;
 
     for (i = 0; i < facts->inv->daxdevs->len; i++) {
-        const DaxguestNvDaxDev *d = g_ptr_array_index(facts->inv->daxdevs, i);
+        const DaxfilePmemDaxDev *d = g_ptr_array_index(facts->inv->daxdevs, i);
         DaxguestDaxFacts *f = daxguest_dax_facts_new(d->name);
         g_autofree char *path = g_strdup_printf("/dev/%s", d->name);
         struct stat st;
@@ -189,7 +190,7 @@ gather_daxes(DaxguestFacts *facts)
 DaxguestFacts *
 daxguest_facts_gather(GError **error)
 {
-    DaxguestNvInventory *inv = daxguest_nv_inventory_read(error);
+    DaxfilePmemInventory *inv = daxfile_pmem_inventory_read(error);
     g_autoptr(DaxguestFacts) facts = NULL;
 
     if (!inv)

@@ -16,7 +16,7 @@
 #include "daxfile-mmap.h"
 #include "daxfile-size.h"
 #include "daxfile-sysfs.h"
-#include "daxguest-nvdimm.h"
+#include "daxfile-pmem.h"
 #include "daxguest-pattern.h"
 #include "daxguest-probe.h"
 #include "daxguest-target.h"
@@ -114,14 +114,14 @@ dir_check_map_sync(DaxguestTarget *t, int dirfd, gboolean new_file,
     return FALSE;
 }
 
-/* The file @t->fd is on a virtio-pmem device (daxguest-nvdimm.h) */
+/* The file @t->fd is on a virtio-pmem device (daxfile-pmem.h) */
 static gboolean
 on_virtio_pmem(const DaxguestTarget *t)
 {
     struct stat st;
 
     return fstat(t->fd, &st) == 0 &&
-           daxguest_nv_blockdev_is_virtio(major(st.st_dev), minor(st.st_dev));
+           daxfile_pmem_blockdev_is_virtio(major(st.st_dev), minor(st.st_dev));
 }
 
 static gboolean
@@ -208,11 +208,11 @@ daxguest_target_open_dir(const char *dir, guint64 size,
 }
 
 /* the device-dax device @st (of @t->fd) is, in @inv */
-static const DaxguestNvDaxDev *
-target_daxdev(const DaxguestTarget *t, const DaxguestNvInventory *inv,
+static const DaxfilePmemDaxDev *
+target_daxdev(const DaxguestTarget *t, const DaxfilePmemInventory *inv,
               const struct stat *st, GError **error)
 {
-    const DaxguestNvDaxDev *d = daxguest_nv_find_daxdev(
+    const DaxfilePmemDaxDev *d = daxfile_pmem_find_daxdev(
         inv, (int)major(st->st_rdev), (int)minor(st->st_rdev));
 
     if (!d)
@@ -226,8 +226,8 @@ target_daxdev(const DaxguestTarget *t, const DaxguestNvInventory *inv,
 static gboolean
 dev_identify(DaxguestTarget *t, GError **error)
 {
-    g_autoptr(DaxguestNvInventory) inv = NULL;
-    const DaxguestNvDaxDev *d;
+    g_autoptr(DaxfilePmemInventory) inv = NULL;
+    const DaxfilePmemDaxDev *d;
     struct stat st;
 
     if (fstat(t->fd, &st) < 0 || !S_ISCHR(st.st_mode)) {
@@ -237,7 +237,7 @@ dev_identify(DaxguestTarget *t, GError **error)
             t->path);
         return FALSE;
     }
-    inv = daxguest_nv_inventory_read(error);
+    inv = daxfile_pmem_inventory_read(error);
     if (!inv)
         return FALSE;
     d = target_daxdev(t, inv, &st, error);
@@ -491,16 +491,16 @@ file_disk(const DaxguestTarget *t, guint64 *ret_part_start, GError **error)
 }
 
 static gboolean
-locate_in_region(const DaxguestNvInventory *inv, const char *region,
+locate_in_region(const DaxfilePmemInventory *inv, const char *region,
                  guint64 data_start, DaxguestLocation *loc, GError **error)
 {
-    const DaxguestNvRegion *r = NULL;
+    const DaxfilePmemRegion *r = NULL;
 
     if (region)
-        r = daxguest_nv_find_region(inv, region);
+        r = daxfile_pmem_find_region(inv, region);
 
-    if (!r || r->resource == DAXGUEST_NV_UNKNOWN ||
-        data_start == DAXGUEST_NV_UNKNOWN) {
+    if (!r || r->resource == DAXFILE_PMEM_UNKNOWN ||
+        data_start == DAXFILE_PMEM_UNKNOWN) {
         g_set_error(
             error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
             "The physical address of '%s' is unknown (no NVDIMM region or resource)",
@@ -514,19 +514,19 @@ locate_in_region(const DaxguestNvInventory *inv, const char *region,
 }
 
 static gboolean
-locate_file(const DaxguestTarget *t, const DaxguestNvInventory *inv,
+locate_file(const DaxguestTarget *t, const DaxfilePmemInventory *inv,
             DaxguestLocation *loc, GError **error)
 {
     guint64 part_start = 0;
     g_autofree char *disk = file_disk(t, &part_start, error);
-    const DaxguestNvNamespace *ns;
+    const DaxfilePmemNamespace *ns;
 
     if (!disk ||
         !file_device_offset(t, loc->offset, &loc->device_offset, error))
         return FALSE;
     loc->device_offset += part_start;
     loc->device = g_strdup_printf("/dev/%s", disk);
-    ns = daxguest_nv_find_blockdev(inv, disk);
+    ns = daxfile_pmem_find_blockdev(inv, disk);
     if (!ns) {
         g_set_error(error, DAXFILE_ERROR, DAXFILE_ERROR_NOT_FOUND,
                     "'%s' is on '%s', which is not an NVDIMM namespace",
@@ -537,11 +537,11 @@ locate_file(const DaxguestTarget *t, const DaxguestNvInventory *inv,
 }
 
 static gboolean
-locate_dev(const DaxguestTarget *t, const DaxguestNvInventory *inv,
+locate_dev(const DaxguestTarget *t, const DaxfilePmemInventory *inv,
            DaxguestLocation *loc, GError **error)
 {
     struct stat st;
-    const DaxguestNvDaxDev *d;
+    const DaxfilePmemDaxDev *d;
 
     if (fstat(t->fd, &st) < 0) {
         daxfile_set_error_errno(error, errno, "Cannot stat '%s'", t->path);
@@ -559,7 +559,7 @@ gboolean
 daxguest_target_locate(const DaxguestTarget *target, guint64 offset,
                        DaxguestLocation *ret_loc, GError **error)
 {
-    g_autoptr(DaxguestNvInventory) inv = daxguest_nv_inventory_read(error);
+    g_autoptr(DaxfilePmemInventory) inv = daxfile_pmem_inventory_read(error);
     gboolean dev = target->kind == DAXGUEST_TARGET_DEVDAX;
     guint64 size = dev ? target->dev_size : target->size;
 

@@ -20,7 +20,7 @@ typedef void (*Scenario)(DaxguestFacts *facts);
 static DaxguestFacts *
 facts_base(void)
 {
-    DaxguestFacts *f = daxguest_facts_new(daxguest_nv_inventory_new());
+    DaxguestFacts *f = daxguest_facts_new(daxfile_pmem_inventory_new());
 
     f->cpu.clflush = TRUE;
     f->cpu.clflushopt = TRUE;
@@ -29,11 +29,11 @@ facts_base(void)
 }
 
 /* One QEMU NVDIMM without labels: ndbus0, nmem0, region0 (1 GiB) */
-static DaxguestNvRegion *
-add_nvdimm(DaxguestFacts *f, DaxguestNvPersistence persistence)
+static DaxfilePmemRegion *
+add_nvdimm(DaxguestFacts *f, DaxfilePmemPersistence persistence)
 {
-    DaxguestNvBus *bus = g_new0(DaxguestNvBus, 1);
-    DaxguestNvRegion *r = daxguest_nv_region_new("region0", "ndbus0");
+    DaxfilePmemBus *bus = g_new0(DaxfilePmemBus, 1);
+    DaxfilePmemRegion *r = daxfile_pmem_region_new("region0", "ndbus0");
 
     f->inv->nfit_table = TRUE;
     bus->name = g_strdup("ndbus0");
@@ -48,11 +48,11 @@ add_nvdimm(DaxguestFacts *f, DaxguestNvPersistence persistence)
     return r;
 }
 
-static DaxguestNvNamespace *
-add_namespace(DaxguestNvRegion *r, const char *mode, guint64 align)
+static DaxfilePmemNamespace *
+add_namespace(DaxfilePmemRegion *r, const char *mode, guint64 align)
 {
-    DaxguestNvNamespace *ns =
-        daxguest_nv_namespace_new("namespace0.0", r->name, mode);
+    DaxfilePmemNamespace *ns =
+        daxfile_pmem_namespace_new("namespace0.0", r->name, mode);
 
     ns->size = STREQ(mode, "raw") ? G : 1006 * M;
     ns->align = align;
@@ -98,7 +98,7 @@ scenario_no_nvdimm(DaxguestFacts *f)
 static void
 scenario_fsdax_ok(DaxguestFacts *f)
 {
-    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "fsdax", 2 * M);
+    add_namespace(add_nvdimm(f, DAXFILE_PMEM_PERSIST_UNKNOWN), "fsdax", 2 * M);
     add_mounted_pmem(f, "always");
 }
 
@@ -107,10 +107,10 @@ scenario_fsdax_ok(DaxguestFacts *f)
 static void
 scenario_virtio_pmem(DaxguestFacts *f)
 {
-    DaxguestNvBus *bus = g_new0(DaxguestNvBus, 1);
-    DaxguestNvRegion *r = daxguest_nv_region_new("region0", "ndbus0");
-    DaxguestNvNamespace *ns =
-        daxguest_nv_namespace_new("namespace0.0", "region0", "fsdax");
+    DaxfilePmemBus *bus = g_new0(DaxfilePmemBus, 1);
+    DaxfilePmemRegion *r = daxfile_pmem_region_new("region0", "ndbus0");
+    DaxfilePmemNamespace *ns =
+        daxfile_pmem_namespace_new("namespace0.0", "region0", "fsdax");
     DaxguestPmemFacts *p;
 
     bus->name = g_strdup("ndbus0");
@@ -134,14 +134,14 @@ scenario_virtio_pmem(DaxguestFacts *f)
 static void
 scenario_raw(DaxguestFacts *f)
 {
-    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "raw", 0);
+    add_namespace(add_nvdimm(f, DAXFILE_PMEM_PERSIST_UNKNOWN), "raw", 0);
 }
 
 static void
 scenario_devdax_ok(DaxguestFacts *f)
 {
-    DaxguestNvRegion *r = add_nvdimm(f, DAXGUEST_NV_PERSIST_MEM_CTRL);
-    DaxguestNvDaxDev *d = daxguest_nv_daxdev_new("dax0.0");
+    DaxfilePmemRegion *r = add_nvdimm(f, DAXFILE_PMEM_PERSIST_MEM_CTRL);
+    DaxfilePmemDaxDev *d = daxfile_pmem_daxdev_new("dax0.0");
     DaxguestDaxFacts *df = daxguest_dax_facts_new("dax0.0");
 
     add_namespace(r, "devdax", 2 * M);
@@ -163,7 +163,8 @@ scenario_devdax_ok(DaxguestFacts *f)
 static void
 scenario_cpu_cache(DaxguestFacts *f)
 {
-    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_CPU_CACHE), "fsdax", 2 * M);
+    add_namespace(add_nvdimm(f, DAXFILE_PMEM_PERSIST_CPU_CACHE), "fsdax",
+                  2 * M);
     add_mounted_pmem(f, "always");
 }
 
@@ -173,7 +174,7 @@ scenario_dax_never(DaxguestFacts *f)
 {
     DaxguestPmemFacts *p;
 
-    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "fsdax", 2 * M);
+    add_namespace(add_nvdimm(f, DAXFILE_PMEM_PERSIST_UNKNOWN), "fsdax", 2 * M);
     p = add_mounted_pmem(f, "never");
     p->probe.dax = DAXFILE_TRI_NO;
     p->probe.map_sync = FALSE;
@@ -186,7 +187,7 @@ scenario_misaligned(DaxguestFacts *f)
 {
     DaxguestPmemFacts *p;
 
-    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "fsdax", 2 * M);
+    add_namespace(add_nvdimm(f, DAXFILE_PMEM_PERSIST_UNKNOWN), "fsdax", 2 * M);
     p = add_mounted_pmem(f, "always");
     g_free(p->fs_type);
     p->fs_type = g_strdup("xfs");
@@ -206,7 +207,7 @@ scenario_unmounted(DaxguestFacts *f)
     DaxguestPmemFacts *p =
         daxguest_pmem_facts_new("/dev/pmem0", "namespace0.0");
 
-    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "fsdax", 4096);
+    add_namespace(add_nvdimm(f, DAXFILE_PMEM_PERSIST_UNKNOWN), "fsdax", 4096);
     p->present = TRUE;
     p->queue_dax = DAXFILE_TRI_YES;
     g_ptr_array_add(f->pmems, p);
@@ -218,7 +219,7 @@ scenario_unmounted(DaxguestFacts *f)
 static void
 scenario_no_daxdev(DaxguestFacts *f)
 {
-    add_namespace(add_nvdimm(f, DAXGUEST_NV_PERSIST_UNKNOWN), "devdax", 2 * M);
+    add_namespace(add_nvdimm(f, DAXFILE_PMEM_PERSIST_UNKNOWN), "devdax", 2 * M);
     f->cpu.clflushopt = FALSE;
     f->cpu.clwb = FALSE;
 }

@@ -4,9 +4,11 @@
  * commands that print one
  */
 #include <stdio.h>
+#include <sys/sysmacros.h>
 
 #include "daxfile-escape.h"
 #include "daxfile-host-json.h"
+#include "daxfile-medium.h"
 #include "daxfile-size.h"
 #include "daxfile-static.h"
 #include "daxfilectl.h"
@@ -88,8 +90,8 @@ print_qemu(const DaxfileAttestation *a)
         (int)a->pid, size, sync, a->map.start);
 }
 
-static void
-print_static(const DaxfileStaticState *state)
+void
+cli_print_static(const DaxfileStaticState *state)
 {
     const DaxfileEntry *e = state->entry;
 
@@ -111,6 +113,15 @@ print_static(const DaxfileStaticState *state)
                state->layout_unchanged ? "unchanged" : "CHANGED");
     if (state->qemu)
         print_qemu(state->qemu);
+}
+
+void
+cli_print_medium(dev_t dev, gboolean chr)
+{
+    g_autoptr(DaxfileMedium) medium = daxfile_medium_read(dev, chr);
+    g_autofree char *text = daxfile_medium_describe(medium);
+
+    printf("medium:       %s\n", text);
 }
 
 void
@@ -137,7 +148,8 @@ cli_print_status(const DaxfileReport *report, const DaxfileStaticState *state)
     printf("align:        %s\n", align);
     printf("static ready: %s\n", report->static_ready ? "yes" : "no");
     if (state)
-        print_static(state);
+        cli_print_static(state);
+    cli_print_medium(makedev(fs->dev_major, fs->dev_minor), FALSE);
     if (report->problems->len > 0) {
         printf("problems:\n");
         cli_print_problems(report);
@@ -148,9 +160,13 @@ JsonNode *
 cli_status_to_json(const DaxfileReport *report, const DaxfileStaticState *state)
 {
     JsonNode *node = daxfile_report_to_json(report);
+    g_autoptr(DaxfileMedium) medium = daxfile_medium_read(
+        makedev(report->fs->dev_major, report->fs->dev_minor), FALSE);
 
     if (state)
         json_object_set_member(json_node_get_object(node), "static",
                                daxfile_static_state_to_json(state));
+    json_object_set_member(json_node_get_object(node), "medium",
+                           daxfile_medium_to_json(medium));
     return node;
 }

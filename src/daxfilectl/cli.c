@@ -3,6 +3,7 @@
 
 #include "config.h"
 #include "daxfile-align.h"
+#include "daxfile-devdax.h"
 #include "daxfile-error.h"
 #include "daxfile-fd.h"
 #include "daxfile-file.h"
@@ -60,9 +61,14 @@ cli_for_each_report(int argc, char **argv, const CliReportOptions *opts)
     for (i = 0; i < argc; i++) {
         g_autoptr(GError) error = NULL;
         g_autoptr(DaxfileStaticState) state = NULL;
-        g_autoptr(DaxfileReport) report =
-            build_report(argv[i], opts, &state, &error);
+        g_autoptr(DaxfileReport) report = NULL;
 
+        if (opts->devdax && daxfile_devdax_is(argv[i])) {
+            if (!opts->devdax(argv[i], opts->json ? json : NULL, i > 0, &error))
+                ret = cli_report_error(error);
+            continue;
+        }
+        report = build_report(argv[i], opts, &state, &error);
         if (!report) {
             ret = cli_report_error(error);
             continue;

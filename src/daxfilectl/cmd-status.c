@@ -4,7 +4,10 @@
  */
 #include <stdio.h>
 
+#include "daxfile-devdax.h"
 #include "daxfile-host-json.h"
+#include "daxfile-medium.h"
+#include "daxfile-size.h"
 #include "daxfilectl.h"
 
 static char *arg_align;
@@ -32,6 +35,51 @@ print_status(const DaxfileReport *report, const DaxfileStaticState *state,
     cli_print_status(report, state);
 }
 
+static void
+print_devdax(const DaxfileFile *f, const DaxfileDevdax *d,
+             const DaxfileStaticState *state)
+{
+    g_autofree char *size = daxfile_size_format(d->size);
+    g_autofree char *align = daxfile_size_format(d->align);
+
+    printf("path:         %s\n", f->display);
+    printf("size:         %" G_GUINT64_FORMAT " (%s)\n", d->size, size);
+    printf("device-dax:   %s, %s mode, %s pages\n", d->name,
+           daxfile_devdax_mode(d), d->align ? align : "unknown");
+    cli_print_static(state);
+    cli_print_medium(d->rdev, TRUE);
+}
+
+/* A device-dax device: what it is, its registry entry and its medium */
+static gboolean
+status_devdax(const char *path, JsonBuilder *json, gboolean separator,
+              GError **error)
+{
+    g_autoptr(DaxfileDevdax) d = NULL;
+    g_autoptr(DaxfileFile) f = daxfile_devdax_open(path, &d, error);
+    g_autoptr(DaxfileStaticState) state = NULL;
+    g_autoptr(DaxfileMedium) medium = NULL;
+    JsonNode *node;
+
+    if (!f)
+        return FALSE;
+    state = daxfile_static_state_read_devdax(f);
+    if (!json) {
+        if (separator)
+            printf("\n");
+        print_devdax(f, d, state);
+        return TRUE;
+    }
+    medium = daxfile_medium_read(d->rdev, TRUE);
+    node = daxfile_devdax_to_json(d, path);
+    json_object_set_member(json_node_get_object(node), "static",
+                           daxfile_static_state_to_json(state));
+    json_object_set_member(json_node_get_object(node), "medium",
+                           daxfile_medium_to_json(medium));
+    json_builder_add_value(json, node);
+    return TRUE;
+}
+
 static int
 cmd_status(int argc, char **argv)
 {
@@ -40,6 +88,7 @@ cmd_status(int argc, char **argv)
         .with_static = TRUE,
         .print = print_status,
         .to_json = cli_status_to_json,
+        .devdax = status_devdax,
     };
     int ret = CLI_EXIT_OK;
 
@@ -59,7 +108,7 @@ const CliVerb cmd_status_verb = {
     .summary = "Show everything daxfile knows about files",
     .params = "PATH...",
     .description =
-        "Report the filesystem, DAX, MAP_SYNC, extent layout and static state of each file.",
+        "Report the filesystem, DAX, MAP_SYNC, extent layout, static state and medium (the pmem namespace or device-dax device and its region) of each file.",
     .options = status_options,
     .too_few = "missing PATH",
 };

@@ -85,6 +85,11 @@ typedef struct {
                   gboolean separator);
     JsonNode *(*to_json)(const DaxfileReport *report,
                          const DaxfileStaticState *state);
+    /* a device-dax device given as a path: status reports on it (adds its
+     * object to @json, or prints it when @json is NULL); NULL: refused as
+     * not a regular file */
+    gboolean (*devdax)(const char *path, JsonBuilder *json, gboolean separator,
+                       GError **error);
 } CliReportOptions;
 
 /* Build a report for each path and print it (human or one JSON array).
@@ -98,6 +103,11 @@ void cli_print_status(const DaxfileReport *report,
 JsonNode *cli_status_to_json(const DaxfileReport *report,
                              const DaxfileStaticState *state);
 void cli_print_problems(const DaxfileReport *report);
+/* the "medium:" line of status (daxfile-medium.h) of the block device
+ * @dev, or with @chr of the device-dax device @dev */
+void cli_print_medium(dev_t dev, gboolean chr);
+/* the "static:" lines of status, the file's or a device-dax device's */
+void cli_print_static(const DaxfileStaticState *state);
 
 /* Summaries of enable/disable on stderr (shared by enable, disable, run);
  * cli_print_disabled returns 1 when the layout changed while static. */

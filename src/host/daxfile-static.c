@@ -582,6 +582,19 @@ attest_qemu(const DaxfileFile *f, const struct stat *st,
 }
 
 DaxfileStaticState *
+daxfile_static_state_read_devdax(const DaxfileFile *f)
+{
+    DaxfileStaticState *state = g_new0(DaxfileStaticState, 1);
+
+    /* no block map to compare, no flag to read: only its entry */
+    state->layout_unchanged = DAXFILE_TRI_UNKNOWN;
+    state->mechanism_intact = DAXFILE_TRI_UNKNOWN;
+    state->immutable = DAXFILE_TRI_UNKNOWN;
+    daxfile_static_registry_peek(&f->st, &state->entry, NULL);
+    return state;
+}
+
+DaxfileStaticState *
 daxfile_static_state_read(const DaxfileFile *f, const DaxfileReport *report)
 {
     int fd = f->fd;

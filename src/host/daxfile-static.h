@@ -157,6 +157,9 @@ gboolean daxfile_static_state_enabled(const DaxfileStaticState *state);
  * cannot be read is left unknown. */
 DaxfileStaticState *daxfile_static_state_read(const DaxfileFile *f,
                                               const DaxfileReport *report);
+/* The same of the device-dax device @f (daxfile_devdax_open()): its
+ * registry entry; everything else unknown */
+DaxfileStaticState *daxfile_static_state_read_devdax(const DaxfileFile *f);
 
 /* Why repair took up an entry */
 typedef enum {

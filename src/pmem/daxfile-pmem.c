@@ -8,24 +8,25 @@
 #include <string.h>
 
 #include "daxfile-error.h"
+#include "daxfile-pmem.h"
 #include "daxfile-sysfs.h"
 #include "daxfile-util.h"
-#include "daxguest-nvdimm.h"
 
 static void
 daxdev_free(gpointer p)
 {
-    DaxguestNvDaxDev *d = p;
+    DaxfilePmemDaxDev *d = p;
 
     g_free(d->name);
     g_free(d->region);
+    g_free(d->namespace);
     g_free(d);
 }
 
 static void
 namespace_free(gpointer p)
 {
-    DaxguestNvNamespace *ns = p;
+    DaxfilePmemNamespace *ns = p;
 
     g_free(ns->name);
     g_free(ns->region);
@@ -38,39 +39,52 @@ namespace_free(gpointer p)
 static void
 region_free(gpointer p)
 {
-    DaxguestNvRegion *r = p;
+    DaxfilePmemRegion *r = p;
 
     g_free(r->name);
     g_free(r->bus);
     g_free(r->type);
     g_ptr_array_unref(r->namespaces);
+    g_free(r->cxl_region);
+    g_free(r);
+}
+
+static void
+cxl_region_free(gpointer p)
+{
+    DaxfilePmemCxlRegion *r = p;
+
+    g_free(r->name);
+    g_free(r->decoder);
+    g_ptr_array_unref(r->memdevs);
     g_free(r);
 }
 
 static void
 bus_free(gpointer p)
 {
-    DaxguestNvBus *b = p;
+    DaxfilePmemBus *b = p;
 
     g_free(b->name);
     g_free(b->provider);
     g_free(b);
 }
 
-DaxguestNvInventory *
-daxguest_nv_inventory_new(void)
+DaxfilePmemInventory *
+daxfile_pmem_inventory_new(void)
 {
-    DaxguestNvInventory *inv = g_new0(DaxguestNvInventory, 1);
+    DaxfilePmemInventory *inv = g_new0(DaxfilePmemInventory, 1);
 
     inv->buses = g_ptr_array_new_with_free_func(bus_free);
     inv->dimms = g_ptr_array_new_with_free_func(g_free);
     inv->regions = g_ptr_array_new_with_free_func(region_free);
     inv->daxdevs = g_ptr_array_new_with_free_func(daxdev_free);
+    inv->cxl_regions = g_ptr_array_new_with_free_func(cxl_region_free);
     return inv;
 }
 
 void
-daxguest_nv_inventory_free(DaxguestNvInventory *inv)
+daxfile_pmem_inventory_free(DaxfilePmemInventory *inv)
 {
     if (!inv)
         return;
@@ -78,49 +92,62 @@ daxguest_nv_inventory_free(DaxguestNvInventory *inv)
     g_ptr_array_unref(inv->dimms);
     g_ptr_array_unref(inv->regions);
     g_ptr_array_unref(inv->daxdevs);
+    g_ptr_array_unref(inv->cxl_regions);
     g_free(inv);
 }
 
-DaxguestNvRegion *
-daxguest_nv_region_new(const char *name, const char *bus)
+DaxfilePmemRegion *
+daxfile_pmem_region_new(const char *name, const char *bus)
 {
-    DaxguestNvRegion *r = g_new0(DaxguestNvRegion, 1);
+    DaxfilePmemRegion *r = g_new0(DaxfilePmemRegion, 1);
 
     r->name = g_strdup(name);
     r->bus = g_strdup(bus);
     r->type = g_strdup("pmem");
-    r->resource = DAXGUEST_NV_UNKNOWN;
+    r->resource = DAXFILE_PMEM_UNKNOWN;
     r->namespaces = g_ptr_array_new_with_free_func(namespace_free);
     return r;
 }
 
-DaxguestNvNamespace *
-daxguest_nv_namespace_new(const char *name, const char *region,
-                          const char *mode)
+DaxfilePmemNamespace *
+daxfile_pmem_namespace_new(const char *name, const char *region,
+                           const char *mode)
 {
-    DaxguestNvNamespace *ns = g_new0(DaxguestNvNamespace, 1);
+    DaxfilePmemNamespace *ns = g_new0(DaxfilePmemNamespace, 1);
 
     ns->name = g_strdup(name);
     ns->region = g_strdup(region);
     ns->mode = g_strdup(mode);
     ns->enabled = TRUE;
-    ns->data_resource = DAXGUEST_NV_UNKNOWN;
+    ns->data_resource = DAXFILE_PMEM_UNKNOWN;
     return ns;
 }
 
-DaxguestNvDaxDev *
-daxguest_nv_daxdev_new(const char *name)
+DaxfilePmemDaxDev *
+daxfile_pmem_daxdev_new(const char *name)
 {
-    DaxguestNvDaxDev *d = g_new0(DaxguestNvDaxDev, 1);
+    DaxfilePmemDaxDev *d = g_new0(DaxfilePmemDaxDev, 1);
 
     d->name = g_strdup(name);
-    d->resource = DAXGUEST_NV_UNKNOWN;
+    d->resource = DAXFILE_PMEM_UNKNOWN;
     d->enabled = TRUE;
     return d;
 }
 
-DAXFILE_ENUM_IMPL(daxguest_nv_persistence, DaxguestNvPersistence,
-                  DAXGUEST_NV_PERSIST_LAST, "unknown", "none",
+DaxfilePmemCxlRegion *
+daxfile_pmem_cxl_region_new(const char *name, const char *decoder)
+{
+    DaxfilePmemCxlRegion *r = g_new0(DaxfilePmemCxlRegion, 1);
+
+    r->name = g_strdup(name);
+    r->decoder = g_strdup(decoder);
+    r->resource = DAXFILE_PMEM_UNKNOWN;
+    r->memdevs = g_ptr_array_new_with_free_func(g_free);
+    return r;
+}
+
+DAXFILE_ENUM_IMPL(daxfile_pmem_persistence, DaxfilePmemPersistence,
+                  DAXFILE_PMEM_PERSIST_LAST, "unknown", "none",
                   "memory_controller", "cpu_cache");
 
 /* libndctl returns "" (or NULL) for "none"; keep NULL for that. */
@@ -133,7 +160,7 @@ dup_nonempty(const char *s)
 static guint64
 ull_or_unknown(unsigned long long v)
 {
-    return v == ULLONG_MAX ? DAXGUEST_NV_UNKNOWN : (guint64)v;
+    return v == ULLONG_MAX ? DAXFILE_PMEM_UNKNOWN : (guint64)v;
 }
 
 static void
@@ -154,27 +181,28 @@ dax_log(struct daxctl_ctx *ctx, int priority, const char *file, int line,
     g_debug("libdaxctl: %s: %s", fn, g_strchomp(msg));
 }
 
-static DaxguestNvPersistence
+static DaxfilePmemPersistence
 nv_persistence(struct ndctl_region *region)
 {
     switch (ndctl_region_get_persistence_domain(region)) {
     case PERSISTENCE_NONE:
-        return DAXGUEST_NV_PERSIST_NONE;
+        return DAXFILE_PMEM_PERSIST_NONE;
     case PERSISTENCE_MEM_CTRL:
-        return DAXGUEST_NV_PERSIST_MEM_CTRL;
+        return DAXFILE_PMEM_PERSIST_MEM_CTRL;
     case PERSISTENCE_CPU_CACHE:
-        return DAXGUEST_NV_PERSIST_CPU_CACHE;
+        return DAXFILE_PMEM_PERSIST_CPU_CACHE;
     default:
-        return DAXGUEST_NV_PERSIST_UNKNOWN;
+        return DAXFILE_PMEM_PERSIST_UNKNOWN;
     }
 }
 
-static DaxguestNvDaxDev *
-nv_read_daxdev(struct daxctl_dev *dev, const char *region)
+static DaxfilePmemDaxDev *
+nv_read_daxdev(struct daxctl_dev *dev, const DaxfilePmemNamespace *ns)
 {
-    DaxguestNvDaxDev *d = daxguest_nv_daxdev_new(daxctl_dev_get_devname(dev));
+    DaxfilePmemDaxDev *d = daxfile_pmem_daxdev_new(daxctl_dev_get_devname(dev));
 
-    d->region = g_strdup(region);
+    d->region = g_strdup(ns ? ns->region : NULL);
+    d->namespace = g_strdup(ns ? ns->name : NULL);
     d->size = daxctl_dev_get_size(dev);
     d->align = daxctl_dev_get_align(dev);
     d->resource = ull_or_unknown(daxctl_dev_get_resource(dev));
@@ -185,12 +213,12 @@ nv_read_daxdev(struct daxctl_dev *dev, const char *region)
 }
 
 static gboolean
-nv_has_daxdev(const DaxguestNvInventory *inv, const char *name)
+nv_has_daxdev(const DaxfilePmemInventory *inv, const char *name)
 {
     guint i;
 
     for (i = 0; i < inv->daxdevs->len; i++) {
-        const DaxguestNvDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
+        const DaxfilePmemDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
 
         if (STREQ(d->name, name))
             return TRUE;
@@ -198,9 +226,10 @@ nv_has_daxdev(const DaxguestNvInventory *inv, const char *name)
     return FALSE;
 }
 
+/* the devices of a dax region, of the namespace @ns (NULL: of none) */
 static void
-nv_read_dax_region(DaxguestNvInventory *inv, struct daxctl_region *dregion,
-                   const char *region)
+nv_read_dax_region(DaxfilePmemInventory *inv, struct daxctl_region *dregion,
+                   const DaxfilePmemNamespace *ns)
 {
     struct daxctl_dev *dev;
 
@@ -209,15 +238,15 @@ nv_read_dax_region(DaxguestNvInventory *inv, struct daxctl_region *dregion,
         if (daxctl_dev_get_size(dev) == 0 ||
             nv_has_daxdev(inv, daxctl_dev_get_devname(dev)))
             continue;
-        g_ptr_array_add(inv->daxdevs, nv_read_daxdev(dev, region));
+        g_ptr_array_add(inv->daxdevs, nv_read_daxdev(dev, ns));
     }
 }
 
 /* mode-specific parts: block device, claiming device, page size, and the
  * physical address of the first data byte */
 static void
-nv_read_claim(DaxguestNvInventory *inv, struct ndctl_namespace *ndns,
-              DaxguestNvNamespace *ns)
+nv_read_claim(DaxfilePmemInventory *inv, struct ndctl_namespace *ndns,
+              DaxfilePmemNamespace *ns)
 {
     struct ndctl_pfn *pfn = ndctl_namespace_get_pfn(ndns);
     struct ndctl_dax *dax = ndctl_namespace_get_dax(ndns);
@@ -239,7 +268,7 @@ nv_read_claim(DaxguestNvInventory *inv, struct ndctl_namespace *ndns,
         if (ndctl_dax_get_size(dax))
             ns->size = ndctl_dax_get_size(dax);
         if (dregion)
-            nv_read_dax_region(inv, dregion, ns->region);
+            nv_read_dax_region(inv, dregion, ns);
     } else if (btt) {
         ns->claim = g_strdup(ndctl_btt_get_devname(btt));
         ns->blockdev = dup_nonempty(ndctl_btt_get_block_device(btt));
@@ -267,10 +296,10 @@ nv_mode_name(struct ndctl_namespace *ndns)
 }
 
 static void
-nv_read_region(DaxguestNvInventory *inv, struct ndctl_bus *bus,
+nv_read_region(DaxfilePmemInventory *inv, struct ndctl_bus *bus,
                struct ndctl_region *region)
 {
-    DaxguestNvRegion *r = daxguest_nv_region_new(
+    DaxfilePmemRegion *r = daxfile_pmem_region_new(
         ndctl_region_get_devname(region), ndctl_bus_get_devname(bus));
     struct ndctl_namespace *ndns;
 
@@ -280,16 +309,16 @@ nv_read_region(DaxguestNvInventory *inv, struct ndctl_bus *bus,
     r->resource = ull_or_unknown(ndctl_region_get_resource(region));
     r->persistence = nv_persistence(region);
     r->virtio = g_strcmp0(ndctl_bus_get_provider(bus),
-                          DAXGUEST_NV_VIRTIO_PROVIDER) == 0;
+                          DAXFILE_PMEM_VIRTIO_PROVIDER) == 0;
     ndctl_namespace_foreach(region, ndns)
     {
-        DaxguestNvNamespace *ns;
+        DaxfilePmemNamespace *ns;
 
         /* skip seeds (size 0) and namespaces that are off */
         if (ndctl_namespace_get_size(ndns) == 0)
             continue;
-        ns = daxguest_nv_namespace_new(ndctl_namespace_get_devname(ndns),
-                                       r->name, nv_mode_name(ndns));
+        ns = daxfile_pmem_namespace_new(ndctl_namespace_get_devname(ndns),
+                                        r->name, nv_mode_name(ndns));
         ns->size = ndctl_namespace_get_size(ndns);
         ns->enabled = ndctl_namespace_is_active(ndns);
         nv_read_claim(inv, ndns, ns);
@@ -299,9 +328,9 @@ nv_read_region(DaxguestNvInventory *inv, struct ndctl_bus *bus,
 }
 
 static void
-nv_read_bus(DaxguestNvInventory *inv, struct ndctl_bus *bus)
+nv_read_bus(DaxfilePmemInventory *inv, struct ndctl_bus *bus)
 {
-    DaxguestNvBus *b = g_new0(DaxguestNvBus, 1);
+    DaxfilePmemBus *b = g_new0(DaxfilePmemBus, 1);
     struct ndctl_dimm *dimm;
     struct ndctl_region *region;
 
@@ -315,7 +344,7 @@ nv_read_bus(DaxguestNvInventory *inv, struct ndctl_bus *bus)
 }
 
 static gboolean
-nv_read_daxctl(DaxguestNvInventory *inv, GError **error)
+nv_read_daxctl(DaxfilePmemInventory *inv, GError **error)
 {
     struct daxctl_ctx *dctx = NULL;
     struct daxctl_region *dregion;
@@ -331,10 +360,10 @@ nv_read_daxctl(DaxguestNvInventory *inv, GError **error)
     return TRUE;
 }
 
-DaxguestNvInventory *
-daxguest_nv_inventory_read(GError **error)
+DaxfilePmemInventory *
+daxfile_pmem_inventory_read(GError **error)
 {
-    g_autoptr(DaxguestNvInventory) inv = daxguest_nv_inventory_new();
+    g_autoptr(DaxfilePmemInventory) inv = daxfile_pmem_inventory_new();
     struct ndctl_ctx *ctx = NULL;
     struct ndctl_bus *bus;
     int rc;
@@ -349,18 +378,19 @@ daxguest_nv_inventory_read(GError **error)
     ndctl_bus_foreach(ctx, bus) nv_read_bus(inv, bus);
     ndctl_unref(ctx);
     /* device-dax outside NVDIMM namespaces (hmem, cxl) too */
-    if (!nv_read_daxctl(inv, error))
+    if (!nv_read_daxctl(inv, error) || !daxfile_pmem_cxl_read(inv, error))
         return NULL;
+    daxfile_pmem_cxl_link(inv);
     return g_steal_pointer(&inv);
 }
 
-const DaxguestNvRegion *
-daxguest_nv_find_region(const DaxguestNvInventory *inv, const char *name)
+const DaxfilePmemRegion *
+daxfile_pmem_find_region(const DaxfilePmemInventory *inv, const char *name)
 {
     guint i;
 
     for (i = 0; i < inv->regions->len; i++) {
-        const DaxguestNvRegion *r = g_ptr_array_index(inv->regions, i);
+        const DaxfilePmemRegion *r = g_ptr_array_index(inv->regions, i);
 
         if (STREQ(r->name, name))
             return r;
@@ -368,16 +398,32 @@ daxguest_nv_find_region(const DaxguestNvInventory *inv, const char *name)
     return NULL;
 }
 
-const DaxguestNvNamespace *
-daxguest_nv_find_blockdev(const DaxguestNvInventory *inv, const char *blockdev)
+const DaxfilePmemBus *
+daxfile_pmem_find_bus(const DaxfilePmemInventory *inv, const char *name)
+{
+    guint i;
+
+    for (i = 0; i < inv->buses->len; i++) {
+        const DaxfilePmemBus *b = g_ptr_array_index(inv->buses, i);
+
+        if (STREQ(b->name, name))
+            return b;
+    }
+    return NULL;
+}
+
+const DaxfilePmemNamespace *
+daxfile_pmem_find_blockdev(const DaxfilePmemInventory *inv,
+                           const char *blockdev)
 {
     guint i, j;
 
     for (i = 0; i < inv->regions->len; i++) {
-        const DaxguestNvRegion *r = g_ptr_array_index(inv->regions, i);
+        const DaxfilePmemRegion *r = g_ptr_array_index(inv->regions, i);
 
         for (j = 0; j < r->namespaces->len; j++) {
-            const DaxguestNvNamespace *ns = g_ptr_array_index(r->namespaces, j);
+            const DaxfilePmemNamespace *ns =
+                g_ptr_array_index(r->namespaces, j);
 
             if (ns->blockdev && STREQ(ns->blockdev, blockdev))
                 return ns;
@@ -386,13 +432,13 @@ daxguest_nv_find_blockdev(const DaxguestNvInventory *inv, const char *blockdev)
     return NULL;
 }
 
-const DaxguestNvDaxDev *
-daxguest_nv_find_daxdev(const DaxguestNvInventory *inv, int major, int minor)
+const DaxfilePmemDaxDev *
+daxfile_pmem_find_daxdev(const DaxfilePmemInventory *inv, int major, int minor)
 {
     guint i;
 
     for (i = 0; i < inv->daxdevs->len; i++) {
-        const DaxguestNvDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
+        const DaxfilePmemDaxDev *d = g_ptr_array_index(inv->daxdevs, i);
 
         if (d->major == major && d->minor == minor)
             return d;
@@ -401,35 +447,35 @@ daxguest_nv_find_daxdev(const DaxguestNvInventory *inv, int major, int minor)
 }
 
 gboolean
-daxguest_nv_auto_flush(const DaxguestNvInventory *inv)
+daxfile_pmem_auto_flush(const DaxfilePmemInventory *inv)
 {
     guint i;
 
     for (i = 0; i < inv->regions->len; i++) {
-        const DaxguestNvRegion *r = g_ptr_array_index(inv->regions, i);
+        const DaxfilePmemRegion *r = g_ptr_array_index(inv->regions, i);
 
-        if (r->persistence != DAXGUEST_NV_PERSIST_CPU_CACHE)
+        if (r->persistence != DAXFILE_PMEM_PERSIST_CPU_CACHE)
             return FALSE;
     }
     return inv->regions->len > 0;
 }
 
 gboolean
-daxguest_nv_all_virtio(const DaxguestNvInventory *inv)
+daxfile_pmem_all_virtio(const DaxfilePmemInventory *inv)
 {
     guint i;
 
     for (i = 0; i < inv->buses->len; i++) {
-        const DaxguestNvBus *b = g_ptr_array_index(inv->buses, i);
+        const DaxfilePmemBus *b = g_ptr_array_index(inv->buses, i);
 
-        if (g_strcmp0(b->provider, DAXGUEST_NV_VIRTIO_PROVIDER) != 0)
+        if (g_strcmp0(b->provider, DAXFILE_PMEM_VIRTIO_PROVIDER) != 0)
             return FALSE;
     }
     return inv->buses->len > 0;
 }
 
 gboolean
-daxguest_nv_blockdev_is_virtio(guint major, guint minor)
+daxfile_pmem_blockdev_is_virtio(guint major, guint minor)
 {
     g_autofree char *link = g_strdup_printf("%s/dev/block/%u:%u",
                                             daxfile_sysfs_root(), major, minor);
@@ -445,5 +491,5 @@ daxguest_nv_blockdev_is_virtio(guint major, guint minor)
     provider = g_strdup_printf("%.*s/provider", (int)(end - real), real);
     if (!g_file_get_contents(provider, &text, NULL, NULL))
         return FALSE;
-    return STREQ(g_strstrip(text), DAXGUEST_NV_VIRTIO_PROVIDER);
+    return STREQ(g_strstrip(text), DAXFILE_PMEM_VIRTIO_PROVIDER);
 }
