@@ -7,41 +7,14 @@
 #include "daxfile-align.h"
 #include "daxfile-size.h"
 #include "daxfile-util.h"
-#include "daxguest-checks.h"
+#include "daxguest-checks-priv.h"
 
 #define SZ_2M DAXFILE_SZ_2M
 
-#define HINT_NO_NVDIMM                                                         \
-    "give the guest an NVDIMM: QEMU '-machine nvdimm=on' with "                \
-    "'-object memory-backend-file,share=on,...' and '-device nvdimm,...', "    \
-    "or libvirt <memory model='nvdimm'> (see 'daxfile domain-xml')"
 #define HINT_MKFS                                                              \
     "make and mount a DAX filesystem: 'mkfs.ext4 -b 4096 -E "                  \
     "stride=512,stripe_width=512 %s' (or 'mkfs.xfs -m reflink=0 -d "           \
     "su=2m,sw=1 %s'), then 'mount -o dax %s MOUNTPOINT'"
-
-static DaxguestCheck *
-check_add(GPtrArray *out, const char *id, const char *subject, char *title)
-{
-    DaxguestCheck *c = g_new0(DaxguestCheck, 1);
-
-    c->check = g_strdup(id);
-    c->subject = g_strdup(subject);
-    c->title = title;
-    g_ptr_array_add(out, c);
-    return c;
-}
-
-/* Takes @detail and @hint. */
-static void
-check_set(DaxguestCheck *c, DaxguestCheckResult result, char *detail,
-          char *hint)
-{
-    c->result = result;
-    c->detail = detail;
-    c->hint = hint;
-    g_assert(result == DAXGUEST_CHECK_PASS || hint);
-}
 
 static void
 check_free(gpointer p)
@@ -56,174 +29,6 @@ check_free(gpointer p)
     g_free(c);
 }
 
-static char *
-join_names(GPtrArray *names)
-{
-    g_autoptr(GString) s = g_string_new(NULL);
-    guint i;
-
-    for (i = 0; i < names->len; i++)
-        g_string_append_printf(s, "%s%s", i ? ", " : "",
-                               (const char *)g_ptr_array_index(names, i));
-    return g_string_free(g_steal_pointer(&s), FALSE);
-}
-
-/* The NVDIMM presence chain; FALSE stops the NVDIMM checks. */
-static gboolean
-check_nfit(GPtrArray *out, const DaxfilePmemInventory *inv)
-{
-    DaxguestCheck *c =
-        check_add(out, "nfit_table", NULL, g_strdup("for the ACPI NFIT table"));
-
-    if (inv->nfit_table) {
-        check_set(c, DAXGUEST_CHECK_PASS, g_strdup("present"), NULL);
-    } else if (daxfile_pmem_all_virtio(inv)) {
-        check_set(c, DAXGUEST_CHECK_PASS,
-                  g_strdup("absent: the pmem is virtio-pmem, which needs none"),
-                  NULL);
-    } else if (inv->buses->len > 0) {
-        check_set(
-            c, DAXGUEST_CHECK_WARN,
-            g_strdup("absent, but an NVDIMM bus exists"),
-            g_strdup(
-                "without an NFIT (e.g. memmap= pmem) there is no persistence information; use a QEMU NVDIMM"));
-    } else {
-        check_set(c, DAXGUEST_CHECK_FAIL,
-                  g_strdup("absent: this machine has no NVDIMM"),
-                  g_strdup(HINT_NO_NVDIMM));
-        return FALSE;
-    }
-    return TRUE;
-}
-
-static gboolean
-check_bus(GPtrArray *out, const DaxfilePmemInventory *inv)
-{
-    DaxguestCheck *c =
-        check_add(out, "nvdimm_bus", NULL, g_strdup("for an NVDIMM bus"));
-    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-    guint i;
-
-    if (inv->buses->len == 0) {
-        check_set(
-            c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
-            g_strdup(
-                "load the NVDIMM drivers: 'modprobe nfit nd_pmem dax_pmem device_dax'"));
-        return FALSE;
-    }
-    for (i = 0; i < inv->buses->len; i++) {
-        const DaxfilePmemBus *b = g_ptr_array_index(inv->buses, i);
-
-        g_ptr_array_add(names, g_strdup_printf("%s: %s", b->name, b->provider));
-    }
-    check_set(c, DAXGUEST_CHECK_PASS, join_names(names), NULL);
-    return TRUE;
-}
-
-static gboolean
-check_dimms(GPtrArray *out, const DaxfilePmemInventory *inv)
-{
-    DaxguestCheck *c =
-        check_add(out, "nvdimm_dimms", NULL, g_strdup("for NVDIMM devices"));
-
-    if (inv->dimms->len == 0 && inv->regions->len &&
-        daxfile_pmem_all_virtio(inv)) {
-        check_set(c, DAXGUEST_CHECK_PASS,
-                  g_strdup("none: virtio-pmem regions have no DIMMs"), NULL);
-        return TRUE;
-    }
-    if (inv->dimms->len == 0) {
-        /* e820 (memmap=) pmem has regions but no DIMMs: not fatal */
-        DaxguestCheckResult res = DAXGUEST_CHECK_FAIL;
-
-        if (inv->regions->len)
-            res = DAXGUEST_CHECK_WARN;
-        check_set(
-            c, res, g_strdup("none on the bus"),
-            g_strdup(
-                "give the guest an NVDIMM device ('-device nvdimm,memdev=...' or <memory model='nvdimm'>)"));
-        return inv->regions->len > 0;
-    }
-    check_set(c, DAXGUEST_CHECK_PASS, join_names(inv->dimms), NULL);
-    return TRUE;
-}
-
-static gboolean
-region_is_pmem(const DaxfilePmemRegion *r)
-{
-    return r->type && STREQ(r->type, "pmem");
-}
-
-static gboolean
-check_regions(GPtrArray *out, const DaxfilePmemInventory *inv)
-{
-    DaxguestCheck *c = check_add(out, "pmem_region", NULL,
-                                 g_strdup("for a persistent memory region"));
-    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-    guint i;
-
-    for (i = 0; i < inv->regions->len; i++) {
-        const DaxfilePmemRegion *r = g_ptr_array_index(inv->regions, i);
-        g_autofree char *size = daxfile_size_format(r->size);
-
-        if (region_is_pmem(r))
-            g_ptr_array_add(names, g_strdup_printf("%s: %s", r->name, size));
-    }
-    if (names->len == 0) {
-        check_set(
-            c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
-            g_strdup(
-                "the NVDIMM exposes no pmem region; check its size and label-size against the backing file"));
-        return FALSE;
-    }
-    check_set(c, DAXGUEST_CHECK_PASS, join_names(names), NULL);
-    return TRUE;
-}
-
-static void
-check_persistence(GPtrArray *out, const DaxfilePmemRegion *r)
-{
-    DaxguestCheck *c =
-        check_add(out, "persistence_domain", r->name,
-                  g_strdup_printf("%s persistence domain", r->name));
-
-    if (r->virtio) {
-        /* the kernel marks the region asynchronous: no MAP_SYNC */
-        check_set(
-            c, DAXGUEST_CHECK_PASS,
-            g_strdup(
-                "virtio-pmem: data is durable once flushed with fsync/msync (the device's flush request; the host syncs its file); MAP_SYNC is not offered"),
-            NULL);
-        return;
-    }
-    switch (r->persistence) {
-    case DAXFILE_PMEM_PERSIST_CPU_CACHE:
-        check_set(
-            c, DAXGUEST_CHECK_WARN, g_strdup("cpu_cache (eADR)"),
-            g_strdup(
-                "libpmem and applications skip cache flushes: only safe if the host really has eADR and the backing file is on real pmem; otherwise drop nvdimm-persistence=cpu"));
-        break;
-    case DAXFILE_PMEM_PERSIST_MEM_CTRL:
-        check_set(
-            c, DAXGUEST_CHECK_PASS,
-            g_strdup("memory_controller (ADR): applications flush CPU caches"),
-            NULL);
-        break;
-    case DAXFILE_PMEM_PERSIST_NONE:
-        check_set(
-            c, DAXGUEST_CHECK_WARN, g_strdup("none"),
-            g_strdup(
-                "the platform claims no persistence for this region; do not rely on it across power loss"));
-        break;
-    case DAXFILE_PMEM_PERSIST_UNKNOWN:
-    case DAXFILE_PMEM_PERSIST_LAST:
-        check_set(c, DAXGUEST_CHECK_PASS,
-                  g_strdup("not reported: applications flush CPU caches"),
-                  NULL);
-        break;
-    }
-}
-
 static gboolean
 ns_is_dax(const DaxfilePmemNamespace *ns)
 {
@@ -234,22 +39,22 @@ ns_is_dax(const DaxfilePmemNamespace *ns)
 static gboolean
 check_ns_mode(GPtrArray *out, const DaxfilePmemNamespace *ns)
 {
-    DaxguestCheck *c = check_add(out, "namespace_mode", ns->name,
-                                 g_strdup_printf("%s mode", ns->name));
+    DaxguestCheck *c = daxguest_check_add(out, "namespace_mode", ns->name,
+                                          g_strdup_printf("%s mode", ns->name));
     g_autofree char *size = daxfile_size_format(ns->size);
 
     if (!ns->enabled) {
-        check_set(c, DAXGUEST_CHECK_FAIL,
-                  g_strdup_printf("%s, disabled", ns->mode),
-                  g_strdup_printf("run 'ndctl enable-namespace %s'", ns->name));
+        daxguest_check_set(
+            c, DAXGUEST_CHECK_FAIL, g_strdup_printf("%s, disabled", ns->mode),
+            g_strdup_printf("run 'ndctl enable-namespace %s'", ns->name));
         return FALSE;
     }
     if (ns_is_dax(ns)) {
-        check_set(c, DAXGUEST_CHECK_PASS,
-                  g_strdup_printf("%s, %s", ns->mode, size), NULL);
+        daxguest_check_set(c, DAXGUEST_CHECK_PASS,
+                           g_strdup_printf("%s, %s", ns->mode, size), NULL);
         return TRUE;
     }
-    check_set(
+    daxguest_check_set(
         c, DAXGUEST_CHECK_FAIL, g_strdup_printf("%s: no DAX", ns->mode),
         g_strdup_printf(
             "run 'ndctl create-namespace -f -e %s -m fsdax' (or -m devdax); this erases the namespace",
@@ -260,8 +65,9 @@ check_ns_mode(GPtrArray *out, const DaxfilePmemNamespace *ns)
 static void
 check_ns_align(GPtrArray *out, const DaxfilePmemNamespace *ns)
 {
-    DaxguestCheck *c = check_add(out, "namespace_align", ns->name,
-                                 g_strdup_printf("%s alignment", ns->name));
+    DaxguestCheck *c =
+        daxguest_check_add(out, "namespace_align", ns->name,
+                           g_strdup_printf("%s alignment", ns->name));
     g_autofree char *align = daxfile_size_format(ns->align);
     gboolean start_ok = ns->data_resource == DAXFILE_PMEM_UNKNOWN ||
                         DAXFILE_IS_ALIGNED(ns->data_resource, SZ_2M);
@@ -269,7 +75,7 @@ check_ns_align(GPtrArray *out, const DaxfilePmemNamespace *ns)
     if (ns->align == 0 && !ns->claim) {
         /* no pfn device: the region maps it (virtio-pmem) and the page
          * size follows the data's physical alignment */
-        check_set(
+        daxguest_check_set(
             c, start_ok ? DAXGUEST_CHECK_PASS : DAXGUEST_CHECK_WARN,
             g_strdup_printf(
                 "mapped by its region, data at 0x%" G_GINT64_MODIFIER "x%s",
@@ -280,14 +86,14 @@ check_ns_align(GPtrArray *out, const DaxfilePmemNamespace *ns)
                 : g_strdup(
                       "align the device in the host: QEMU memory-backend-file align=2M"));
     } else if (ns->align < SZ_2M) {
-        check_set(
+        daxguest_check_set(
             c, DAXGUEST_CHECK_WARN,
             g_strdup_printf("%s pages: no 2 MiB faults", align),
             g_strdup_printf(
                 "run 'ndctl create-namespace -f -e %s -m %s --align 2M'; this erases the namespace",
                 ns->name, ns->mode));
     } else if (!start_ok) {
-        check_set(
+        daxguest_check_set(
             c, DAXGUEST_CHECK_WARN,
             g_strdup_printf("%s pages, but data starts at 0x%" G_GINT64_MODIFIER
                             "x",
@@ -295,8 +101,8 @@ check_ns_align(GPtrArray *out, const DaxfilePmemNamespace *ns)
             g_strdup(
                 "align the NVDIMM in the host: QEMU memory-backend-file align=2M"));
     } else {
-        check_set(c, DAXGUEST_CHECK_PASS, g_strdup_printf("%s pages", align),
-                  NULL);
+        daxguest_check_set(c, DAXGUEST_CHECK_PASS,
+                           g_strdup_printf("%s pages", align), NULL);
     }
 }
 
@@ -325,11 +131,11 @@ check_pmem_dax(GPtrArray *out, const DaxfilePmemNamespace *ns,
         dev = g_strdup_printf("/dev/%s", ns->blockdev);
     else
         dev = g_strdup_printf("the block device of %s", ns->name);
-    c = check_add(out, "pmem_dax", ns->blockdev ? dev : ns->name,
-                  g_strdup_printf("if %s supports DAX", dev));
+    c = daxguest_check_add(out, "pmem_dax", ns->blockdev ? dev : ns->name,
+                           g_strdup_printf("if %s supports DAX", dev));
 
     if (!p || !p->present) {
-        check_set(
+        daxguest_check_set(
             c, DAXGUEST_CHECK_FAIL,
             g_strdup_printf("%s has no block device node", ns->name),
             g_strdup(
@@ -339,37 +145,39 @@ check_pmem_dax(GPtrArray *out, const DaxfilePmemNamespace *ns,
     if (p->queue_dax != DAXFILE_TRI_YES) {
         const char *value = p->queue_dax == DAXFILE_TRI_NO ? "0" : "unknown";
 
-        check_set(
+        daxguest_check_set(
             c, DAXGUEST_CHECK_FAIL,
             g_strdup_printf("%s/queue/dax is %s", dev, value),
             g_strdup(
                 "use a kernel with CONFIG_FS_DAX and an fsdax namespace ('ndctl create-namespace -f -e NAMESPACE -m fsdax')"));
         return FALSE;
     }
-    check_set(c, DAXGUEST_CHECK_PASS, g_strdup("queue/dax=1"), NULL);
+    daxguest_check_set(c, DAXGUEST_CHECK_PASS, g_strdup("queue/dax=1"), NULL);
     return TRUE;
 }
 
 static gboolean
 check_mount(GPtrArray *out, const DaxguestPmemFacts *p)
 {
-    DaxguestCheck *c =
-        check_add(out, "dax_mount", p->device,
-                  g_strdup_printf("for a filesystem on %s", p->device));
+    DaxguestCheck *c = daxguest_check_add(
+        out, "dax_mount", p->device,
+        g_strdup_printf("for a filesystem on %s", p->device));
     g_autofree char *mode = NULL;
 
     if (!p->mount_point) {
-        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("not mounted"),
-                  g_strdup_printf(HINT_MKFS, p->device, p->device, p->device));
+        daxguest_check_set(
+            c, DAXGUEST_CHECK_FAIL, g_strdup("not mounted"),
+            g_strdup_printf(HINT_MKFS, p->device, p->device, p->device));
         return FALSE;
     }
     if (p->probe.dax_mode)
         mode = g_strdup_printf("dax=%s", p->probe.dax_mode);
     else
         mode = g_strdup("no dax option");
-    check_set(c, DAXGUEST_CHECK_PASS,
-              g_strdup_printf("%s on %s, %s", p->fs_type, p->mount_point, mode),
-              NULL);
+    daxguest_check_set(
+        c, DAXGUEST_CHECK_PASS,
+        g_strdup_printf("%s on %s, %s", p->fs_type, p->mount_point, mode),
+        NULL);
     return TRUE;
 }
 
@@ -388,29 +196,32 @@ static gboolean
 check_statx(GPtrArray *out, const DaxguestPmemFacts *p)
 {
     const DaxguestFileProbe *pr = &p->probe;
-    DaxguestCheck *c =
-        check_add(out, "statx_dax", p->mount_point,
-                  g_strdup_printf("if DAX is in effect in %s", p->mount_point));
+    DaxguestCheck *c = daxguest_check_add(
+        out, "statx_dax", p->mount_point,
+        g_strdup_printf("if DAX is in effect in %s", p->mount_point));
 
     if (pr->error) {
-        check_set(c, DAXGUEST_CHECK_WARN,
-                  g_strdup_printf("not tested: %s", pr->error),
-                  g_strdup("run as root on a writable mount with 4 MiB free"));
+        daxguest_check_set(
+            c, DAXGUEST_CHECK_WARN,
+            g_strdup_printf("not tested: %s", pr->error),
+            g_strdup("run as root on a writable mount with 4 MiB free"));
         return FALSE;
     }
     switch (pr->dax) {
     case DAXFILE_TRI_YES:
-        check_set(c, DAXGUEST_CHECK_PASS,
-                  g_strdup("statx reports STATX_ATTR_DAX on a new file"), NULL);
+        daxguest_check_set(
+            c, DAXGUEST_CHECK_PASS,
+            g_strdup("statx reports STATX_ATTR_DAX on a new file"), NULL);
         return TRUE;
     case DAXFILE_TRI_NO:
-        check_set(c, DAXGUEST_CHECK_FAIL,
-                  g_strdup("statx: a new file is not DAX"), hint_dax_mount(p));
+        daxguest_check_set(c, DAXGUEST_CHECK_FAIL,
+                           g_strdup("statx: a new file is not DAX"),
+                           hint_dax_mount(p));
         return FALSE;
     case DAXFILE_TRI_UNKNOWN:
         break;
     }
-    check_set(
+    daxguest_check_set(
         c, DAXGUEST_CHECK_WARN,
         g_strdup("statx has no DAX attribute (kernel older than 5.8)"),
         g_strdup(
@@ -423,19 +234,20 @@ check_map_sync(GPtrArray *out, const DaxguestPmemFacts *p,
                const DaxfilePmemRegion *r)
 {
     const DaxguestFileProbe *pr = &p->probe;
-    DaxguestCheck *c =
-        check_add(out, "map_sync", p->mount_point,
-                  g_strdup_printf("if MAP_SYNC works in %s", p->mount_point));
+    DaxguestCheck *c = daxguest_check_add(
+        out, "map_sync", p->mount_point,
+        g_strdup_printf("if MAP_SYNC works in %s", p->mount_point));
 
     const char *why = pr->map_sync_error ? pr->map_sync_error : "unknown";
 
     if (pr->map_sync) {
-        check_set(c, DAXGUEST_CHECK_PASS,
-                  g_strdup("MAP_SHARED_VALIDATE|MAP_SYNC accepted"), NULL);
+        daxguest_check_set(c, DAXGUEST_CHECK_PASS,
+                           g_strdup("MAP_SHARED_VALIDATE|MAP_SYNC accepted"),
+                           NULL);
         return;
     }
     if (r && r->virtio) {
-        check_set(
+        daxguest_check_set(
             c, DAXGUEST_CHECK_PASS,
             g_strdup_printf(
                 "MAP_SHARED_VALIDATE|MAP_SYNC refused (%s), as on any virtio-pmem region: applications make data durable with fsync/msync",
@@ -443,9 +255,10 @@ check_map_sync(GPtrArray *out, const DaxguestPmemFacts *p,
             NULL);
         return;
     }
-    check_set(c, DAXGUEST_CHECK_FAIL,
-              g_strdup_printf("MAP_SHARED_VALIDATE|MAP_SYNC refused: %s", why),
-              hint_dax_mount(p));
+    daxguest_check_set(
+        c, DAXGUEST_CHECK_FAIL,
+        g_strdup_printf("MAP_SHARED_VALIDATE|MAP_SYNC refused: %s", why),
+        hint_dax_mount(p));
 }
 
 static char *
@@ -474,20 +287,21 @@ check_pmd(GPtrArray *out, const DaxguestPmemFacts *p,
           const DaxfilePmemNamespace *ns)
 {
     const DaxguestFileProbe *pr = &p->probe;
-    DaxguestCheck *c =
-        check_add(out, "pmd_fault", p->mount_point,
-                  g_strdup_printf("if 2 MiB faults are PMD faults in %s",
-                                  p->mount_point));
+    DaxguestCheck *c = daxguest_check_add(
+        out, "pmd_fault", p->mount_point,
+        g_strdup_printf("if 2 MiB faults are PMD faults in %s",
+                        p->mount_point));
     char *hint;
 
     if (!pr->pmd.ran) {
-        check_set(c, DAXGUEST_CHECK_WARN,
-                  g_strdup_printf("not tested: %s", pr->pmd.error),
-                  g_strdup("run as root with 4 MiB free in the mount"));
+        daxguest_check_set(
+            c, DAXGUEST_CHECK_WARN,
+            g_strdup_printf("not tested: %s", pr->pmd.error),
+            g_strdup("run as root with 4 MiB free in the mount"));
         return;
     }
     if (pmd_ok(&pr->pmd)) {
-        check_set(c, DAXGUEST_CHECK_PASS, pmd_detail(&pr->pmd), NULL);
+        daxguest_check_set(c, DAXGUEST_CHECK_PASS, pmd_detail(&pr->pmd), NULL);
         return;
     }
     if (ns->align < SZ_2M)
@@ -504,7 +318,7 @@ check_pmd(GPtrArray *out, const DaxguestPmemFacts *p,
     else
         hint = g_strdup(
             "the kernel fell back to 4 KiB pages; check CONFIG_FS_DAX_PMD and the fs_dax tracepoints");
-    check_set(c, DAXGUEST_CHECK_WARN, pmd_detail(&pr->pmd), hint);
+    daxguest_check_set(c, DAXGUEST_CHECK_WARN, pmd_detail(&pr->pmd), hint);
 }
 
 static void
@@ -552,9 +366,10 @@ check_devdax_ns(GPtrArray *out, const DaxfilePmemInventory *inv,
         if (d->region && STREQ(d->region, ns->region))
             return;
     }
-    c = check_add(out, "devdax_devices", ns->name,
-                  g_strdup_printf("for device-dax devices of %s", ns->name));
-    check_set(
+    c = daxguest_check_add(
+        out, "devdax_devices", ns->name,
+        g_strdup_printf("for device-dax devices of %s", ns->name));
+    daxguest_check_set(
         c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
         g_strdup(
             "load the device-dax driver ('modprobe dax_pmem device_dax')"));
@@ -568,21 +383,22 @@ check_devdax_device(GPtrArray *out, const DaxfilePmemDaxDev *d,
     g_autofree char *path = g_strdup_printf("/dev/%s", d->name);
     g_autofree char *size = daxfile_size_format(d->size);
     g_autofree char *align = daxfile_size_format(d->align);
-    DaxguestCheck *c = check_add(out, "devdax_device", path,
-                                 g_strdup_printf("device-dax %s", path));
+    DaxguestCheck *c = daxguest_check_add(
+        out, "devdax_device", path, g_strdup_printf("device-dax %s", path));
 
     if (!d->enabled) {
-        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("disabled"),
-                  g_strdup_printf("run 'daxctl enable-device %s'", d->name));
+        daxguest_check_set(
+            c, DAXGUEST_CHECK_FAIL, g_strdup("disabled"),
+            g_strdup_printf("run 'daxctl enable-device %s'", d->name));
         return FALSE;
     }
     if (!f || !f->present) {
-        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("no device node"),
-                  g_strdup("make sure devtmpfs or udev is running"));
+        daxguest_check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("no device node"),
+                           g_strdup("make sure devtmpfs or udev is running"));
         return FALSE;
     }
     if (d->align && d->align < SZ_2M) {
-        check_set(
+        daxguest_check_set(
             c, DAXGUEST_CHECK_WARN,
             g_strdup_printf("%s, %s pages: no 2 MiB faults", size, align),
             g_strdup_printf(
@@ -590,7 +406,7 @@ check_devdax_device(GPtrArray *out, const DaxfilePmemDaxDev *d,
                 d->name));
         return TRUE;
     }
-    check_set(
+    daxguest_check_set(
         c, DAXGUEST_CHECK_PASS,
         g_strdup_printf("%s, %s pages", size, d->align ? align : "unknown"),
         NULL);
@@ -602,14 +418,14 @@ check_devdax_map(GPtrArray *out, const DaxfilePmemDaxDev *d,
                  const DaxguestDaxFacts *f)
 {
     g_autofree char *path = g_strdup_printf("/dev/%s", d->name);
-    DaxguestCheck *c =
-        check_add(out, "devdax_map", path,
-                  g_strdup_printf("if %s maps 2 MiB with one fault", path));
+    DaxguestCheck *c = daxguest_check_add(
+        out, "devdax_map", path,
+        g_strdup_printf("if %s maps 2 MiB with one fault", path));
     g_autofree char *faults = NULL;
     const char *sync;
 
     if (!f->probe.ran) {
-        check_set(
+        daxguest_check_set(
             c, DAXGUEST_CHECK_FAIL,
             g_strdup_printf("cannot map: %s", f->probe.error),
             g_strdup(
@@ -619,13 +435,13 @@ check_devdax_map(GPtrArray *out, const DaxfilePmemDaxDev *d,
     faults = pmd_detail(&f->probe);
     sync = f->probe.map_sync ? "MAP_SYNC accepted" : "MAP_SYNC refused";
     if (!pmd_ok(&f->probe)) {
-        check_set(c, DAXGUEST_CHECK_WARN,
-                  g_strdup_printf("%s, %s", sync, faults),
-                  g_strdup("recreate the namespace with '--align 2M'"));
+        daxguest_check_set(
+            c, DAXGUEST_CHECK_WARN, g_strdup_printf("%s, %s", sync, faults),
+            g_strdup("recreate the namespace with '--align 2M'"));
         return;
     }
-    check_set(c, DAXGUEST_CHECK_PASS, g_strdup_printf("%s, %s", sync, faults),
-              NULL);
+    daxguest_check_set(c, DAXGUEST_CHECK_PASS,
+                       g_strdup_printf("%s, %s", sync, faults), NULL);
 }
 
 static void
@@ -658,8 +474,9 @@ static void
 check_flush(GPtrArray *out, const DaxguestFacts *facts)
 {
     const DaxguestCpuFeatures *cpu = &facts->cpu;
-    DaxguestCheck *c = check_add(out, "flush_instructions", NULL,
-                                 g_strdup("for cache flush instructions"));
+    DaxguestCheck *c =
+        daxguest_check_add(out, "flush_instructions", NULL,
+                           g_strdup("for cache flush instructions"));
     g_autoptr(GPtrArray) have = g_ptr_array_new();
     DaxguestFlushChoice choice;
     gboolean eadr = facts->inv && daxfile_pmem_auto_flush(facts->inv);
@@ -671,30 +488,31 @@ check_flush(GPtrArray *out, const DaxguestFacts *facts)
     if (cpu->clflush)
         g_ptr_array_add(have, (char *)"clflush");
     if (have->len == 0)
-        check_set(
+        daxguest_check_set(
             c, DAXGUEST_CHECK_FAIL, g_strdup("none in CPUID"),
             g_strdup(
                 "give the guest a CPU model with clwb or clflushopt (QEMU '-cpu host' or '-cpu max')"));
     else
-        check_set(c, DAXGUEST_CHECK_PASS, join_names(have), NULL);
+        daxguest_check_set(c, DAXGUEST_CHECK_PASS, daxguest_check_join(have),
+                           NULL);
 
     daxguest_facts_flush_choice(facts, &choice);
-    c = check_add(out, "flush_choice", NULL,
-                  g_strdup("which flush libpmem will use"));
+    c = daxguest_check_add(out, "flush_choice", NULL,
+                           g_strdup("which flush libpmem will use"));
     if (!choice.flush && !eadr)
-        check_set(
+        daxguest_check_set(
             c, DAXGUEST_CHECK_WARN, daxguest_flush_choice_describe(&choice),
             g_strdup(
                 "unset PMEM_NO_FLUSH: without eADR, stores reach persistence only when flushed"));
     else if (choice.flush && choice.insn == DAXGUEST_FLUSH_CLFLUSH &&
              (cpu->clwb || cpu->clflushopt))
-        check_set(
+        daxguest_check_set(
             c, DAXGUEST_CHECK_WARN, daxguest_flush_choice_describe(&choice),
             g_strdup(
                 "unset PMEM_NO_CLWB and PMEM_NO_CLFLUSHOPT: clflush is serializing and slow"));
     else
-        check_set(c, DAXGUEST_CHECK_PASS,
-                  daxguest_flush_choice_describe(&choice), NULL);
+        daxguest_check_set(c, DAXGUEST_CHECK_PASS,
+                           daxguest_flush_choice_describe(&choice), NULL);
 }
 
 static void
@@ -704,13 +522,14 @@ check_namespaces(GPtrArray *out, const DaxguestFacts *facts,
     guint i;
 
     if (r->namespaces->len == 0) {
-        DaxguestCheck *c =
-            check_add(out, "region_namespaces", r->name,
-                      g_strdup_printf("for a namespace in %s", r->name));
+        DaxguestCheck *c = daxguest_check_add(
+            out, "region_namespaces", r->name,
+            g_strdup_printf("for a namespace in %s", r->name));
 
-        check_set(c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
-                  g_strdup_printf("run 'ndctl create-namespace -r %s -m fsdax'",
-                                  r->name));
+        daxguest_check_set(
+            c, DAXGUEST_CHECK_FAIL, g_strdup("none"),
+            g_strdup_printf("run 'ndctl create-namespace -r %s -m fsdax'",
+                            r->name));
         return;
     }
     for (i = 0; i < r->namespaces->len; i++) {
@@ -732,15 +551,14 @@ check_nvdimm(GPtrArray *out, const DaxguestFacts *facts)
     const DaxfilePmemInventory *inv = facts->inv;
     guint i;
 
-    if (!check_nfit(out, inv) || !check_bus(out, inv) ||
-        !check_dimms(out, inv) || !check_regions(out, inv))
+    if (!daxguest_checks_pmem_presence(out, inv))
         return;
     for (i = 0; i < inv->regions->len; i++) {
         const DaxfilePmemRegion *r = g_ptr_array_index(inv->regions, i);
 
-        if (!region_is_pmem(r))
+        if (!daxguest_checks_region_is_pmem(r))
             continue;
-        check_persistence(out, r);
+        daxguest_checks_pmem_region(out, inv, r);
         check_namespaces(out, facts, r);
     }
     check_daxdevs(out, facts);

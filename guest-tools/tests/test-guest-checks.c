@@ -131,6 +131,43 @@ scenario_virtio_pmem(DaxguestFacts *f)
     p->probe.pmd.map_sync = FALSE;
 }
 
+/* A CXL type-3 device's pmem (QEMU cxl-type3, persistent-memdev): the
+ * CXL nvdimm bridge's bus, no NFIT, its nmem0; the nd region at the CXL
+ * region's address, persistence domain memory_controller; a mounted
+ * fsdax namespace */
+static void
+scenario_cxl(DaxguestFacts *f)
+{
+    DaxfilePmemRegion *r = add_nvdimm(f, DAXFILE_PMEM_PERSIST_MEM_CTRL);
+    DaxfilePmemBus *bus = g_ptr_array_index(f->inv->buses, 0);
+    DaxfilePmemCxlRegion *c =
+        daxfile_pmem_cxl_region_new("region0", "decoder0.0");
+
+    f->inv->nfit_table = FALSE;
+    g_free(bus->provider);
+    bus->provider = g_strdup(DAXFILE_PMEM_CXL_PROVIDER);
+    bus->nfit = FALSE;
+    c->resource = REGION_SPA;
+    c->size = G;
+    g_ptr_array_add(c->memdevs, g_strdup("mem0"));
+    g_ptr_array_add(f->inv->cxl_regions, c);
+    daxfile_pmem_cxl_link(f->inv);
+    add_namespace(r, "fsdax", 2 * M);
+    add_mounted_pmem(f, "always");
+}
+
+/* The same, but libcxl shows no CXL region at the nd region's address */
+static void
+scenario_cxl_unmatched(DaxguestFacts *f)
+{
+    DaxfilePmemCxlRegion *c;
+
+    scenario_cxl(f);
+    c = g_ptr_array_index(f->inv->cxl_regions, 0);
+    c->resource = REGION_SPA + G;
+    daxfile_pmem_cxl_link(f->inv);
+}
+
 static void
 scenario_raw(DaxguestFacts *f)
 {
@@ -247,6 +284,8 @@ static const struct {
     {"unmounted", scenario_unmounted, TRUE},
     {"no-daxdev", scenario_no_daxdev, TRUE},
     {"virtio-pmem", scenario_virtio_pmem, FALSE},
+    {"cxl", scenario_cxl, FALSE},
+    {"cxl-unmatched", scenario_cxl_unmatched, FALSE},
 };
 
 /* The TAP is well-formed: version, plan first, numbered test points whose

@@ -240,7 +240,8 @@ BARE_FIX = re.compile(r"; (use|run|pass|give|recreate|put|make|try|swapoff|"
                       r"rename|move|clear|drop|remove|set|add|start|stop|"
                       r"choose|install|mount|unmount|load|wait|free|define|"
                       r"enable|disable|create|delete|edit|reboot|restart) ")
-FIX_FIELD_FILES = ("guest-tools/lib/daxguest-checks.c",)
+FIX_FIELD_FILES = ("guest-tools/lib/daxguest-checks.c",
+                   "guest-tools/lib/daxguest-checks-pmem.c")
 
 
 def rule_fix_hint(srcdir, files):
