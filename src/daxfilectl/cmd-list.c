@@ -4,7 +4,6 @@
  * medium of each (daxfile repair: cmd-repair.c)
  */
 #include <stdio.h>
-#include <sys/stat.h>
 
 #include "daxfile-escape.h"
 #include "daxfile-medium.h"
@@ -37,18 +36,14 @@ add_entry(GPtrArray *cells, const DaxfileEntry *e)
                                        NULL));
 }
 
-/* The medium of an entry: of the device-dax device it names, or of the
+/* The medium of an entry: of the device-dax device it is, or of the
  * device its file was on */
 static JsonNode *
 entry_medium_to_json(const DaxfileEntry *e)
 {
-    g_autoptr(DaxfileMedium) medium = NULL;
-    struct stat st;
+    g_autoptr(DaxfileMedium) medium =
+        daxfile_medium_read((dev_t)e->dev, daxfile_static_entry_is_device(e));
 
-    if (lstat(e->path, &st) == 0 && S_ISCHR(st.st_mode) && st.st_ino == e->ino)
-        medium = daxfile_medium_read(st.st_rdev, TRUE);
-    else
-        medium = daxfile_medium_read((dev_t)e->dev, FALSE);
     return daxfile_medium_to_json(medium);
 }
 

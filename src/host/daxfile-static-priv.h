@@ -68,8 +68,6 @@ gboolean daxfile_static_transition_state(DaxfileRegistry *reg, DaxfileEntry *e,
  * device number and inode 0) */
 gboolean daxfile_static_fd_identity(const DaxfileFile *f, struct stat *st,
                                     GError **error);
-/* The entry is a device-dax device's (it has no inode of its own) */
-gboolean daxfile_static_entry_is_device(const DaxfileEntry *e);
 /* A copy of the inode's entry (NULL when none), read under the registry
  * lock */
 gboolean daxfile_static_registry_peek(const struct stat *st,

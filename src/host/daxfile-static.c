@@ -585,12 +585,14 @@ DaxfileStaticState *
 daxfile_static_state_read_devdax(const DaxfileFile *f)
 {
     DaxfileStaticState *state = g_new0(DaxfileStaticState, 1);
+    struct stat st;
 
     /* no block map to compare, no flag to read: only its entry */
     state->layout_unchanged = DAXFILE_TRI_UNKNOWN;
     state->mechanism_intact = DAXFILE_TRI_UNKNOWN;
     state->immutable = DAXFILE_TRI_UNKNOWN;
-    daxfile_static_registry_peek(&f->st, &state->entry, NULL);
+    if (daxfile_static_fd_identity(f, &st, NULL))
+        daxfile_static_registry_peek(&st, &state->entry, NULL);
     return state;
 }
 

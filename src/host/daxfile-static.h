@@ -157,6 +157,10 @@ gboolean daxfile_static_state_enabled(const DaxfileStaticState *state);
  * cannot be read is left unknown. */
 DaxfileStaticState *daxfile_static_state_read(const DaxfileFile *f,
                                               const DaxfileReport *report);
+/* The entry is a device-dax device's (it has no inode of its own: its
+ * dev is the device's number) */
+gboolean daxfile_static_entry_is_device(const DaxfileEntry *e);
+
 /* The same of the device-dax device @f (daxfile_devdax_open()): its
  * registry entry; everything else unknown */
 DaxfileStaticState *daxfile_static_state_read_devdax(const DaxfileFile *f);

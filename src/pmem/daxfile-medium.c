@@ -193,24 +193,18 @@ char *
 daxfile_medium_describe(const DaxfileMedium *m)
 {
     g_autofree char *cxl = NULL;
-    g_autofree char *persistence = NULL;
 
     if (m->kind == DAXFILE_MEDIUM_NONE || m->kind == DAXFILE_MEDIUM_UNKNOWN)
         return g_strdup_printf(
             "%s (%s)", daxfile_medium_kind_to_string(m->kind), m->reason);
     cxl = medium_describe_cxl(m);
-    if (m->persistence == DAXFILE_PMEM_PERSIST_UNKNOWN)
-        persistence = g_strdup("persistence domain not reported");
-    else
-        persistence =
-            g_strdup_printf("persistence domain %s",
-                            daxfile_pmem_persistence_to_string(m->persistence));
-    return g_strdup_printf("%s%s %s (%s) in %s on %s (%s), %s", cxl,
-                           m->namespace ? m->namespace : "no namespace",
-                           m->mode ? m->mode : "devdax", m->device,
-                           m->region ? m->region : "no nd region",
-                           m->bus ? m->bus : "no bus",
-                           m->provider ? m->provider : "?", persistence);
+    return g_strdup_printf(
+        "%s%s %s (%s) in %s on %s (%s), persistence domain %s", cxl,
+        m->namespace ? m->namespace : "no namespace",
+        m->mode ? m->mode : "devdax", m->device,
+        m->region ? m->region : "no nd region", m->bus ? m->bus : "no bus",
+        m->provider ? m->provider : "?",
+        daxfile_pmem_persistence_to_string(m->persistence));
 }
 
 static void
@@ -240,8 +234,8 @@ daxfile_medium_to_json(const DaxfileMedium *m)
     g_autoptr(JsonBuilder) b = json_builder_new();
     const char *persistence = NULL;
 
-    /* null when not reported, as ndctl leaves persistence_domain out */
-    if (m->region && m->persistence != DAXFILE_PMEM_PERSIST_UNKNOWN)
+    /* as ndctl list -R prints it: "unknown" when the region says nothing */
+    if (m->region)
         persistence = daxfile_pmem_persistence_to_string(m->persistence);
 
     json_builder_begin_object(b);
