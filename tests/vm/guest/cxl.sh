@@ -15,13 +15,23 @@
 #   CXL_SUITE=xfs|ext4   mkfs (2 MiB extents), mount -o dax: create,
 #       check, enable (the immutable guard), the layout refusals (EPERM),
 #       disable, wipe (the static checks of static.sh, from static-lib.sh);
-#       then crash.img made static, stores through its MAP_SYNC mapping,
-#       and "# DAXFILE-CXL-KILL-POINT", at which the host SIGKILLs QEMU.
+#       status --json, status and list --json name the medium (the CXL
+#       region, its root decoder and memdev, the nd region, namespace,
+#       provider CXL, persistence domain); daxfile-guest check recognises
+#       the CXL region; then crash.img made static, stores through its
+#       MAP_SYNC mapping, and "# DAXFILE-CXL-KILL-POINT", at which the host
+#       SIGKILLs QEMU.
+#   CXL_DEVDAX=1         after the filesystem's checks: the region in devdax
+#       mode (ndctl create-namespace -m devdax): status of /dev/daxN.M names
+#       its medium, and the libvirt hook's device-dax validation accepts it
+#       for one domain and refuses a second owner, another <alignsize> and
+#       another <size> (daxfile-hook run as libvirtd runs it, with the
+#       domain XML on stdin).
 # daxfile's registry is on the filesystem itself (DAXFILE_STATE_DIR), as
 # /var/lib/daxfile is on a real host: it survives the crash like the flag.
 # CXL memory is emulated MMIO (about 10 MiB/s): the files are small.
-# Needs: --bin daxfile daxfile-consumer daxfile-layout-ops, one --pmem
-# model=cxl device.
+# Needs: --bin daxfile daxfile-consumer daxfile-layout-ops daxfile-guest
+# daxfile-hook, one --pmem model=cxl device.
 . /daxfile/lib/guest-lib.sh
 . /daxfile/tests/static-lib.sh
 
@@ -31,7 +41,8 @@ NOPS=$(echo "$OPS $OPS_GUARD" | wc -w)
 CRASH_STORES="$MB:41 $((5 * MB)):42 $((7 * MB)):43"
 plan=3
 [ -z "${CXL_VERIFY:-}" ] || plan=$((plan + 7))
-[ -z "${CXL_SUITE:-}" ] || plan=$((plan + 12 + NOPS + 2))
+[ -z "${CXL_SUITE:-}" ] || plan=$((plan + 12 + NOPS + 2 + 4))
+[ -z "${CXL_DEVDAX:-}" ] || plan=$((plan + 10))
 dx_plan $plan
 
 # ------------------------------------------------------------- the device
@@ -84,6 +95,41 @@ dx_run "CXL: fsdax namespace on fresh labels, queue/dax=1" cxl_fsdax
 dx_run "CXL: nd region0 is on the CXL bus, persistence_domain memory_controller" \
     nd_region_is_cxl
 
+# ------------------------------------------------------------- the medium
+# status --json's medium on the CXL region (the nd region and the CXL
+# region are both region0 here): KIND DEVICE MODE
+cxl_medium() {
+    printf '%s' "\"medium\":\\{\"kind\":\"$1\",\"device\":\"$2\"," \
+        "\"namespace\":\"namespace0\\.[0-9]+\",\"mode\":\"$3\"," \
+        '"region":"region0","bus":"ndbus[0-9]+","provider":"CXL",' \
+        '"persistence_domain":"memory_controller",' \
+        '"cxl":\{"region":"region0","decoder":"decoder0\.0",' \
+        '"memdevs":\["mem0"\]\},"reason":null\}'
+}
+
+# its line in status: DEVICE MODE
+cxl_medium_line() {
+    printf '%s' '^medium: +CXL region region0 \(decoder0\.0; memdevs mem0\), ' \
+        "namespace0\\.[0-9]+ $2 \\($1\\) in region0 on ndbus[0-9]+ \\(CXL\\), " \
+        'persistence domain memory_controller$'
+}
+
+guest_check_cxl() {
+    # daxfile-guest check: no NFIT needed, the persistence domain of a CXL
+    # region, and which CXL region it is
+    local rc
+    daxfile-guest check >/tmp/gc.out
+    rc=$?
+    cat /tmp/gc.out
+    [ $rc -eq 0 ] &&
+        grep 'for the ACPI NFIT table' /tmp/gc.out |
+        grep -q "PASS (absent: the pmem is a CXL memory device's" &&
+        grep 'region0 persistence domain' /tmp/gc.out |
+        grep -q 'PASS (memory_controller (a CXL region)' &&
+        grep 'region0 CXL region' /tmp/gc.out |
+        grep -q 'PASS (region0 under root decoder decoder0.0, memdevs mem0)'
+}
+
 # ------------------------------------------------------------- the suite
 wipe_zeros() {
     # wipe through MAP_SYNC, read back as zeros here too
@@ -107,6 +153,12 @@ suite() {
     dx_run "$fs: daxfile check: ready" daxfile check "$f"
     dx_run "$fs: status --json: dax, map_sync, aligned" status_has "$f" \
         '"dax" : true' '"map_sync" : true' '"aligned" : true'
+    dx_run "$fs: status --json names the medium: CXL region0, decoder0.0, mem0, namespace, provider CXL, persistence domain" \
+        medium_has "$f" "$(cxl_medium namespace "${PMEM#/dev/}" fsdax)"
+    dx_run "$fs: status names the medium in one line" status_line "$f" \
+        "$(cxl_medium_line "${PMEM#/dev/}" fsdax)"
+    dx_run "$fs: daxfile-guest check recognises the CXL region" \
+        guest_check_cxl
     dx_run "$fs: consumer maps it MAP_SYNC" consumer_start "$f"
     dx_run "$fs: enable engages the immutable guard" sh -c \
         "daxfile enable $f --owner test --consumer $CPID 2>&1 | tee /tmp/e.out;
@@ -115,6 +167,8 @@ suite() {
         status_has "$f" '"enabled" : true' \
         '"mechanism" : "immutable-guard"' '"owner" : "test"' \
         '"layout_unchanged" : true'
+    dx_run "$fs: list --json names the static file's medium" \
+        list_medium_has "$(cxl_medium namespace "${PMEM#/dev/}" fsdax)"
     dx_run "$fs: the inode carries the immutable flag" sh -c \
         "lsattr $f; lsattr $f | awk '{ print \$1 }' | grep -q i"
     dx_run "$fs: store through the mapping while static" \
@@ -176,8 +230,112 @@ after_crash() {
     dx_run "$fs after the crash: umount" dx_umount "$mnt"
 }
 
+# ------------------------------------------------------------ device-dax
+devdax_ns() {
+    # the region's fsdax namespace gives way to a devdax one; sets DAX
+    local json
+    dx_x ndctl destroy-namespace -f all -r region0 || return 1
+    json=$(dx_x ndctl create-namespace -m devdax -r region0) || return 1
+    echo "$json"
+    DAX=/dev/$(dx_json_get chardev "$json")
+    dx_wait_dev "$DAX" && [ -c "$DAX" ]
+}
+
+domain_xml() {
+    # domain_xml NAME N ALIGN_KIB SIZE_KIB: a domain with the nvdimm $DAX
+    cat <<XML
+<domain type='qemu'>
+  <name>$1</name>
+  <uuid>11111111-2222-3333-4444-55555555555$2</uuid>
+  <maxMemory slots='4' unit='KiB'>4194304</maxMemory>
+  <memory unit='KiB'>524288</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='pc'>hvm</type></os>
+  <cpu><numa><cell id='0' cpus='0' memory='524288' unit='KiB'/></numa></cpu>
+  <devices>
+    <memory model='nvdimm' access='shared'>
+      <source>
+        <path>$DAX</path>
+        <alignsize unit='KiB'>$3</alignsize>
+        <pmem/>
+      </source>
+      <target><size unit='KiB'>$4</size><node>0</node></target>
+      <alias name='nvdimm0'/>
+    </memory>
+  </devices>
+</domain>
+XML
+}
+
+hook() {
+    # hook NAME N ALIGN_KIB SIZE_KIB OP SUBOP: daxfile-hook as libvirtd
+    # runs it (managing device-dax devices only)
+    domain_xml "$1" "$2" "$3" "$4" >/tmp/dom.xml
+    DAXFILE_CONF=/tmp/hook.conf daxfile-hook "$1" "$5" "$6" - </tmp/dom.xml
+}
+
+hook_ok() {
+    # hook ... exits 0 and says nothing
+    local out rc
+    out=$(hook "$@" 2>&1)
+    rc=$?
+    echo "hook $*: '$out' (exit $rc)"
+    [ $rc -eq 0 ] && [ -z "$out" ]
+}
+
+reserved_for() {
+    # the registry holds $DAX for domain NAME
+    daxfile list --json | tee /tmp/l.json
+    tr -d ' \n' </tmp/l.json |
+        grep -q "\"path\":\"$DAX\",[^{}]*\"owner\":\"domain:$1\""
+}
+
+prepare_vm1() {
+    hook_ok vm1 1 2048 "$KIB" prepare begin && reserved_for vm1
+}
+
+handed_over() {
+    # stopped releases it; then vm2's prepare takes it, and release frees it
+    hook_ok vm1 1 2048 "$KIB" stopped end &&
+        hook_ok vm2 2 2048 "$KIB" prepare begin && reserved_for vm2 &&
+        hook_ok vm2 2 2048 "$KIB" release end &&
+        [ "$(daxfile list --json | tr -d ' \n')" = '[]' ]
+}
+
+devdax_suite() {
+    export DAXFILE_STATE_DIR=/tmp/devdax-state
+    printf '[hook]\ndevice_dax=true\n' >/tmp/hook.conf
+    dx_run "devdax: ndctl create-namespace -m devdax on the CXL region" \
+        devdax_ns
+    dx_run "devdax: status --json of the dax device names its CXL medium" \
+        medium_has "$DAX" "$(cxl_medium device_dax "${DAX#/dev/}" devdax)"
+    dx_run "devdax: status names it in one line" status_line "$DAX" \
+        "$(cxl_medium_line "${DAX#/dev/}" devdax)"
+    KIB=$(($(cat "/sys/bus/dax/devices/${DAX#/dev/}/size") / 1024))
+    dx_run "devdax: the hook's prepare accepts it for vm1 (devdax, 2 MiB pages, its size)" \
+        prepare_vm1
+    dx_run "devdax: status of the device shows vm1's reservation" \
+        status_has "$DAX" '"state" : "reserved"' '"owner" : "domain:vm1"'
+    dx_run "devdax: list --json names the reserved device's medium" \
+        list_medium_has "$(cxl_medium device_dax "${DAX#/dev/}" devdax)"
+    dx_run "devdax: the hook refuses it to vm2 while vm1 holds it" \
+        expect_fail "is reserved for 'domain:vm1'" \
+        hook vm2 2 2048 "$KIB" prepare begin
+    dx_run "devdax: the hook refuses <alignsize> 4 KiB (it has 2 MiB pages)" \
+        expect_fail "has 2 MiB pages but <alignsize> is 4 KiB" \
+        hook vm3 3 4 "$KIB" prepare begin
+    dx_run "devdax: the hook refuses a <size> other than the device's" \
+        expect_fail "<target><size> is 8 MiB" \
+        hook vm3 3 2048 8192 prepare begin
+    dx_run "devdax: released at vm1's stop, then vm2 may have it" \
+        handed_over
+}
+
 if [ -n "${CXL_VERIFY:-}" ]; then
     after_crash "$CXL_VERIFY"
+fi
+if [ -n "${CXL_DEVDAX:-}" ]; then
+    devdax_suite
 fi
 if [ -n "${CXL_SUITE:-}" ]; then
     suite "$CXL_SUITE"

@@ -12,6 +12,12 @@
 #   cmd LINE, cmd_ok LINE one consumer command (its answer; "ok" or not)
 #   refused FILE OP       the layout operation OP on FILE fails
 #   status_has FILE TEXT...  daxfile status --json FILE has every TEXT
+#   medium_has FILE ERE      status --json FILE's "medium" object, without
+#                            blanks, matches ERE (anchored)
+#   list_medium_has ERE      so does the "medium" of an entry of list --json
+#   status_line FILE ERE     a line of daxfile status FILE matches ERE
+#   region_persistence R     the nd region R's persistence_domain as ndctl
+#                            lists it ("memory_controller", "unknown", ...)
 #   expect_fail TEXT CMD...  CMD fails and says TEXT
 #   expected_mechanism MNT   kernel, immutable-guard or verified-only
 
@@ -82,6 +88,38 @@ status_has() {
     for t in "$@"; do
         grep -q -- "$t" /tmp/st.json || { echo "missing: $t"; return 1; }
     done
+}
+
+# the "medium" objects in JSON text on stdin, one a line, without blanks
+medium_objects() {
+    tr -d ' \n' | grep -oE '"medium":\{[^{}]*(\{[^{}]*\})?[^{}]*\}'
+}
+
+medium_has() {
+    local got
+    got=$(daxfile status --json "$1" | medium_objects)
+    echo "got:  $got"
+    echo "want: $2"
+    echo "$got" | grep -qxE -- "$2"
+}
+
+list_medium_has() {
+    local got
+    got=$(daxfile list --json | medium_objects)
+    echo "got:  $got"
+    echo "want: $1"
+    echo "$got" | grep -qxE -- "$1"
+}
+
+status_line() {
+    daxfile status "$1" >/tmp/st.txt 2>&1
+    cat /tmp/st.txt
+    grep -qE -- "$2" /tmp/st.txt
+}
+
+region_persistence() {
+    ndctl list -R -r "$1" | grep -o '"persistence_domain":"[a-z_]*"' |
+        cut -d'"' -f4
 }
 
 refused() {

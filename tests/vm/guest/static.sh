@@ -16,7 +16,7 @@
 
 # shellcheck disable=SC2153 # OPS: static-lib.sh's
 NOPS=$(echo "$OPS $OPS_GUARD" | wc -w)
-dx_plan $((2 + 2 * (21 + NOPS) + 5 + 4))
+dx_plan $((2 + 2 * (23 + NOPS) + 5 + 4))
 
 fault_pages() {
     cmd_ok touch 0 $((4 * MB)) && cmd_ok read $((4 * MB)) $((4 * MB))
@@ -64,6 +64,24 @@ run_around() {
         [ "$(daxfile list --json | tr -d ' \n')" = '[]' ]
 }
 
+# status --json's medium of a file on the fsdax namespace (dx_fsdax's
+# DX_PMEM) of the NVDIMM: its namespace, region, bus (ACPI.NFIT) and
+# persistence domain as ndctl lists it; no CXL region
+nvdimm_medium() {
+    printf '%s' '"medium":\{"kind":"namespace",' \
+        "\"device\":\"${DX_PMEM#/dev/}\"," \
+        '"namespace":"namespace0\.0","mode":"fsdax","region":"region0",' \
+        '"bus":"ndbus[0-9]+","provider":"ACPI\.NFIT",' \
+        "\"persistence_domain\":\"$(region_persistence region0)\"," \
+        '"cxl":null,"reason":null\}'
+}
+
+nvdimm_medium_line() {
+    printf '%s' "^medium: +namespace0\.0 fsdax \(${DX_PMEM#/dev/}\) in " \
+        "region0 on ndbus[0-9]+ \(ACPI\.NFIT\), persistence domain " \
+        "$(region_persistence region0)\$"
+}
+
 check_fs() {
     local fs="$1" mnt="/mnt/$1" f="/mnt/$1/vm.img" mech
     dx_run "$fs: mkfs and mount -o dax" dx_mkfs "$2" "$mnt"
@@ -93,6 +111,10 @@ check_fs() {
     dx_run "$fs: status --json reports mechanism and owner" status_has "$f" \
         '"enabled" : true' "\"mechanism\" : \"$mech\"" '"owner" : "test"' \
         '"layout_unchanged" : true'
+    dx_run "$fs: status --json names the NVDIMM medium (ACPI.NFIT)" \
+        medium_has "$f" "$(nvdimm_medium)"
+    dx_run "$fs: status names it in one line" status_line "$f" \
+        "$(nvdimm_medium_line)"
     dx_run "$fs: store to a write-faulted page" cmd_ok write "$MB" 4096 17
     dx_run "$fs: store to a read-faulted page" cmd_ok write $((4 * MB)) 4096 18
     dx_run "$fs: store to a never-faulted page" cmd_ok write $((32 * MB)) 4096 19

@@ -14,11 +14,15 @@ hypervisor=off to commit a region). Three boots on one device, the guest
 script tests/vm/guest/cxl.sh:
   1. the xfs suite, then the crash file: SIGKILL
   2. xfs after the crash; the ext4 suite, then the crash file: SIGKILL
-  3. ext4 after the crash
-Every guest check is relayed as a test point of its own.
+  3. ext4 after the crash; then the region in devdax mode: its medium,
+     and the hook's device-dax validation (issue 40 part 4)
+Each suite also checks that status and list name the medium (issue 40
+part 3) and that daxfile-guest check recognises the CXL region. Every
+guest check is relayed as a test point of its own.
 
 Usage: cxl.py [--kernel 6.1] --bin daxfile --bin daxfile-consumer
-              --bin daxfile-layout-ops [--log-dir DIR]
+              --bin daxfile-layout-ops --bin daxfile-guest
+              --bin daxfile-hook [--log-dir DIR]
 Prints TAP. Needs root, like the other VM tests (tests/vm/README.md).
 """
 
@@ -38,8 +42,9 @@ vm.add_guest_dir(os.path.join(HERE, '..', 'guest'))
 
 SCRIPT = 'cxl'
 KILL = r'^# DAXFILE-CXL-KILL-POINT$'
-# (filesystem verified after the previous boot's crash, suite run here)
-BOOTS = ((None, 'xfs'), ('xfs', 'ext4'), ('ext4', None))
+# (filesystem verified after the previous boot's crash, suite run here,
+# devdax checks after them)
+BOOTS = ((None, 'xfs', None), ('xfs', 'ext4', None), ('ext4', None, '1'))
 # xfs wants a 64 MiB log for su=2m: 512 MiB is too small
 SIZE = '1G'
 
@@ -55,11 +60,12 @@ def qemu_version(tap, pmem):
                   res.stdout)
 
 
-def boot(tap, image, pmem, n, verify, suite, args):
+def boot(tap, image, pmem, n, steps, args):
     """One boot: its guest checks as test points, then whether the boot
     ended as it must (at the kill point after a suite, cleanly without)"""
-    env = {k: v for k, v in (('CXL_VERIFY', verify), ('CXL_SUITE', suite))
-           if v}
+    verify, suite, devdax = steps
+    env = {k: v for k, v in (('CXL_VERIFY', verify), ('CXL_SUITE', suite),
+                             ('CXL_DEVDAX', devdax)) if v}
     log = (os.path.join(args.log_dir, f'vm-cxl.{n}.serial.log')
            if args.log_dir else None)
     r = image.boot(SCRIPT, pmems=[pmem], env=env, timeout=args.timeout,
@@ -100,8 +106,8 @@ def main():
                                      dir=vm.default_tmpdir()) as d:
         pmem = vm.Pmem.create(os.path.join(d, 'cxl.img'), SIZE, model='cxl')
         if qemu_version(tap, pmem):
-            for n, (verify, suite) in enumerate(BOOTS, 1):
-                if not boot(tap, image, pmem, n, verify, suite, args):
+            for n, steps in enumerate(BOOTS, 1):
+                if not boot(tap, image, pmem, n, steps, args):
                     break
     return tap.done()
 
