@@ -86,6 +86,7 @@ def test_lifecycle(fs, dx, state):
     lst = dx("list", "--json").json()
     tap.ok(len(lst) == 1 and lst[0]["mechanism"] == MECH and
            lst[0]["stale"] is False, "list --json shows the entry", lst)
+    test_medium_none(f, dx, lst)
     res = dx("enable", f, "--allow-non-dax", "--owner", "vm1")
     tap.ok(res.rc == 0 and "was already static" in res.err,
            "enable for the same owner is idempotent", res)
@@ -104,6 +105,26 @@ def test_lifecycle(fs, dx, state):
     res = dx("disable", f)
     tap.ok(one_line_error(res) and "is not static" in res.err,
            "disable of a file that is not static fails clearly", res)
+
+
+def test_medium_none(f, dx, lst):
+    """A loop device is no pmem: status and list say the medium is none,
+    with why, and nothing else about it"""
+    st = os.stat(f)
+    why = (f"its device {os.major(st.st_dev)}:{os.minor(st.st_dev)} is not "
+           "on an nvdimm bus")
+    none = {"kind": "none", "device": None, "namespace": None, "mode": None,
+            "region": None, "bus": None, "provider": None,
+            "persistence_domain": None, "cxl": None, "reason": why}
+    res = dx("status", "--json", "--allow-non-dax", f)
+    got = res.json()[0].get("medium") if res.rc == 0 else None
+    text = dx("status", "--allow-non-dax", f)
+    tap.ok(got == none and text.rc == 0 and
+           f"medium:       none ({why})\n" in text.out,
+           "status names no medium on a loop device, and says why",
+           (got, text))
+    tap.ok(len(lst) == 1 and lst[0].get("medium") == none,
+           "list --json: the entry's medium is none", lst)
 
 
 def test_layout_change(fs, dx, state):
@@ -339,7 +360,7 @@ def test_no_unadvertised_syscall(fs, dx, state):
 def main():
     need_root(tap)
     require_seams(DAXFILE)
-    tap.plan(40)
+    tap.plan(42)
     with tempdir() as state:
         with (EngagedFs() if ENGAGED else LoopFs("ext4")) as fs:
             dx = Env(state, getattr(fs, "env", None))
