@@ -6,10 +6,11 @@
 # is refused on a DAX filesystem there; `daxfile-guest check` passes and
 # says so, `write` msyncs (the device's flush request, fsync of the host's
 # file) without --allow-non-dax, and the data reads back after a remount.
-# Needs: --bin daxfile-guest, --pmem ,size=256M,model=virtio-pmem.
+# daxfile status names the medium: a namespace on the virtio-pmem bus.
+# Needs: --bin daxfile-guest daxfile, --pmem ,size=256M,model=virtio-pmem.
 . /daxfile/lib/guest-lib.sh
 
-dx_plan 8
+dx_plan 9
 
 OUT=/tmp/check.out
 
@@ -39,6 +40,23 @@ write_msync() {
         grep -qF "MAP_SHARED + msync (virtio-pmem: the device's flush)" /tmp/w.out
 }
 
+medium_is_virtio() {
+    # status --json of a file there: its medium's bus is virtio-pmem's
+    local want got
+    : >/mnt/pmem/medium
+    want='"medium":\{"kind":"namespace","device":"pmem0",'
+    want="$want\"namespace\":\"namespace0\\.0\",\"mode\":\"[a-z]+\","
+    want="$want\"region\":\"region0\",\"bus\":\"ndbus0\","
+    want="$want\"provider\":\"virtio-pmem\",\"persistence_domain\":\"[a-z_]+\","
+    want="$want\"cxl\":null,\"reason\":null\\}"
+    got=$(daxfile status --json --allow-non-dax /mnt/pmem/medium |
+        tr -d ' \n' | grep -o '"medium":{[^{}]*}')
+    rm -f /mnt/pmem/medium
+    echo "got:  $got"
+    echo "want: $want"
+    echo "$got" | grep -qxE -- "$want"
+}
+
 remount_verify() {
     dx_umount && mount -t ext4 -o dax "$DX_PMEM" /mnt/pmem &&
         daxfile-guest verify --dir /mnt/pmem --seed 77
@@ -56,6 +74,8 @@ dx_run "check: durable once flushed, no MAP_SYNC" line_has \
     "persistence domain" "virtio-pmem: data is durable once flushed"
 dx_run "check: MAP_SYNC refused, as on any virtio-pmem region" line_has \
     "MAP_SYNC" "as on any virtio-pmem region"
+dx_run "daxfile status: the medium is a namespace on the virtio-pmem bus" \
+    medium_is_virtio
 dx_run "daxfile-guest write msyncs through the device's flush" write_msync
 dx_run "remounted, the data reads back" remount_verify
 dx_done
