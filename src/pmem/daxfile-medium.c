@@ -178,15 +178,17 @@ daxfile_medium_read(dev_t dev, gboolean chr)
 static char *
 medium_describe_cxl(const DaxfileMedium *m)
 {
-    g_autofree char *memdevs = NULL;
+    g_autoptr(GString) memdevs = g_string_new(NULL);
+    guint i;
 
     if (!m->cxl_region)
         return g_strdup("");
-    g_ptr_array_add(m->cxl_memdevs, NULL);
-    memdevs = g_strjoinv(", ", (char **)m->cxl_memdevs->pdata);
-    g_ptr_array_remove_index(m->cxl_memdevs, m->cxl_memdevs->len - 1);
+    for (i = 0; i < m->cxl_memdevs->len; i++)
+        g_string_append_printf(memdevs, "%s%s", i ? ", " : "",
+                               (const char *)m->cxl_memdevs->pdata[i]);
     return g_strdup_printf("CXL region %s (%s; memdevs %s), ", m->cxl_region,
-                           m->cxl_decoder, *memdevs ? memdevs : "none");
+                           m->cxl_decoder,
+                           memdevs->len ? memdevs->str : "none");
 }
 
 char *
