@@ -59,8 +59,9 @@ _wrapper_runs = itertools.count()
 
 def sampled_wrapper():
     """WRAPPER for one run in DAXFILE_WRAPPER_EVERY, the same runs each
-    time for the same DAXFILE_WRAPPER_FROM (.ci/sanitize: test-hook's hook
-    runs under valgrind), else nothing"""
+    time for the same DAXFILE_WRAPPER_FROM (.ci/sanitize: a third of the
+    hook and daxfile runs of test-hook, test-static and test-host-helper
+    under valgrind), else nothing"""
     return (WRAPPER if next(_wrapper_runs) % WRAPPER_EVERY ==
             WRAPPER_FROM % WRAPPER_EVERY else [])
 
@@ -144,7 +145,7 @@ def run(argv, env=None, input=None, user=None, timeout=600):
 
 
 def daxfile(*args, **kw):
-    return run(WRAPPER + [DAXFILE] + [str(a) for a in args], **kw)
+    return run(sampled_wrapper() + [DAXFILE] + [str(a) for a in args], **kw)
 
 
 def one_line_error(res):
