@@ -49,6 +49,10 @@ hosts print their file's sha256 for the test host to compare, and the
 destination verifies L2's pattern and chunks in a copy of its file (their
 count, against the chunks the source saw complete); both files are
 released.
+
+CHAIN_STAGE=migrate-repro: the same live migration in one host, two QEMUs
+run by hand on plain files, no libvirt guest and nothing of daxfile (see
+l1_repro.py).
 """
 
 import sys
@@ -58,6 +62,7 @@ from l1common import cfg, tap
 from l1_first import stage_first
 from l1_after import stage_after
 from l1_migrate import stage_migrate_src, stage_migrate_dst
+from l1_repro import stage_migrate_repro
 
 
 def main():
@@ -69,6 +74,8 @@ def main():
         tap.subtest("migrate-src", stage_migrate_src)
     elif cfg.stage == "migrate-dst":
         tap.subtest("migrate-dst", stage_migrate_dst)
+    elif cfg.stage == "migrate-repro":
+        tap.subtest("migrate-repro", stage_migrate_repro)
     else:
         tap.subtest("after", stage_after)
     return tap.done()

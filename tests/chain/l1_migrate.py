@@ -2,11 +2,14 @@
 """The chain suite's emulated host, CHAIN_STAGE=migrate-src and
 migrate-dst (see l1-chain.py)."""
 
+import base64
 import hashlib
 import json
 import os
 import shutil
+import struct
 import time
+import zlib
 
 from daxtest import build_path, daxfile, enforced
 import libvirt_env as lv
@@ -131,12 +134,30 @@ def verify_chunks(mnt):
 
 
 def print_sha256(path):
-    """for the test host, which compares the two hosts' files"""
+    """for the test host, which compares the two hosts' files: their
+    sha256, and a crc32 of each 4 KiB page that is not all zeros (zlib,
+    base64, in lines of PAGES_LINE), with which it names the pages the
+    files differ in"""
     h = hashlib.sha256()
+    pages = bytearray()
+    zero = bytes(4096)
     with open(path, "rb") as f:
+        i = 0
         while chunk := f.read(4 * M):
             h.update(chunk)
+            for k in range(0, len(chunk), 4096):
+                page = chunk[k:k + 4096]
+                if page != zero:
+                    pages += struct.pack("<II", i, zlib.crc32(page))
+                i += 1
+    text = base64.b64encode(zlib.compress(bytes(pages), 9)).decode()
+    parts = [text[k:k + PAGES_LINE] for k in range(0, len(text), PAGES_LINE)]
+    for n, part in enumerate(parts):
+        diag(f"CHAIN-PAGES {path} {n + 1}/{len(parts)} {part}")
     diag(f"CHAIN-SHA256 {path} {h.hexdigest()}")
+
+
+PAGES_LINE = 1000
 
 
 # a domain on its way in; then (virsh migrate --suspend) it stays paused here

@@ -23,19 +23,27 @@ must verify at least the chunks the source saw L2 complete. --resume: then
 the destination resumes L2, which writes on there and checks everything it
 wrote before and after the switchover. See l1-chain.py.
 
+--repro: the same live migration within one L1, with no libvirt guest
+and nothing of daxfile: two QEMUs run by hand on plain files, migrating L2
+back and forth (--rounds) and comparing the files page by page at each
+switchover (tests/chain/l1_repro.py).
+
 Each TAP line of L1 is relayed as this test's own, prefixed with the boot.
 """
 
 import argparse
+import base64
 import os
 import re
 import secrets
 import shutil
 import socket
+import struct
 import sys
 import tempfile
 import threading
 import time
+import zlib
 from pathlib import Path
 
 from daxtest import SRCDIR, Tap, build_path, need_root
@@ -60,6 +68,8 @@ VPMEM_MODULES = ["crc32c_generic", "ext4", "libnvdimm", "nd_pmem",
                  "virtio_pci", "virtio_pmem"]
 CRASH_RE = re.compile(r"^# CHAIN-CRASH-NOW chunks=(\d+)")
 SHA_RE = re.compile(r"^# CHAIN-SHA256 (\S+) ([0-9a-f]{64})$")
+# a crc32 of each page of that file that is not all zeros, in parts
+PAGES_RE = re.compile(r"^# CHAIN-PAGES (\S+) (\d+)/(\d+) (\S+)$")
 # chunks L2 completed on the source, chunks verified on the destination
 COUNT_RE = re.compile(r"^# CHAIN-(COMPLETED|VERIFIED) (\d+)$")
 
@@ -77,6 +87,7 @@ class Relay:
         self.results = 0
         self.passed = []
         self.sha256 = {}
+        self.pages = {}
         self.counts = {}
 
     def __call__(self, kind, val, text):
@@ -104,10 +115,37 @@ class Relay:
             m = SHA_RE.match(text)
             if m:
                 self.sha256[m.group(1)] = m.group(2)
+            m = PAGES_RE.match(text)
+            if m:
+                self.pages.setdefault(m.group(1), []).append(m.group(4))
+                return  # a part of the page map: not for the log
             m = COUNT_RE.match(text)
             if m:
                 self.counts[m.group(1)] = int(m.group(2))
             print(text, flush=True)
+
+
+def page_map(parts):
+    """{page: crc32} of a CHAIN-PAGES map (pages not listed: all zeros)"""
+    raw = zlib.decompress(base64.b64decode("".join(parts)))
+    return dict(struct.iter_unpack("<II", raw))
+
+
+def differing_pages(src, dst):
+    """the pages the two hosts' files differ in, from their page maps"""
+    if not src or not dst:
+        return "(no page map from both hosts)"
+    try:
+        a, b = page_map(src), page_map(dst)
+    except (ValueError, zlib.error) as e:
+        return f"(a page map did not decode: {e})"
+    pages = sorted(p for p in a.keys() | b.keys() if a.get(p) != b.get(p))
+    lines = [f"page {p} (file offset {p * 4096:#x}): crc32 "
+             f"{a.get(p, 0):08x} on the source, {b.get(p, 0):08x} on the "
+             "destination (0: all zeros)" for p in pages[:32]]
+    if len(pages) > 32:
+        lines.append(f"... {len(pages)} pages in all")
+    return "\n".join(lines) or "(the page maps agree)"
 
 
 def boot_ok(tap, res, name, crashed=False):
@@ -208,7 +246,9 @@ def migrate(args, tap, l2, workdir, logs, seed):
                "what the source's was when the guest stopped there (sha256 "
                f"{(dst or '-')[:16]}...): the pattern, the chunks L2 "
                "verified there, and what it was writing during the migration",
-               f"source {src}, destination {dst}")
+               f"source {src}, destination {dst}\n" + differing_pages(
+                   relays["src"].pages.get("/mnt/xfs/chain.img"),
+                   relays["dst"].pages.get("/mnt/ext4/chain.img")))
         done = relays["src"].counts.get("COMPLETED")
         verified = relays["dst"].counts.get("VERIFIED")
         tap.ok(done is not None and verified is not None and verified >= done,
@@ -220,6 +260,35 @@ def migrate(args, tap, l2, workdir, logs, seed):
             tap.ok(relays[side].results > 0, f"{side}: reported results")
     finally:
         for p in pmems.values():
+            p.remove()
+
+
+def repro(args, tap, l2, workdir, logs, seed):
+    """One L1 with both fsdax filesystems, which migrates L2 between two
+    QEMUs of its own (CHAIN_STAGE=migrate-repro)"""
+    l1 = vm.build_image(args.kernel)
+    pmems = [vm.Pmem.create(os.path.join(vm.default_tmpdir(),
+                                         f"{os.path.basename(workdir)}-{i}"),
+                            "1G", temporary=True) for i in range(2)]
+    try:
+        tap.diag(f"L1 {l1.kernel.describe()}, L2 {l2.kernel.describe()}, "
+                 f"{args.rounds} migrations, seed {seed}")
+        relay = Relay(tap, "repro", lv.caps_cache(args.kernel))
+        env = {"CHAIN_STAGE": "migrate-repro", "CHAIN_SEED": str(seed),
+               "CHAIN_CAPS": lv.caps_cache(args.kernel),
+               "CHAIN_REPRO_ROUNDS": str(args.rounds),
+               "CHAIN_L2DIR": l2_files(l2, workdir, "migrate", seed)}
+        res = watched_boot(
+            l1, relay, env=env, pmems=pmems, hostroot=True,
+            smp=vm.emulated_host_cpus(args.kernel), memory="2G",
+            timeout=args.timeout, shares=own_root_shares(l1, workdir,
+                                                         args.kernel),
+            serial_log=os.path.join(
+                logs, f"chain-repro-{args.kernel}.serial.log"))
+        boot_ok(tap, res, f"L1 on {args.kernel} ran to its end")
+        tap.ok(relay.results > 0, "reported results")
+    finally:
+        for p in pmems:
             p.remove()
 
 
@@ -237,6 +306,11 @@ def main():
     ap.add_argument("--resume", action="store_true",
                     help="--migrate: the destination resumes L2, which "
                     "writes on there")
+    ap.add_argument("--repro", action="store_true",
+                    help="one L1 migrates L2 between two QEMUs of its own, "
+                    "plain files, no libvirt guest, no daxfile")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="--repro: how many migrations")
     ap.add_argument("--log-dir", default=None)
     ap.add_argument("--timeout", type=int, default=1500)
     args = ap.parse_args()
@@ -259,9 +333,10 @@ def main():
     workdir = tempfile.mkdtemp(prefix="daxfile-chain-", dir="/var/tmp")
     os.chmod(workdir, 0o755)
     logs = args.log_dir or workdir
-    if args.migrate:
+    if args.migrate or args.repro:
         try:
-            migrate(args, tap, l2, workdir, logs, seed)
+            (migrate if args.migrate else repro)(args, tap, l2, workdir,
+                                                 logs, seed)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         return tap.done()

@@ -13,6 +13,8 @@
 #       migration: one NVDIMM (xfs at /mnt/xfs on the source, ext4 at
 #       /mnt/ext4 on the destination), no state disk, and the network to
 #       the other host (CHAIN_ADDR on the first NIC)
+#   CHAIN_STAGE=migrate-repro  both fsdax filesystems, no state disk: one
+#       host migrates a guest between two QEMUs of its own
 . /daxfile/lib/guest-lib.sh
 
 migrate_host() {
@@ -72,7 +74,22 @@ storage() {
         mount --bind /persist/libvirt-qemu /etc/libvirt/qemu
 }
 
+repro_host() {
+    regions
+    # shellcheck disable=SC2086 # two region numbers
+    set -- $FS_REGIONS
+    dx_fsdax "$1" && dx_mkfs xfs /mnt/xfs && dx_fsdax "$2" &&
+        dx_mkfs ext4 /mnt/ext4
+}
+
 case "$CHAIN_STAGE" in
+migrate-repro)
+    if ! repro_host >&2; then
+        dx_plan 1
+        dx_not_ok "set-up: two fsdax namespaces, xfs and ext4 -o dax"
+        dx_done
+    fi
+    ;;
 migrate-*)
     if ! migrate_host >&2; then
         dx_plan 1

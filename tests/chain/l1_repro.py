@@ -1,0 +1,293 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The chain suite's emulated host, CHAIN_STAGE=migrate-repro (see
+l1-chain.py): does a live migration under nested TCG keep a guest's
+file-backed NVDIMM byte for byte, with nothing of daxfile and no libvirt
+running the guest?
+
+Two QEMUs in this one host, run by hand: the source's NVDIMM is a plain
+file on the xfs -o dax (written with zeros, nothing static), the
+destination's one on the ext4 -o dax; QEMU's own command line is what
+libvirt would run for the chain's domain (virsh domxml-to-native, its
+monitor swapped for a QMP socket of ours). L2 (chain-l2.sh, migrate
+phase) writes chunks through MAP_SYNC and verifies all it wrote after
+each. Each round migrates it live (QMP migrate) to a new QEMU started
+-incoming -S on the other file, compares the two files page by page while
+both QEMUs are stopped, resumes L2 there and has it write on; the last
+round's destination is killed, as virsh destroy does, and the file then
+must hold every chunk L2 completed."""
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import zlib
+
+import libvirt_env as lv
+from l1common import (IMAGES, M, L2Tap, WORK, cfg, diag, libvirtd_start,
+                      tap)
+from l1_migrate import verify_copy
+
+NAME = "repro"
+FILES = ("/mnt/xfs/repro.img", "/mnt/ext4/repro.img")
+SIZE = 128 * M
+PAGE = 4096
+ROUNDS = int(os.environ.get("CHAIN_REPRO_ROUNDS", "3") or 3)
+# chunks L2 completes after each switchover before the next migration
+AFTER = 1
+
+
+class Qmp:
+    """QEMU's machine protocol on a unix socket: one command at a time,
+    events skipped"""
+
+    def __init__(self, path, timeout=120):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX)
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        self.f = self.sock.makefile("rw")
+        self.f.readline()  # the greeting
+        self.cmd("qmp_capabilities")
+
+    def cmd(self, name, **args):
+        self.f.write(json.dumps({"execute": name, "arguments": args}) + "\n")
+        self.f.flush()
+        while True:
+            line = self.f.readline()
+            if not line:
+                raise OSError(f"QMP {name}: QEMU closed its monitor")
+            msg = json.loads(line)
+            if "return" in msg:
+                return msg["return"]
+            if "error" in msg:
+                raise OSError(f"QMP {name}: {msg['error'].get('desc')}")
+
+    def close(self):
+        self.f.close()
+        self.sock.close()
+
+
+def native_argv():
+    """QEMU's argv for the chain's domain with an NVDIMM on @FILES[0], as
+    libvirt would start it, without libvirt's monitor"""
+    nvdimm = (f"<memory model='nvdimm' access='shared'><source><path>{FILES[0]}</path>"
+              "<alignsize unit='KiB'>2048</alignsize><pmem/></source>"
+              f"<target><size unit='KiB'>{SIZE >> 10}</size><node>0</node>"
+              "</target></memory>\n")
+    xml = lv.domain_xml(NAME, f"{IMAGES}/vmlinux", f"{IMAGES}/initrd",
+                        open(f"{IMAGES}/cmdline").read().strip(),
+                        f"{WORK}/{NAME}.console", f"{WORK}/{NAME}.tap",
+                        memory_mib=256, loader=lv.nested_loader(),
+                        virt="qemu", vcpus=1, devices=nvdimm)
+    path = f"{WORK}/{NAME}.xml"
+    with open(path, "w") as f:
+        f.write(xml)
+    res = lv.virsh("domxml-to-native", "qemu-argv", "--xml", path)
+    if res.returncode != 0:
+        return None, res.stderr.strip()
+    words = shlex.split(res.stdout.replace("\\\n", " "))
+    while words and "=" in words[0] and not words[0].startswith("/"):
+        words.pop(0)  # LC_ALL=C PATH=... before the binary
+    argv, skip = [], False
+    for w in words:
+        if skip:
+            skip = False
+            if "charmonitor" in w or "masterKey0" in w:
+                argv.pop()  # libvirt's monitor, its secret's key file
+                continue
+        elif w in ("-chardev", "-mon", "-object"):
+            skip = True
+        elif w == "-S":
+            continue  # libvirt's: it starts the vCPUs once set up
+        argv.append(w)
+    return argv, None
+
+
+def start(argv, side, path, incoming=None):
+    """QEMU on @path; its QMP socket, console file and process"""
+    qmp = f"/run/{NAME}-{side}.qmp"
+    console = f"{WORK}/{NAME}-{side}.console"
+    for p in (qmp, console):
+        if os.path.exists(p):
+            os.unlink(p)
+    argv = [w.replace(FILES[0], path)
+            .replace(f"{WORK}/{NAME}.console", console)
+            .replace(f"{WORK}/{NAME}.tap", f"{WORK}/{NAME}-{side}.tap")
+            for w in argv]
+    argv += ["-qmp", f"unix:{qmp},server=on,wait=off"]
+    if incoming:
+        argv += ["-S", "-incoming", incoming]
+    log = open(f"{WORK}/{NAME}-{side}.log", "w")
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                            stderr=subprocess.STDOUT)
+    return Qmp(qmp), console, proc
+
+
+def plain_file(path):
+    """a plain file of SIZE, written with zeros and fsynced"""
+    zero = bytes(4 * M)
+    with open(path, "wb") as f:
+        for _ in range(SIZE // len(zero)):
+            f.write(zero)
+        os.fsync(f.fileno())
+
+
+def differing_pages(a, b):
+    """the 4 KiB pages in which files @a and @b differ"""
+    pages = []
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        i = 0
+        while True:
+            x, y = fa.read(M), fb.read(M)
+            if not x and not y:
+                break
+            if x != y:
+                pages += [i + k // PAGE for k in range(0, max(len(x), len(y)),
+                                                       PAGE)
+                          if x[k:k + PAGE] != y[k:k + PAGE]]
+            i += M // PAGE
+    return pages
+
+
+def describe_pages(pages, a, b):
+    """@pages of @a and @b, with each one's crc32 in both"""
+    out = []
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        for p in pages[:16]:
+            fa.seek(p * PAGE)
+            fb.seek(p * PAGE)
+            x, y = fa.read(PAGE), fb.read(PAGE)
+            out.append(f"page {p} (offset {p * PAGE:#x}): crc32 "
+                       f"{zlib.crc32(x):08x} vs {zlib.crc32(y):08x}, "
+                       f"{sum(u != v for u, v in zip(x, y))} bytes differ")
+    if len(pages) > 16:
+        out.append(f"... and {len(pages) - 16} more")
+    return "\n".join(out)
+
+
+class Console:
+    """L2's TAP in a QEMU's console file (chain-l2.sh prints it through
+    the kernel log)"""
+
+    def __init__(self, path):
+        self.tap = L2Tap(NAME, console=True)
+        self.tap.path = path
+
+    def wait(self, want, proc, timeout):
+        """until L2 completed @want chunks in all on this QEMU, failed or
+        printed nothing for @timeout s, or QEMU ended"""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            seen = self.tap.seen
+            self.tap.poll()
+            if len(self.tap.chunks) >= want or self.tap.failed:
+                break
+            if self.tap.seen > seen:
+                deadline = time.monotonic() + timeout
+            time.sleep(0.5)
+        self.tap.poll()
+        return -1 if self.tap.failed else len(self.tap.chunks)
+
+
+def migrate(src, dst_uri, timeout=1200):
+    """QMP migrate and wait: (status, seconds)"""
+    t0 = time.monotonic()
+    src.cmd("migrate", uri=dst_uri)
+    status = None
+    while time.monotonic() - t0 < timeout:
+        status = src.cmd("query-migrate").get("status")
+        if status in ("completed", "failed", "cancelled"):
+            break
+        time.sleep(0.5)
+    return status, time.monotonic() - t0
+
+
+def kill(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def stage_migrate_repro():
+    lv.nested_host_conf()
+    for d in (WORK, IMAGES):
+        os.makedirs(d, exist_ok=True)
+    for name in os.listdir(cfg.l2dir):
+        shutil.copy(os.path.join(cfg.l2dir, name), IMAGES)
+    took = libvirtd_start()
+    if not tap.ok(took is not None, "libvirtd started by hand (only for "
+                  "virsh domxml-to-native: it runs no guest here)"):
+        return
+    argv, err = native_argv()
+    if not tap.ok(argv is not None, "QEMU's command line for the chain's "
+                  "domain with a plain-file NVDIMM, as libvirt would run it",
+                  err):
+        return
+    diag("QEMU: " + shlex.join(argv))
+    for path in FILES:
+        plain_file(path)
+    procs = []
+    try:
+        run_rounds(argv, procs)
+    finally:
+        for proc in procs:
+            kill(proc)
+
+
+def run_rounds(argv, procs):
+    src, console, proc = start(argv, "r0", FILES[0])
+    procs.append(proc)
+    l2 = Console(console)
+    done = l2.wait(1, proc, 600)
+    if not tap.ok(done >= 1, f"L2 booted on the source and completed {done} "
+                  "chunks", open(console, errors="replace").read()[-3000:]):
+        return
+    total = done
+    for r in range(1, ROUNDS + 1):
+        here, there = FILES[(r - 1) % 2], FILES[r % 2]
+        port = 4440 + r
+        dst, dconsole, dproc = start(argv, f"r{r}", there,
+                                     incoming=f"tcp:127.0.0.1:{port}")
+        procs.append(dproc)
+        status, took = migrate(src, f"tcp:127.0.0.1:{port}")
+        l2.tap.poll()
+        total = max(total, len(l2.tap.chunks))
+        if not tap.ok(status == "completed", f"round {r}: live migration "
+                      f"{here} -> {there} {status} ({took:.1f} s; L2 "
+                      f"completed {total} chunks by then)",
+                      open(f"{WORK}/{NAME}-r{r}.log").read()[-2000:]):
+            return
+        # both stopped now: the source in postmigrate, the destination -S
+        pages = differing_pages(here, there)
+        tap.ok(not pages, f"round {r}: the destination's file is byte for "
+               "byte the source's at the switchover", describe_pages(
+                   pages, here, there) if pages else None)
+        src.close()
+        kill(proc)
+        src, proc = dst, dproc
+        src.cmd("cont")
+        l2 = Console(dconsole)
+        want = AFTER + (2 if r == ROUNDS else 0)
+        got = l2.wait(want, proc, 600)
+        tap.ok(got >= want, f"round {r}: L2 runs on at the destination: "
+               f"{got} chunks more, after each the pattern and every chunk "
+               "it ever wrote read back intact",
+               open(dconsole, errors="replace").read()[-3000:])
+        total = max(total, max(l2.tap.chunks, default=-1) + 1)
+    src.close()
+    kill(proc)
+    n, err = verify_copy(there)
+    tap.ok(err is None and n >= total, f"after the last destination was "
+           f"killed, its file holds the pattern and {n} chunks intact "
+           f"(L2 completed {total})", err)
