@@ -8,7 +8,7 @@
 
 #include "daxfile-escape.h"
 #include "daxfile-host-json.h"
-#include "daxfile-medium.h"
+#include "cli-medium.h"
 #include "daxfile-size.h"
 #include "daxfile-static.h"
 #include "daxfilectl.h"
@@ -115,10 +115,21 @@ cli_print_static(const DaxfileStaticState *state)
         print_qemu(state->qemu);
 }
 
+/* The pmem inventory, read on the first need of a run and kept for it:
+ * `list` and a `status` of several paths name each one's medium from it
+ * (reading it walks sysfs through libndctl, libdaxctl and libcxl) */
+static DaxfilePmemInventory *cli_inventory;
+
+DaxfileMedium *
+cli_medium_read(dev_t dev, gboolean chr)
+{
+    return daxfile_medium_read(dev, chr, &cli_inventory);
+}
+
 void
 cli_print_medium(dev_t dev, gboolean chr)
 {
-    g_autoptr(DaxfileMedium) medium = daxfile_medium_read(dev, chr);
+    g_autoptr(DaxfileMedium) medium = cli_medium_read(dev, chr);
     g_autofree char *text = daxfile_medium_describe(medium);
 
     printf("medium:       %s\n", text);
@@ -160,7 +171,7 @@ JsonNode *
 cli_status_to_json(const DaxfileReport *report, const DaxfileStaticState *state)
 {
     JsonNode *node = daxfile_report_to_json(report);
-    g_autoptr(DaxfileMedium) medium = daxfile_medium_read(
+    g_autoptr(DaxfileMedium) medium = cli_medium_read(
         makedev(report->fs->dev_major, report->fs->dev_minor), FALSE);
 
     if (state)

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "daxfile-escape.h"
-#include "daxfile-medium.h"
+#include "cli-medium.h"
 #include "daxfile-registry.h"
 #include "daxfile-host-json.h"
 #include "daxfilectl.h"
@@ -42,7 +42,7 @@ static JsonNode *
 entry_medium_to_json(const DaxfileEntry *e)
 {
     g_autoptr(DaxfileMedium) medium =
-        daxfile_medium_read((dev_t)e->dev, daxfile_static_entry_is_device(e));
+        cli_medium_read((dev_t)e->dev, daxfile_static_entry_is_device(e));
 
     return daxfile_medium_to_json(medium);
 }

@@ -6,7 +6,7 @@
 
 #include "daxfile-devdax.h"
 #include "daxfile-host-json.h"
-#include "daxfile-medium.h"
+#include "cli-medium.h"
 #include "daxfile-size.h"
 #include "daxfilectl.h"
 
@@ -70,7 +70,7 @@ status_devdax(const char *path, JsonBuilder *json, gboolean separator,
         print_devdax(f, d, state);
         return TRUE;
     }
-    medium = daxfile_medium_read(d->rdev, TRUE);
+    medium = cli_medium_read(d->rdev, TRUE);
     node = daxfile_devdax_to_json(d, path);
     json_object_set_member(json_node_get_object(node), "static",
                            daxfile_static_state_to_json(state));

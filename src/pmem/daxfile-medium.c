@@ -136,22 +136,24 @@ daxfile_medium_pmem_disk(guint major, guint minor)
 }
 
 static DaxfileMedium *
-medium_read_inventory(const char *blockdev, dev_t rdev)
+medium_read_inventory(const char *blockdev, dev_t rdev,
+                      DaxfilePmemInventory **inv)
 {
     g_autoptr(GError) error = NULL;
-    g_autoptr(DaxfilePmemInventory) inv = daxfile_pmem_inventory_read(&error);
 
-    if (!inv) {
+    if (!*inv)
+        *inv = daxfile_pmem_inventory_read(&error);
+    if (!*inv) {
         g_debug("the pmem inventory cannot be read: %s", error->message);
         return medium_new(DAXFILE_MEDIUM_UNKNOWN, g_strdup(error->message));
     }
     if (blockdev)
-        return daxfile_medium_from_blockdev(inv, blockdev);
-    return daxfile_medium_from_daxdev(inv, major(rdev), minor(rdev));
+        return daxfile_medium_from_blockdev(*inv, blockdev);
+    return daxfile_medium_from_daxdev(*inv, major(rdev), minor(rdev));
 }
 
 DaxfileMedium *
-daxfile_medium_read(dev_t dev, gboolean chr)
+daxfile_medium_read(dev_t dev, gboolean chr, DaxfilePmemInventory **inv)
 {
     g_autofree char *disk = NULL;
     g_autofree char *sub = NULL;
@@ -164,7 +166,7 @@ daxfile_medium_read(dev_t dev, gboolean chr)
         if (!sub || STRNEQ(sub, "dax"))
             return medium_new(DAXFILE_MEDIUM_NONE,
                               g_strdup("a character device, not device-dax"));
-        return medium_read_inventory(NULL, dev);
+        return medium_read_inventory(NULL, dev, inv);
     }
     disk = daxfile_medium_pmem_disk(major(dev), minor(dev));
     if (!disk)
@@ -172,7 +174,7 @@ daxfile_medium_read(dev_t dev, gboolean chr)
             DAXFILE_MEDIUM_NONE,
             g_strdup_printf("its device %u:%u is not on an nvdimm bus",
                             major(dev), minor(dev)));
-    return medium_read_inventory(disk, 0);
+    return medium_read_inventory(disk, 0, inv);
 }
 
 static char *

@@ -63,9 +63,12 @@ char *daxfile_medium_pmem_disk(guint major, guint minor);
 
 /* The medium of a file on the block device @dev (its st_dev), or, with
  * @chr, of the character device @dev (a device-dax device's st_rdev),
- * reading the inventory only when the device is pmem. Never NULL, never
- * an error. */
-DaxfileMedium *daxfile_medium_read(dev_t dev, gboolean chr);
+ * reading the inventory only when the device is pmem: into *@inv when
+ * that is NULL, and from *@inv when it is not (the caller frees it; one
+ * inventory serves the entries of a list and the paths of a status).
+ * Never NULL, never an error. */
+DaxfileMedium *daxfile_medium_read(dev_t dev, gboolean chr,
+                                   DaxfilePmemInventory **inv);
 
 /* One line for people: "CXL region region0 (decoder0.0; memdevs mem0),
  * namespace0.0 fsdax (pmem0) in region0 on ndbus0 (CXL), persistence

@@ -178,10 +178,13 @@ test_sysfs(void)
     g_autofree char *part = daxfile_medium_pmem_disk(259, 1);
     g_autofree char *loop = daxfile_medium_pmem_disk(7, 0);
     g_autofree char *missing = daxfile_medium_pmem_disk(0, 42);
-    /* neither reaches the inventory: not pmem */
-    g_autoptr(DaxfileMedium) on_loop = daxfile_medium_read(makedev(7, 0), 0);
-    g_autoptr(DaxfileMedium) on_tmpfs = daxfile_medium_read(makedev(0, 42), 0);
-    g_autoptr(DaxfileMedium) null = daxfile_medium_read(makedev(1, 3), 1);
+    /* none reaches the inventory: not pmem */
+    g_autoptr(DaxfilePmemInventory) inv = NULL;
+    g_autoptr(DaxfileMedium) on_loop =
+        daxfile_medium_read(makedev(7, 0), 0, &inv);
+    g_autoptr(DaxfileMedium) on_tmpfs =
+        daxfile_medium_read(makedev(0, 42), 0, &inv);
+    g_autoptr(DaxfileMedium) null = daxfile_medium_read(makedev(1, 3), 1, &inv);
 
     g_assert_cmpstr(disk, ==, "pmem0");
     g_assert_cmpstr(part, ==, "pmem0");
@@ -193,6 +196,7 @@ test_sysfs(void)
     g_assert_cmpint(on_tmpfs->kind, ==, DAXFILE_MEDIUM_NONE);
     g_assert_cmpint(null->kind, ==, DAXFILE_MEDIUM_NONE);
     g_assert_cmpstr(null->reason, ==, "a character device, not device-dax");
+    g_assert_null(inv);
 }
 
 int
