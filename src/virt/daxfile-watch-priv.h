@@ -37,7 +37,7 @@ typedef struct {
     GMutex report_lock;
     GHashTable *domains; /* UUID string -> WatchDomain */
     GHashTable *said;    /* a retried thing -> what was last said of it */
-    GHashTable *settled; /* UUIDs of the domains it saw go */
+    GHashTable *settled; /* UUID of a domain it saw go -> gint64 when */
     GAsyncQueue *jobs;   /* WatchJob, from the event thread */
     virConnectPtr conn;
     int callback;

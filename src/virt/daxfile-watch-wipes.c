@@ -371,6 +371,31 @@ watch_queue(Watch *w, const char *uuid, const WatchDomain *wd)
     return ok;
 }
 
+/* How long the UUID of a domain seen going is remembered (its events:
+ * the undefine, a stop, the next rescan, come well within it), pruned
+ * only once there are SETTLED_PRUNE_AT: a watch that runs for months
+ * through thousands of undefines stays small. A UUID forgotten too soon
+ * costs one more "unknown" report, never a wipe. */
+#define SETTLED_KEEP_US (10 * 60 * G_USEC_PER_SEC)
+#define SETTLED_PRUNE_AT 256
+
+static void
+watch_settled_add(Watch *w, const char *uuid)
+{
+    gint64 now = g_get_monotonic_time();
+    GHashTableIter iter;
+    gpointer when;
+
+    if (g_hash_table_size(w->settled) >= SETTLED_PRUNE_AT) {
+        g_hash_table_iter_init(&iter, w->settled);
+        while (g_hash_table_iter_next(&iter, NULL, &when))
+            if (now - *(const gint64 *)when > SETTLED_KEEP_US)
+                g_hash_table_iter_remove(&iter);
+    }
+    g_hash_table_replace(w->settled, g_strdup(uuid),
+                         g_memdup2(&now, sizeof(now)));
+}
+
 /* The domain @uuid is gone from libvirt's list of defined domains, or
  * libvirt said it was undefined (@name: what the event called it): once
  * libvirt says it no longer exists (or runs only until it stops), what
@@ -406,11 +431,11 @@ daxfile_watch_settle(Watch *w, const char *uuid, const char *name)
     g_hash_table_remove(w->said, key);
     if (!wd) {
         daxfile_watch_report(w, DAXFILE_WATCH_UNKNOWN, name, NULL, NULL, NULL);
-        g_hash_table_add(w->settled, g_strdup(uuid));
+        watch_settled_add(w, uuid);
         return;
     }
     if (!watch_queue(w, uuid, wd))
         return;
     g_hash_table_remove(w->domains, uuid);
-    g_hash_table_add(w->settled, g_strdup(uuid));
+    watch_settled_add(w, uuid);
 }

@@ -536,7 +536,7 @@ daxfile_virt_watch(const char *uri, const DaxfileConf *conf,
     g_autoptr(GHashTable) said =
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     g_autoptr(GHashTable) settled =
-        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     g_autoptr(GAsyncQueue) jobs = g_async_queue_new_full(watch_job_free);
     Watch w = {
         .conf = conf,
