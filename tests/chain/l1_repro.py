@@ -81,7 +81,8 @@ class Qmp:
 def native_argv():
     """QEMU's argv for the chain's domain with an NVDIMM on @FILES[0], as
     libvirt would start it, without libvirt's monitor"""
-    nvdimm = (f"<memory model='nvdimm' access='shared'><source><path>{FILES[0]}</path>"
+    nvdimm = ("<memory model='nvdimm' access='shared'><source>"
+              f"<path>{FILES[0]}</path>"
               "<alignsize unit='KiB'>2048</alignsize><pmem/></source>"
               f"<target><size unit='KiB'>{SIZE >> 10}</size><node>0</node>"
               "</target></memory>\n")
@@ -201,15 +202,18 @@ class Console:
 
 
 def migrate(src, dst_uri, timeout=1200):
-    """QMP migrate and wait: (status, seconds)"""
+    """QMP migrate and wait: (status and its error, seconds)"""
     t0 = time.monotonic()
     src.cmd("migrate", uri=dst_uri)
-    status = None
+    info = {}
     while time.monotonic() - t0 < timeout:
-        status = src.cmd("query-migrate").get("status")
-        if status in ("completed", "failed", "cancelled"):
+        info = src.cmd("query-migrate")
+        if info.get("status") in ("completed", "failed", "cancelled"):
             break
         time.sleep(0.5)
+    status = info.get("status")
+    if info.get("error-desc"):
+        status += f": {info['error-desc']}"
     return status, time.monotonic() - t0
 
 
@@ -256,17 +260,20 @@ def run_rounds(argv, procs):
     total = done
     for r in range(1, ROUNDS + 1):
         here, there = FILES[(r - 1) % 2], FILES[r % 2]
-        port = 4440 + r
-        dst, dconsole, dproc = start(argv, f"r{r}", there,
-                                     incoming=f"tcp:127.0.0.1:{port}")
+        # a unix socket: this host has no network up
+        uri = f"unix:/run/{NAME}-r{r}.migrate"
+        dst, dconsole, dproc = start(argv, f"r{r}", there, incoming=uri)
         procs.append(dproc)
-        status, took = migrate(src, f"tcp:127.0.0.1:{port}")
+        status, took = migrate(src, uri)
         l2.tap.poll()
         total = max(total, len(l2.tap.chunks))
         if not tap.ok(status == "completed", f"round {r}: live migration "
                       f"{here} -> {there} {status} ({took:.1f} s; L2 "
                       f"completed {total} chunks by then)",
-                      open(f"{WORK}/{NAME}-r{r}.log").read()[-2000:]):
+                      "the destination's QEMU: " +
+                      open(f"{WORK}/{NAME}-r{r}.log").read()[-2000:] +
+                      "\nthe source's QEMU: " +
+                      open(f"{WORK}/{NAME}-r{r - 1}.log").read()[-2000:]):
             return
         # both stopped now: the source in postmigrate, the destination -S
         pages = differing_pages(here, there)
