@@ -38,6 +38,9 @@ PAGE = 4096
 ROUNDS = int(os.environ.get("CHAIN_REPRO_ROUNDS", "3") or 3)
 # chunks L2 completes after each switchover before the next migration
 AFTER = 1
+# as fast as the chain's migration between two emulated hosts went (about
+# 384 MiB in 30-40 s), so that it takes as many rounds of dirty pages
+BANDWIDTH = 12 * M
 
 
 class Qmp:
@@ -115,14 +118,34 @@ def native_argv():
     return argv, None
 
 
+def ram_file(side):
+    return f"/dev/shm/{NAME}-ram-{side}"
+
+
+def ram_on_file(word, side):
+    """libvirt's RAM backend @word, as a shared file of this QEMU's in
+    /dev/shm: the two QEMUs' RAM can then be compared too"""
+    try:
+        obj = json.loads(word)
+    except ValueError:
+        return word
+    if not isinstance(obj, dict) or \
+            obj.get("qom-type") != "memory-backend-ram":
+        return word
+    obj.update({"qom-type": "memory-backend-file", "share": True,
+                "mem-path": ram_file(side)})
+    return json.dumps(obj, separators=(",", ":"))
+
+
 def start(argv, side, path, incoming=None):
-    """QEMU on @path; its QMP socket, console file and process"""
+    """QEMU on @path, its RAM on ram_file(@side); its QMP socket, console
+    file and process"""
     qmp = f"/run/{NAME}-{side}.qmp"
     console = f"{WORK}/{NAME}-{side}.console"
-    for p in (qmp, console):
+    for p in (qmp, console, ram_file(side)):
         if os.path.exists(p):
             os.unlink(p)
-    argv = [w.replace(FILES[0], path)
+    argv = [ram_on_file(w, side).replace(FILES[0], path)
             .replace(f"{WORK}/{NAME}.console", console)
             .replace(f"{WORK}/{NAME}.tap", f"{WORK}/{NAME}-{side}.tap")
             for w in argv]
@@ -202,8 +225,9 @@ class Console:
 
 
 def migrate(src, dst_uri, timeout=1200):
-    """QMP migrate and wait: (status and its error, seconds)"""
+    """QMP migrate at BANDWIDTH and wait: (status and its error, seconds)"""
     t0 = time.monotonic()
+    src.cmd("migrate-set-parameters", **{"max-bandwidth": BANDWIDTH})
     src.cmd("migrate", uri=dst_uri)
     info = {}
     while time.monotonic() - t0 < timeout:
@@ -280,8 +304,14 @@ def run_rounds(argv, procs):
         tap.ok(not pages, f"round {r}: the destination's file is byte for "
                "byte the source's at the switchover", describe_pages(
                    pages, here, there) if pages else None)
+        a, b = ram_file(f"r{r - 1}"), ram_file(f"r{r}")
+        pages = differing_pages(a, b)
+        tap.ok(not pages, f"round {r}: and so is the destination's RAM",
+               f"{len(pages)} pages differ:\n" +
+               describe_pages(pages, a, b) if pages else None)
         src.close()
         kill(proc)
+        os.unlink(a)
         src, proc = dst, dproc
         src.cmd("cont")
         l2 = Console(dconsole)
