@@ -10,15 +10,15 @@ import sys
 import termios
 import time
 
-from daxtest import daxfile, enforced, layout_changes
+from daxtest import daxfile, enforced
 import libvirt_env as lv
 from l1common import (FILES, IMAGES, LIFE, LIFE_FILES, M, MAIN,
-                      PHASES, QEMU_USER, STALL, VPMEM, VPMEM_FILE, WORK,
-                      attempt, cfg,
+                      PHASES, STALL, VPMEM, VPMEM_FILE, WORK, cfg,
                       console_tail, diag, domain, entries, entry_of,
-                      export_caps, install, layout, libvirtd_log_tail,
-                      libvirtd_start, libvirtd_stop, owner_mode, status, tap,
-                      wait_chunks)
+                      export_caps, install, layout_refusals,
+                      libvirtd_log_tail, libvirtd_start, libvirtd_stop,
+                      owner_mode, qemu_vmflags, status, t_attested,
+                      t_static_running, tap, wait_chunks)
 
 
 # ---------------------------------------------------------- stage first
@@ -39,58 +39,14 @@ def t_running(orig):
                   res.stderr + libvirtd_log_tail()):
         return False
     for fs, path in FILES.items():
-        s = status(path)
-        st = (s or {}).get("static") or {}
-        tap.ok(st.get("enabled") and st.get("mechanism") == cfg.mech and
-               st.get("owner") == f"domain:{MAIN}",
-               f"{fs}: static while QEMU runs, mechanism {cfg.mech}", st)
-        tap.ok(os.stat(path).st_uid == QEMU_USER,
-               f"{fs}: libvirt's DAC driver handed it to libvirt-qemu",
-               owner_mode(path))
-        before = layout(path)
-        got = {op: attempt(f) for op, f in layout_changes(path).items()}
-        for stray in (path + ".moved", path + ".link"):
-            if os.path.lexists(stray):  # a refusal that failed: undo it
-                os.unlink(stray)
-        done = [op for op, r in got.items() if r == "done"]
-        tap.ok(not done and layout(path) == before and
-               os.path.exists(path),
-               f"{fs}: every layout change refused while QEMU runs ("
-               + ", ".join(f"{op} {r}" for op, r in got.items()) + ")",
-               f"succeeded: {done}")
+        t_static_running(fs, path, MAIN)
     return True
 
 
-def qemu_vmflags(name, path):
-    """VmFlags of the domain's QEMU mapping of @path, read here from
-    /proc/PID/smaps (libvirt's pid file), as the hook reads it"""
-    st = os.stat(path)
-    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}"
-    with open(f"/run/libvirt/qemu/{name}.pid") as f:
-        pid = int(f.read().strip())
-    flags, mine = [], False
-    with open(f"/proc/{pid}/smaps") as f:
-        for line in f:
-            fields = line.split()
-            if re.match(r"^[0-9a-f]+-[0-9a-f]+$", fields[0]):
-                mine = len(fields) > 4 and fields[3] == dev and \
-                    fields[4] == str(st.st_ino)
-            elif mine and fields[0] == "VmFlags:":
-                flags.append(fields[1:])
-    return flags
-
-
-def t_attested():
-    """What the hook attested at started, read independently: QEMU's
-    mapping of each file is shared and carries VM_SYNC (MAP_SYNC took)."""
+def t_attested_main():
+    """What the hook attested at started, for both files"""
     for fs, path in FILES.items():
-        flags = qemu_vmflags(MAIN, path)
-        q = ((status(path) or {}).get("static") or {}).get("qemu") or {}
-        tap.ok(flags and all("sh" in f and "sf" in f for f in flags) and
-               q.get("attested") and (q.get("mapping") or {}).get("sync"),
-               f"{fs}: QEMU's mapping is shared with MAP_SYNC (VmFlags sh, "
-               "sf), as the hook attested at started and daxfile status "
-               "shows", (flags, q))
+        t_attested(fs, path, MAIN)
 
 
 NOSYNC = "/mnt/xfs/chain-nosync.img"
@@ -407,15 +363,10 @@ def t_vpmem():
            f"{VPMEM}: static ({cfg.mech}) while QEMU runs; its mapping "
            "attested shared and whole, without MAP_SYNC (VmFlags sh, no sf)",
            (st, flags))
-    before = layout(VPMEM_FILE)
-    got = {op: attempt(f) for op, f in layout_changes(VPMEM_FILE).items()}
-    for stray in (VPMEM_FILE + ".moved", VPMEM_FILE + ".link"):
-        if os.path.lexists(stray):
-            os.unlink(stray)
-    tap.ok(not [op for op, r in got.items() if r == "done"] and
-           layout(VPMEM_FILE) == before,
-           f"{VPMEM}: every layout change refused while QEMU runs ("
-           + ", ".join(f"{op} {r}" for op, r in got.items()) + ")", got)
+    got, done = layout_refusals(VPMEM_FILE)
+    tap.ok(not done, f"{VPMEM}: every layout change refused while QEMU "
+           "runs (" + ", ".join(f"{op} {r}" for op, r in got.items()) + ")",
+           f"succeeded: {done}")
     # its L2 boots Debian 13's kernel: about 20 s here
     chunks = wait_chunks(VPMEM, cfg.vpmem, 300)
     tap.ok(chunks == cfg.vpmem, f"{VPMEM}: L2 wrote and flushed "
@@ -505,7 +456,7 @@ def stage_first():
     if t_running(orig):
         if lv.apparmor_confines_libvirtd():
             t_confined()
-        t_attested()
+        t_attested_main()
         t_restart()
         t_stop(orig)
     if cfg.users_paths:

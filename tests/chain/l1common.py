@@ -14,7 +14,7 @@ import time
 import uuid
 
 from daxtest import (DAXFILE, Tap, build_path, daxfile,
-                     enforced)
+                     enforced, layout_changes)
 import libvirt_env as lv
 
 
@@ -282,6 +282,69 @@ def attempt(func):
         return "done"
     except OSError as e:
         return errno.errorcode.get(e.errno, str(e.errno))
+
+
+def layout_refusals(path):
+    """Try every layout change of @path (layout_changes()) and undo the
+    name one leaves when it succeeds: ({change: 'done' or the errno name
+    it failed with}, the changes that succeeded, or the layout changed)"""
+    before = layout(path)
+    got = {op: attempt(f) for op, f in layout_changes(path).items()}
+    for stray in (path + ".moved", path + ".link"):
+        if os.path.lexists(stray):  # a refusal that failed: undo it
+            os.unlink(stray)
+    done = [op for op, r in got.items() if r == "done"]
+    if layout(path) != before or not os.path.exists(path):
+        done.append("the layout changed")
+    return got, done
+
+
+def qemu_vmflags(name, path):
+    """VmFlags of the domain's QEMU mapping of @path, read here from
+    /proc/PID/smaps (libvirt's pid file), as the hook reads it"""
+    st = os.stat(path)
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}"
+    with open(f"/run/libvirt/qemu/{name}.pid") as f:
+        pid = int(f.read().strip())
+    flags, mine = [], False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            fields = line.split()
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+$", fields[0]):
+                mine = len(fields) > 4 and fields[3] == dev and \
+                    fields[4] == str(st.st_ino)
+            elif mine and fields[0] == "VmFlags:":
+                flags.append(fields[1:])
+    return flags
+
+
+def t_static_running(fs, path, name):
+    """While domain @name's QEMU runs: @path static for it (cfg.mech),
+    handed to libvirt-qemu by libvirt's DAC driver, every layout change
+    refused"""
+    st = (status(path) or {}).get("static") or {}
+    tap.ok(st.get("enabled") and st.get("mechanism") == cfg.mech and
+           st.get("owner") == f"domain:{name}",
+           f"{fs}: static while QEMU runs, mechanism {cfg.mech}", st)
+    tap.ok(os.stat(path).st_uid == QEMU_USER,
+           f"{fs}: libvirt's DAC driver handed it to libvirt-qemu",
+           owner_mode(path))
+    got, done = layout_refusals(path)
+    tap.ok(not done, f"{fs}: every layout change refused while QEMU runs ("
+           + ", ".join(f"{op} {r}" for op, r in got.items()) + ")",
+           f"succeeded: {done}")
+
+
+def t_attested(fs, path, name):
+    """What the hook attested at started, read independently: domain
+    @name's QEMU maps @path shared with VM_SYNC (MAP_SYNC took)"""
+    flags = qemu_vmflags(name, path)
+    q = ((status(path) or {}).get("static") or {}).get("qemu") or {}
+    tap.ok(flags and all("sh" in f and "sf" in f for f in flags) and
+           q.get("attested") and (q.get("mapping") or {}).get("sync"),
+           f"{fs}: QEMU's mapping is shared with MAP_SYNC (VmFlags sh, "
+           "sf), as the hook attested at started and daxfile status "
+           "shows", (flags, q))
 
 
 class L2Tap:
