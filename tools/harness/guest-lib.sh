@@ -19,7 +19,8 @@
 #
 # Variables set by the helpers:
 #   DX_NAMESPACE  namespaceN.M configured by dx_fsdax/dx_devdax/dx_raw
-#   DX_PMEM       /dev/pmemN (dx_fsdax, dx_raw): default device of dx_mkfs
+#   DX_PMEM       /dev/pmemN (dx_fsdax, dx_raw, dx_cxl_fsdax): default
+#                 device of dx_mkfs
 #   DX_DAX        /dev/daxN.M (dx_devdax)
 #   DX_MNT        mount point of the last dx_mkfs/dx_mount
 #   DX_MOUNTS     every mount point made by dx_mkfs/dx_mount (for dx_umount)
@@ -316,6 +317,46 @@ dx_dax_pair() {
         dx_not_ok "set-up: fsdax namespaces, xfs and ext4 mounted -o dax"
         dx_done
     fi
+}
+
+dx_cxl_region() {
+    # dx_cxl_region: the pmem capacity of the boot's one CXL memdev (mem0,
+    # a --pmem model=cxl device) as CXL region0 under the root decoder
+    # decoder0.0 (cxl create-region -t pmem), committed, decoded by
+    # mem0's endpoint decoder in pmem mode. Regions do not survive a boot
+    # (the decoders are reset): every boot makes it again.
+    local out
+    dx_x cxl create-region -t pmem -d decoder0.0 -m mem0 >&2 || return 1
+    out=$(cxl list -R -r region0) && echo "$out" >&2 || return 1
+    echo "$out" | grep -q '"decode_state":"commit"' || return 1
+    out=$(cxl list -D -m mem0) && echo "$out" >&2 || return 1
+    echo "$out" | grep -q '"region":"region0"' &&
+        echo "$out" | grep -q '"mode":"pmem"'
+}
+
+dx_cxl_fsdax() {
+    # dx_cxl_fsdax: one fsdax namespace over the nd region of CXL region0
+    # (dx_cxl_region), on fresh labels: the labels an earlier boot wrote
+    # carry an interleave-set cookie of 0, which the kernel refuses, so
+    # they are initialised again (the same geometry: a filesystem after
+    # the namespace's info block is left as it was); sets DX_PMEM
+    local nmem json
+    dx__read /sys/bus/nd/devices/region0/mapping0
+    nmem=${dx_val%%,*}
+    [ -n "$nmem" ] || { echo "dx: nd region0 has no mapping" >&2; return 1; }
+    dx_x ndctl disable-region region0 >&2
+    dx_x ndctl init-labels -f "$nmem" >&2 &&
+        dx_x ndctl enable-region region0 >&2 || return 1
+    json=$(dx_x ndctl create-namespace -m fsdax -r region0) || return 1
+    echo "$json" >&2
+    dx__json blockdev "$json"
+    DX_PMEM=/dev/$dx_val
+    dx_wait_dev "$DX_PMEM" || return 1
+    dx__read "/sys/block/${DX_PMEM#/dev/}/queue/dax"
+    [ "$dx_val" = 1 ] || {
+        echo "dx: $DX_PMEM has queue/dax=0" >&2
+        return 1
+    }
 }
 
 dx_devdax() {

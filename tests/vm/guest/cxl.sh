@@ -46,18 +46,6 @@ plan=3
 dx_plan $plan
 
 # ------------------------------------------------------------- the device
-cxl_region() {
-    # the memdev's pmem capacity as region0 under the root decoder,
-    # committed, decoded by mem0's endpoint decoder in pmem mode
-    local out
-    dx_x cxl create-region -t pmem -d decoder0.0 -m mem0 || return 1
-    out=$(cxl list -R -r region0) && echo "$out" || return 1
-    echo "$out" | grep -q '"decode_state":"commit"' || return 1
-    out=$(cxl list -D -m mem0) && echo "$out" || return 1
-    echo "$out" | grep -q '"region":"region0"' &&
-        echo "$out" | grep -q '"mode":"pmem"'
-}
-
 nd_region_is_cxl() {
     # the nd region (enabled: a disabled one is not listed) is on the CXL
     # nvdimm bus, not an NFIT NVDIMM's, and says where its persistence
@@ -71,27 +59,13 @@ nd_region_is_cxl() {
     domain=$(ndctl list -R -r region0 | grep -o '"persistence_domain":"[a-z_]*"')
     echo "$domain"
     [ "$domain" = '"persistence_domain":"memory_controller"' ] || return 1
-    blk=$(readlink -f "/sys/block/${PMEM#/dev/}")
-    echo "$PMEM: $blk"
+    blk=$(readlink -f "/sys/block/${DX_PMEM#/dev/}")
+    echo "$DX_PMEM: $blk"
     case "$blk" in "$bus/region0/"*) ;; *) return 1 ;; esac
 }
 
-cxl_fsdax() {
-    # fresh labels, one fsdax namespace over the region; sets PMEM
-    local nmem json
-    nmem=$(cut -d, -f1 /sys/bus/nd/devices/region0/mapping0)
-    ndctl disable-region region0
-    dx_x ndctl init-labels -f "$nmem" && dx_x ndctl enable-region region0 ||
-        return 1
-    json=$(dx_x ndctl create-namespace -m fsdax -r region0) || return 1
-    echo "$json"
-    PMEM=/dev/$(dx_json_get blockdev "$json")
-    dx_wait_dev "$PMEM" || return 1
-    [ "$(cat "/sys/block/${PMEM#/dev/}/queue/dax")" = 1 ]
-}
-
-dx_run "CXL: cxl create-region -t pmem over mem0 gives region0" cxl_region
-dx_run "CXL: fsdax namespace on fresh labels, queue/dax=1" cxl_fsdax
+dx_run "CXL: cxl create-region -t pmem over mem0 gives region0" dx_cxl_region
+dx_run "CXL: fsdax namespace on fresh labels, queue/dax=1" dx_cxl_fsdax
 dx_run "CXL: nd region0 is on the CXL bus, persistence_domain memory_controller" \
     nd_region_is_cxl
 
@@ -145,7 +119,7 @@ wipe_zeros() {
 suite() {
     local fs="$1" mnt="/mnt/$1" f="/mnt/$1/vm.img" op
     dx_run "$fs: mkfs for 2 MiB extents, mount -o dax" \
-        dx_mkfs "$fs" "$mnt" --dev "$PMEM"
+        dx_mkfs "$fs" "$mnt" --dev "$DX_PMEM"
     export DAXFILE_STATE_DIR="$mnt/daxfile-state"
     dx_run "$fs: daxfile create $SIZE: written, 2 MiB-aligned extents" sh -c \
         "daxfile create $f --size $SIZE 2>&1 | tee /tmp/create.out;
@@ -154,9 +128,9 @@ suite() {
     dx_run "$fs: status --json: dax, map_sync, aligned" status_has "$f" \
         '"dax" : true' '"map_sync" : true' '"aligned" : true'
     dx_run "$fs: status --json names the medium: CXL region0, decoder0.0, mem0, namespace, provider CXL, persistence domain" \
-        medium_has "$f" "$(cxl_medium namespace "${PMEM#/dev/}" fsdax)"
+        medium_has "$f" "$(cxl_medium namespace "${DX_PMEM#/dev/}" fsdax)"
     dx_run "$fs: status names the medium in one line" status_line "$f" \
-        "$(cxl_medium_line "${PMEM#/dev/}" fsdax)"
+        "$(cxl_medium_line "${DX_PMEM#/dev/}" fsdax)"
     dx_run "$fs: daxfile-guest check recognises the CXL region" \
         guest_check_cxl
     dx_run "$fs: consumer maps it MAP_SYNC" consumer_start "$f"
@@ -168,7 +142,7 @@ suite() {
         '"mechanism" : "immutable-guard"' '"owner" : "test"' \
         '"layout_unchanged" : true'
     dx_run "$fs: list --json names the static file's medium" \
-        list_medium_has "$(cxl_medium namespace "${PMEM#/dev/}" fsdax)"
+        list_medium_has "$(cxl_medium namespace "${DX_PMEM#/dev/}" fsdax)"
     dx_run "$fs: the inode carries the immutable flag" sh -c \
         "lsattr $f; lsattr $f | awk '{ print \$1 }' | grep -q i"
     dx_run "$fs: store through the mapping while static" \
@@ -214,7 +188,7 @@ crash_verify() {
 after_crash() {
     local fs="$1" mnt="/mnt/$1" f="/mnt/$1/crash.img"
     dx_run "$fs after the crash: mount -o dax, no mkfs" \
-        dx_mount "$mnt" --dev "$PMEM" --type "$fs"
+        dx_mount "$mnt" --dev "$DX_PMEM" --type "$fs"
     export DAXFILE_STATE_DIR="$mnt/daxfile-state"
     dx_is "$fs after the crash: crash.img still static (rename EPERM)" \
         "$(daxfile-layout-ops "$f" rename)" EPERM
