@@ -53,6 +53,15 @@ released.
 CHAIN_STAGE=migrate-repro: the same live migration in one host, two QEMUs
 run by hand on plain files, no libvirt guest and nothing of daxfile (see
 l1_repro.py).
+
+CHAIN_STAGE=cxl: a host whose pmem is CXL persistent memory (issue 40; an
+emulated CXL type-3 device, its region and fsdax namespace made by
+chain-l1.sh, ext4 -o dax at /mnt/ext4): `daxfile create` (status names
+the CXL medium), `daxfile attach`, `virsh start --paused`: the file is
+static, QEMU's mapping attested shared with MAP_SYNC, every layout change
+refused, the registry entry names the medium; then resumed, L2 writes its
+pattern and CHAIN_COUNT chunks and powers off: the file is released, and
+a copy of it holds all L2 wrote (see l1_cxl.py).
 """
 
 import sys
@@ -63,6 +72,7 @@ from l1_first import stage_first
 from l1_after import stage_after
 from l1_migrate import stage_migrate_src, stage_migrate_dst
 from l1_repro import stage_migrate_repro
+from l1_cxl import stage_cxl
 
 
 def main():
@@ -76,6 +86,8 @@ def main():
         tap.subtest("migrate-dst", stage_migrate_dst)
     elif cfg.stage == "migrate-repro":
         tap.subtest("migrate-repro", stage_migrate_repro)
+    elif cfg.stage == "cxl":
+        tap.subtest("cxl", stage_cxl)
     else:
         tap.subtest("after", stage_after)
     return tap.done()

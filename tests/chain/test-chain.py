@@ -28,6 +28,13 @@ and nothing of daxfile: two QEMUs run by hand on plain files, migrating L2
 back and forth (--rounds) and comparing the files page by page at each
 switchover (tests/chain/l1_repro.py).
 
+--cxl: one boot of a host whose pmem is CXL persistent memory (an emulated
+CXL type-3 device: Debian 13's QEMU 10 runs L1): on its CXL region's fsdax
+namespace, ext4 -o dax; libvirt starts L2 on a static file there: the
+medium named, the file static and QEMU's mapping attested while it runs,
+every layout change refused; L2 writes and powers off, the file is
+released and a copy of it holds all L2 wrote (tests/chain/l1_cxl.py).
+
 Each TAP line of L1 is relayed as this test's own, prefixed with the boot.
 """
 
@@ -292,6 +299,46 @@ def repro(args, tap, l2, workdir, logs, seed):
             p.remove()
 
 
+# the chunks the CXL host's L2 writes (each a process start: seconds under
+# nested TCG) before it powers off
+CXL_CHUNKS = 3
+
+
+def cxl(args, tap, l2, workdir, logs, seed):
+    """One L1 whose only pmem is a CXL type-3 device (CHAIN_STAGE=cxl)"""
+    l1 = vm.build_image(args.kernel)
+    pmem = vm.Pmem.create(os.path.join(vm.default_tmpdir(),
+                                       f"{os.path.basename(workdir)}-cxl"),
+                          "1G", temporary=True, model="cxl")
+    # QEMU 10's CPU is not QEMU 7.2's (libvirt's hostCPUSignature in L1:
+    # family 6, model 6 under 10; 15, 107 under 7.2), and libvirt takes
+    # a probe made under another as stale: not chain-KERNEL's probes
+    caps = lv.caps_cache(f"{args.kernel}-cxl")
+    try:
+        tap.diag(f"L1 {l1.kernel.describe()} on a CXL type-3 device, L2 "
+                 f"{l2.kernel.describe()}, seed {seed}")
+        relay = Relay(tap, "cxl", caps)
+        env = {"CHAIN_STAGE": "cxl", "CHAIN_L2IO": "1",
+               "CHAIN_MECH": MECH.get(args.kernel, "immutable-guard"),
+               "CHAIN_SEED": str(seed), "CHAIN_COUNT": str(CXL_CHUNKS),
+               "CHAIN_CAPS": caps,
+               "CHAIN_L2DIR": l2_files(l2, workdir, "write", seed,
+                                       CXL_CHUNKS)}
+        res = watched_boot(
+            l1, relay, env=env, pmems=[pmem], hostroot=True,
+            smp=vm.emulated_host_cpus(args.kernel), memory="2G",
+            timeout=args.timeout, shares=own_root_shares(l1, workdir,
+                                                         args.kernel),
+            serial_log=os.path.join(
+                logs, f"chain-cxl-{args.kernel}.serial.log"))
+        if relay.stalled:
+            hung(tap, res, "the CXL host")
+        boot_ok(tap, res, f"L1 on {args.kernel} on CXL pmem ran to its end")
+        tap.ok(relay.results > 0, "reported results")
+    finally:
+        pmem.remove()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernel", default="6.1", help="L1's kernel flavour")
@@ -309,6 +356,9 @@ def main():
     ap.add_argument("--repro", action="store_true",
                     help="one L1 migrates L2 between two QEMUs of its own, "
                     "plain files, no libvirt guest, no daxfile")
+    ap.add_argument("--cxl", action="store_true",
+                    help="one L1 whose pmem is a CXL type-3 device's: "
+                    "L2 on a static file there")
     ap.add_argument("--rounds", type=int, default=3,
                     help="--repro: how many migrations")
     ap.add_argument("--log-dir", default=None)
@@ -318,7 +368,7 @@ def main():
     need_root(tap)
     os.environ.setdefault("DAXFILE_SRCDIR", SRCDIR)
     os.environ.setdefault("DAXFILE_BUILDDIR", build_path())
-    l1 = None if args.migrate else vm.build_image(args.kernel)
+    l1 = None if args.migrate or args.cxl else vm.build_image(args.kernel)
     # L2's initrd stays uncompressed: gunzip under nested TCG costs more
     # than a minute of every L2 boot.
     l2 = vm.build_image("daxctl", compress=False,
@@ -333,10 +383,11 @@ def main():
     workdir = tempfile.mkdtemp(prefix="daxfile-chain-", dir="/var/tmp")
     os.chmod(workdir, 0o755)
     logs = args.log_dir or workdir
-    if args.migrate or args.repro:
+    modes = [f for on, f in ((args.migrate, migrate), (args.repro, repro),
+                             (args.cxl, cxl)) if on]
+    if modes:
         try:
-            (migrate if args.migrate else repro)(args, tap, l2, workdir,
-                                                 logs, seed)
+            modes[0](args, tap, l2, workdir, logs, seed)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         return tap.done()

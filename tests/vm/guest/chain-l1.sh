@@ -15,6 +15,9 @@
 #       the other host (CHAIN_ADDR on the first NIC)
 #   CHAIN_STAGE=migrate-repro  both fsdax filesystems, no state disk: one
 #       host migrates a guest between two QEMUs of its own
+#   CHAIN_STAGE=cxl  the host's pmem is CXL persistent memory (its one
+#       pmem device is a CXL type-3 device): CXL region0 over its memdev,
+#       an fsdax namespace on it, ext4 -o dax at /mnt/ext4; no state disk
 . /daxfile/lib/guest-lib.sh
 
 migrate_host() {
@@ -83,6 +86,14 @@ repro_host() {
 }
 
 case "$CHAIN_STAGE" in
+cxl)
+    if ! { dx_cxl_region && dx_cxl_fsdax && dx_mkfs ext4 /mnt/ext4; } >&2
+    then
+        dx_plan 1
+        dx_not_ok "set-up: CXL region, fsdax namespace, ext4 -o dax"
+        dx_done
+    fi
+    ;;
 migrate-repro)
     if ! repro_host >&2; then
         dx_plan 1

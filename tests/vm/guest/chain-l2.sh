@@ -22,6 +22,11 @@
 #                       such line on the destination verified there what
 #                       was written before, during and after the migration
 #                       (this TAP goes to the console, through /dev/kmsg)
+#   CHAIN_PHASE=write   (one NVDIMM: the CXL host's, see tests/chain/l1_cxl.py)
+#                       as migrate, on pmem0: the pattern of CHAIN_SEED,
+#                       then CHAIN_COUNT chunks w0, w1, ..., "ok - chunk k"
+#                       after each is durable; then it powers off, and the
+#                       host verifies them in a copy of its file
 #   CHAIN_PHASE=vpmem-write  (a virtio-pmem device, Debian 13's kernel and
 #                       its virtio_pmem module) ext4 -o dax on /dev/pmem0,
 #                       the pattern of CHAIN_SEED+1, then CHAIN_COUNT chunks
@@ -32,8 +37,8 @@
 #   CHAIN_PHASE=vpmem-verify  (after the host crashed and came back) the
 #                       ext4 mounted again, the pattern and the CHAIN_COUNT
 #                       chunks verified
-# Needs: --bin daxfile-guest, two NVDIMMs (the vpmem phases: one
-# virtio-pmem device).
+# Needs: --bin daxfile-guest, two NVDIMMs (migrate and write: one; the
+# vpmem phases: one virtio-pmem device).
 . /daxfile/lib/guest-lib.sh
 
 : "${CHAIN_SEED:=7}" "${CHAIN_COUNT:=0}"
@@ -128,6 +133,19 @@ migrate)
         k=$((k + 1))
     done
     ;;
+write)
+    dx_run "pmem0: fsdax namespace, ext4 -o dax" set_up 0 || dx_done
+    dx_run "pmem0: pattern of seed $CHAIN_SEED written" \
+        daxfile-guest write --dir /mnt/p0 --seed "$CHAIN_SEED" --size 2M ||
+        dx_done
+    k=0
+    while [ $k -lt "$CHAIN_COUNT" ]; do
+        write_chunk "/mnt/p0/w$k" $k ||
+            { dx_not_ok "chunk $k on pmem0"; dx_done; }
+        dx_ok "chunk $k"
+        k=$((k + 1))
+    done
+    ;;
 vpmem-write | vpmem-verify)
     # shellcheck disable=SC2034 # the device of dx_mkfs and dx_mount
     DX_PMEM=/dev/pmem0
@@ -156,7 +174,7 @@ vpmem-write | vpmem-verify)
         "$(bad_chunks /mnt/v/v)" "none bad"
     ;;
 *)
-    dx_not_ok "CHAIN_PHASE is stream, verify, migrate, vpmem-write or vpmem-verify" \
+    dx_not_ok "CHAIN_PHASE is stream, verify, migrate, write, vpmem-write or vpmem-verify" \
         "got '$CHAIN_PHASE'"
     ;;
 esac
