@@ -14,7 +14,7 @@ FS = "ext4"
 PATH = FILES[FS]
 # QEMU maps all of it into L2; every byte L1 reads or writes there is
 # emulated MMIO of the test host's QEMU (about 10 MiB/s): small
-SIZE = "64M"
+SIZE = "32M"
 
 
 def mount_device(mnt):
