@@ -71,7 +71,7 @@ from l1common import cfg, tap
 from l1_first import stage_first
 from l1_after import stage_after
 from l1_migrate import stage_migrate_src, stage_migrate_dst
-from l1_repro import stage_migrate_repro
+from l1_repro import stage_migrate_repro, stage_plain_dst, stage_plain_src
 from l1_cxl import stage_cxl
 
 
@@ -86,6 +86,10 @@ def main():
         tap.subtest("migrate-dst", stage_migrate_dst)
     elif cfg.stage == "migrate-repro":
         tap.subtest("migrate-repro", stage_migrate_repro)
+    elif cfg.stage == "migrate-plain-src":
+        tap.subtest("migrate-plain-src", stage_plain_src)
+    elif cfg.stage == "migrate-plain-dst":
+        tap.subtest("migrate-plain-dst", stage_plain_dst)
     elif cfg.stage == "cxl":
         tap.subtest("cxl", stage_cxl)
     else:

@@ -1,8 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The chain suite's emulated host, CHAIN_STAGE=migrate-repro (see
-l1-chain.py): does a live migration under nested TCG keep a guest's
-file-backed NVDIMM byte for byte, with nothing of daxfile and no libvirt
-running the guest?
+"""The chain suite's emulated host, CHAIN_STAGE=migrate-repro and
+migrate-plain-src/-dst (see l1-chain.py): does a live migration under
+nested TCG keep a guest's file-backed NVDIMM byte for byte, with nothing
+of daxfile and no libvirt running the guest?
+
+migrate-plain-src/-dst: two hosts, as chain-migrate-debian13's, over the
+same network; QEMU run by hand on a plain file in each (see below the
+line that says so).
+
+migrate-repro:
 
 Two QEMUs in this one host, run by hand: the source's NVDIMM is a plain
 file on the xfs -o dax (written with zeros, nothing static), the
@@ -27,9 +33,9 @@ import time
 import zlib
 
 import libvirt_env as lv
-from l1common import (IMAGES, M, L2Tap, WORK, cfg, diag, libvirtd_start,
-                      tap)
-from l1_migrate import verify_copy
+from l1common import (IMAGES, M, MIG_DST, MIG_SRC, L2Tap, WORK, cfg, diag,
+                      libvirtd_start, tap)
+from l1_migrate import RESUMED_CHUNKS, print_sha256, verify_copy
 
 NAME = "repro"
 FILES = ("/mnt/xfs/repro.img", "/mnt/ext4/repro.img")
@@ -137,15 +143,15 @@ def ram_on_file(word, side):
     return json.dumps(obj, separators=(",", ":"))
 
 
-def start(argv, side, path, incoming=None):
-    """QEMU on @path, its RAM on ram_file(@side); its QMP socket, console
-    file and process"""
+def start(argv, side, path, incoming=None, ram=True):
+    """QEMU on @path, its RAM on ram_file(@side) (@ram) or as libvirt has
+    it; its QMP socket, console file and process"""
     qmp = f"/run/{NAME}-{side}.qmp"
     console = f"{WORK}/{NAME}-{side}.console"
     for p in (qmp, console, ram_file(side)):
         if os.path.exists(p):
             os.unlink(p)
-    argv = [ram_on_file(w, side).replace(FILES[0], path)
+    argv = [(ram_on_file(w, side) if ram else w).replace(FILES[0], path)
             .replace(f"{WORK}/{NAME}.console", console)
             .replace(f"{WORK}/{NAME}.tap", f"{WORK}/{NAME}-{side}.tap")
             for w in argv]
@@ -224,10 +230,11 @@ class Console:
         return -1 if self.tap.failed else len(self.tap.chunks)
 
 
-def migrate(src, dst_uri, timeout=1200):
-    """QMP migrate at BANDWIDTH and wait: (status and its error, seconds)"""
+def migrate(src, dst_uri, timeout=1200, bandwidth=BANDWIDTH):
+    """QMP migrate at @bandwidth and wait: (status and its error,
+    seconds)"""
     t0 = time.monotonic()
-    src.cmd("migrate-set-parameters", **{"max-bandwidth": BANDWIDTH})
+    src.cmd("migrate-set-parameters", **{"max-bandwidth": bandwidth})
     src.cmd("migrate", uri=dst_uri)
     info = {}
     while time.monotonic() - t0 < timeout:
@@ -247,7 +254,9 @@ def kill(proc):
     proc.wait()
 
 
-def stage_migrate_repro():
+def set_up(files):
+    """L2's boot files, QEMU's command line from libvirt, @files plain:
+    the argv, or None"""
     lv.nested_host_conf()
     for d in (WORK, IMAGES):
         os.makedirs(d, exist_ok=True)
@@ -256,15 +265,22 @@ def stage_migrate_repro():
     took = libvirtd_start()
     if not tap.ok(took is not None, "libvirtd started by hand (only for "
                   "virsh domxml-to-native: it runs no guest here)"):
-        return
+        return None
     argv, err = native_argv()
     if not tap.ok(argv is not None, "QEMU's command line for the chain's "
                   "domain with a plain-file NVDIMM, as libvirt would run it",
                   err):
-        return
+        return None
     diag("QEMU: " + shlex.join(argv))
-    for path in FILES:
+    for path in files:
         plain_file(path)
+    return argv
+
+
+def stage_migrate_repro():
+    argv = set_up(FILES)
+    if not argv:
+        return
     procs = []
     try:
         run_rounds(argv, procs)
@@ -328,3 +344,86 @@ def run_rounds(argv, procs):
     tap.ok(err is None and n >= total, f"after the last destination was "
            f"killed, its file holds the pattern and {n} chunks intact "
            f"(L2 completed {total})", err)
+
+
+# ------------------------------------------- two hosts, as the chain's
+
+# CHAIN_STAGE=migrate-plain-src and -dst: what chain-migrate-debian13 does
+# between two hosts, with QEMU run by hand on plain files: no libvirt
+# guest, no hook, nothing static. The files' paths are the chain's, so the
+# test host compares them as it does there (CHAIN-SHA256, CHAIN-PAGES).
+PORT = 4444
+
+
+def stage_plain_src():
+    argv = set_up([MIG_SRC])
+    if not argv:
+        return
+    src, console, proc = start(argv, "src", MIG_SRC, ram=False)
+    try:
+        l2 = Console(console)
+        done = l2.wait(1, proc, 1200)
+        if not tap.ok(done >= 1, f"L2 booted here and completed {done} "
+                      "chunks",
+                      open(console, errors="replace").read()[-3000:]):
+            return
+        # until the other host's QEMU listens (-incoming takes the first
+        # connection as the migration's: no probing it)
+        uri = f"tcp:{cfg.peer}:{PORT}"
+        deadline = time.monotonic() + 900
+        while True:
+            # no limit: as libvirt's, the network between the hosts is
+            status, took = migrate(src, uri, bandwidth=1 << 40)
+            if "Failed to connect" not in (status or "") or \
+                    time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        l2.tap.poll()
+        tap.ok(status == "completed", f"live migration to {cfg.peer} "
+               f"{status} ({took:.1f} s; L2 had completed {done} chunks "
+               f"here when it began, {len(l2.tap.chunks)} when it ended)",
+               open(f"{WORK}/{NAME}-src.log").read()[-2000:])
+        diag(f"CHAIN-COMPLETED {len(l2.tap.chunks)}")
+        src.close()
+    finally:
+        kill(proc)
+    print_sha256(MIG_SRC)
+
+
+def stage_plain_dst():
+    argv = set_up([MIG_DST])
+    if not argv:
+        return
+    dst, console, proc = start(argv, "dst", MIG_DST, ram=False,
+                               incoming=f"tcp:0.0.0.0:{PORT}")
+    try:
+        deadline = time.monotonic() + 1800
+        status = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            status = dst.cmd("query-migrate").get("status")
+            if status in ("completed", "failed"):
+                break
+            time.sleep(1)
+        if not tap.ok(status == "completed", f"the migration came in: "
+                      f"{status}", open(f"{WORK}/{NAME}-dst.log").read()):
+            return
+        print_sha256(MIG_DST)
+        n, err = verify_copy(MIG_DST)
+        tap.ok(err is None, f"a copy of the file holds L2's pattern and "
+               f"{n} chunks", err)
+        diag(f"CHAIN-VERIFIED {n}")
+        dst.cmd("cont")
+        l2 = Console(console)
+        got = l2.wait(RESUMED_CHUNKS, proc, 900)
+        tap.ok(got >= RESUMED_CHUNKS, f"L2 runs on here: {got} chunks "
+               "more, after each the pattern and every chunk it wrote "
+               "before and after the migration read back intact",
+               open(console, errors="replace").read()[-3000:])
+        n = max(n, max(l2.tap.chunks, default=-1) + 1)
+        dst.close()
+    finally:
+        kill(proc)
+    after, err = verify_copy(MIG_DST)
+    tap.ok(err is None and after >= n, f"after QEMU was killed, a copy "
+           f"finds the pattern and {after} chunks intact, the {n} L2 "
+           "completed before and after the migration among them", err)

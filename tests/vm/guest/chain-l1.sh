@@ -29,7 +29,7 @@ migrate_host() {
     [ -n "$nic" ] || { echo "no network interface" >&2; return 1; }
     dx_x ip link set lo up >&2 && dx_x ip link set "$nic" up >&2 &&
         dx_x ip addr add "$CHAIN_ADDR/24" dev "$nic" >&2 || return 1
-    if [ "$CHAIN_STAGE" = migrate-src ]; then
+    if [ "${CHAIN_STAGE%-src}" != "$CHAIN_STAGE" ]; then
         dx_fsdax 0 && dx_mkfs xfs /mnt/xfs
     else
         dx_fsdax 0 && dx_mkfs ext4 /mnt/ext4
