@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cli-medium.h: the medium of a file or device for `daxfile status` and
  * `list` (only the daxfile binary links src/pmem)

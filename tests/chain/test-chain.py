@@ -182,11 +182,11 @@ def lost_in_migration(diff):
     them differ, or None. daxfile and libvirt write nothing into the file
     but zeros (create, provisioning, wipe), so a few pages that differ and
     hold data on both hosts are guest writes the migration did not carry,
-    not the hosts' doing (seen in about one run in five under CI's load,
-    one page each time; the same migration with QEMU run by hand on plain
-    files, l1_repro.py, has not shown it yet: issue 36); a page of data on
-    the source that is zeros on the destination, or many pages, could be
-    the destination host's, and fail the test."""
+    not the hosts' doing (seen in about one run in five under CI's load:
+    one page, where both maps were printed; the same migration with QEMU
+    run by hand on plain files, l1_repro.py, has not shown it yet: issue
+    36); a page of data on the source that is zeros on the destination,
+    or many pages, could be the destination host's, and fail the test."""
     if isinstance(diff, str) or not diff or len(diff) > LOST_PAGES:
         return None
     if any(a and not b for _, a, b in diff):
