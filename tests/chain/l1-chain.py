@@ -74,26 +74,18 @@ from l1_migrate import stage_migrate_src, stage_migrate_dst
 from l1_repro import stage_migrate_repro, stage_plain_dst, stage_plain_src
 from l1_cxl import stage_cxl
 
+STAGES = {"first": stage_first, "migrate-src": stage_migrate_src,
+          "migrate-dst": stage_migrate_dst,
+          "migrate-repro": stage_migrate_repro,
+          "migrate-plain-src": stage_plain_src,
+          "migrate-plain-dst": stage_plain_dst, "cxl": stage_cxl}
+
 
 def main():
     # a step that hangs says what this host was doing (the CI log shows it)
     StallWatch(tap).start()
-    if cfg.stage == "first":
-        tap.subtest("first", stage_first)
-    elif cfg.stage == "migrate-src":
-        tap.subtest("migrate-src", stage_migrate_src)
-    elif cfg.stage == "migrate-dst":
-        tap.subtest("migrate-dst", stage_migrate_dst)
-    elif cfg.stage == "migrate-repro":
-        tap.subtest("migrate-repro", stage_migrate_repro)
-    elif cfg.stage == "migrate-plain-src":
-        tap.subtest("migrate-plain-src", stage_plain_src)
-    elif cfg.stage == "migrate-plain-dst":
-        tap.subtest("migrate-plain-dst", stage_plain_dst)
-    elif cfg.stage == "cxl":
-        tap.subtest("cxl", stage_cxl)
-    else:
-        tap.subtest("after", stage_after)
+    func = STAGES.get(cfg.stage, stage_after)
+    tap.subtest(cfg.stage if cfg.stage in STAGES else "after", func)
     return tap.done()
 
 

@@ -5,9 +5,8 @@ its pmem is CXL persistent memory (issue 40)."""
 import libvirt_env as lv
 from daxtest import daxfile
 from l1common import (FILES, MAIN, L2Tap, cfg, console_tail, domain,
-                      entry_of, install, libvirtd_log_tail, libvirtd_start,
-                      owner_mode, released, status, t_attested,
-                      t_static_running, tap)
+                      entry_of, host_up, libvirtd_log_tail, owner_mode,
+                      released, status, t_attested, t_static_running, tap)
 from l1_migrate import verify_copy
 
 FS = "ext4"
@@ -90,11 +89,7 @@ def t_l2(orig):
 
 
 def stage_cxl():
-    install()
-    took = libvirtd_start()
-    if not tap.ok(took is not None,
-                  f"libvirtd started by hand ({took or 0:.1f} s)",
-                  libvirtd_log_tail()):
+    if not host_up():
         return
     device = mount_device(f"/mnt/{FS}")
     t_create(device)

@@ -15,7 +15,7 @@ import libvirt_env as lv
 from l1common import (FILES, IMAGES, LIFE, LIFE_FILES, M, MAIN,
                       PHASES, STALL, VPMEM, VPMEM_FILE, WORK, cfg,
                       console_tail, diag, domain, entries, entry_of,
-                      export_caps, install, layout_refusals,
+                      export_caps, host_up, layout_refusals,
                       libvirtd_log_tail, libvirtd_start, libvirtd_stop,
                       owner_mode, qemu_vmflags, status, t_attested,
                       t_static_running, tap, wait_chunks)
@@ -439,11 +439,7 @@ def t_crash():
 
 
 def stage_first():
-    install()
-    took = libvirtd_start()
-    if not tap.ok(took is not None,
-                  f"libvirtd started by hand ({took or 0:.1f} s)",
-                  libvirtd_log_tail()):
+    if not host_up():
         return
     t_create()
     with open(f"{IMAGES}/cmdline") as f:

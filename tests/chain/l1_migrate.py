@@ -14,9 +14,9 @@ import zlib
 from daxtest import build_path, daxfile, enforced
 import libvirt_env as lv
 from l1common import (L2Tap, M, MAIN, MIG_DST, MIG_SRC, PROBE,
-                      cfg, console_tail, diag, domain, install,
-                      libvirtd_log_tail, libvirtd_start, owner_mode, released,
-                      sh, status, tap)
+                      cfg, console_tail, diag, domain, host_up,
+                      libvirtd_log_tail, owner_mode, released, sh, status,
+                      tap)
 
 
 # ------------------------------------------------------- stages migrate
@@ -26,16 +26,8 @@ def static_of(path):
     return ((status(path) or {}).get("static")) or {}
 
 
-def migrate_host_up():
-    """install, and libvirtd listening on TCP for the other host"""
-    install()
-    took = libvirtd_start(listen=True)
-    return tap.ok(took is not None, f"libvirtd started by hand, listening "
-                  f"on TCP ({took or 0:.1f} s)", libvirtd_log_tail())
-
-
 def stage_migrate_src():
-    if not migrate_host_up():
+    if not host_up(listen=True):
         return
     path = MIG_SRC
     res = daxfile("create", path, "--size", "128M")
@@ -205,7 +197,7 @@ def probed():
 
 
 def stage_migrate_dst():
-    if not migrate_host_up():
+    if not host_up(listen=True):
         return
     path = MIG_DST
     seen = watch_incoming(path, 1500)

@@ -206,28 +206,14 @@ def describe_pages(pages, a, b):
     return "\n".join(out)
 
 
-class Console:
-    """L2's TAP in a QEMU's console file (chain-l2.sh prints it through
-    the kernel log)"""
+def l2_on(console):
+    """L2's TAP in the console file of a QEMU run by hand (chain-l2.sh
+    prints it through the kernel log)"""
+    return L2Tap(NAME, console=True, path=console)
 
-    def __init__(self, path):
-        self.tap = L2Tap(NAME, console=True)
-        self.tap.path = path
 
-    def wait(self, want, proc, timeout):
-        """until L2 completed @want chunks in all on this QEMU, failed or
-        printed nothing for @timeout s, or QEMU ended"""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and proc.poll() is None:
-            seen = self.tap.seen
-            self.tap.poll()
-            if len(self.tap.chunks) >= want or self.tap.failed:
-                break
-            if self.tap.seen > seen:
-                deadline = time.monotonic() + timeout
-            time.sleep(0.5)
-        self.tap.poll()
-        return -1 if self.tap.failed else len(self.tap.chunks)
+def alive(proc):
+    return lambda: proc.poll() is None
 
 
 def migrate(src, dst_uri, timeout=1200, bandwidth=BANDWIDTH):
@@ -292,8 +278,8 @@ def stage_migrate_repro():
 def run_rounds(argv, procs):
     src, console, proc = start(argv, "r0", FILES[0])
     procs.append(proc)
-    l2 = Console(console)
-    done = l2.wait(1, proc, 600)
+    l2 = l2_on(console)
+    done = l2.wait(1, 600, alive(proc))
     if not tap.ok(done >= 1, f"L2 booted on the source and completed {done} "
                   "chunks", open(console, errors="replace").read()[-3000:]):
         return
@@ -305,8 +291,8 @@ def run_rounds(argv, procs):
         dst, dconsole, dproc = start(argv, f"r{r}", there, incoming=uri)
         procs.append(dproc)
         status, took = migrate(src, uri)
-        l2.tap.poll()
-        total = max(total, len(l2.tap.chunks))
+        l2.poll()
+        total = max(total, len(l2.chunks))
         if not tap.ok(status == "completed", f"round {r}: live migration "
                       f"{here} -> {there} {status} ({took:.1f} s; L2 "
                       f"completed {total} chunks by then)",
@@ -330,14 +316,14 @@ def run_rounds(argv, procs):
         os.unlink(a)
         src, proc = dst, dproc
         src.cmd("cont")
-        l2 = Console(dconsole)
+        l2 = l2_on(dconsole)
         want = AFTER + (2 if r == ROUNDS else 0)
-        got = l2.wait(want, proc, 600)
+        got = l2.wait(want, 600, alive(proc))
         tap.ok(got >= want, f"round {r}: L2 runs on at the destination: "
                f"{got} chunks more, after each the pattern and every chunk "
                "it ever wrote read back intact",
                open(dconsole, errors="replace").read()[-3000:])
-        total = max(total, max(l2.tap.chunks, default=-1) + 1)
+        total = max(total, max(l2.chunks, default=-1) + 1)
     src.close()
     kill(proc)
     n, err = verify_copy(there)
@@ -361,8 +347,8 @@ def stage_plain_src():
         return
     src, console, proc = start(argv, "src", MIG_SRC, ram=False)
     try:
-        l2 = Console(console)
-        done = l2.wait(1, proc, 1200)
+        l2 = l2_on(console)
+        done = l2.wait(1, 1200, alive(proc))
         if not tap.ok(done >= 1, f"L2 booted here and completed {done} "
                       "chunks",
                       open(console, errors="replace").read()[-3000:]):
@@ -378,12 +364,12 @@ def stage_plain_src():
                     time.monotonic() > deadline:
                 break
             time.sleep(2)
-        l2.tap.poll()
+        l2.poll()
         tap.ok(status == "completed", f"live migration to {cfg.peer} "
                f"{status} ({took:.1f} s; L2 had completed {done} chunks "
-               f"here when it began, {len(l2.tap.chunks)} when it ended)",
+               f"here when it began, {len(l2.chunks)} when it ended)",
                open(f"{WORK}/{NAME}-src.log").read()[-2000:])
-        diag(f"CHAIN-COMPLETED {len(l2.tap.chunks)}")
+        diag(f"CHAIN-COMPLETED {len(l2.chunks)}")
         src.close()
     finally:
         kill(proc)
@@ -413,13 +399,13 @@ def stage_plain_dst():
                f"{n} chunks", err)
         diag(f"CHAIN-VERIFIED {n}")
         dst.cmd("cont")
-        l2 = Console(console)
-        got = l2.wait(RESUMED_CHUNKS, proc, 900)
+        l2 = l2_on(console)
+        got = l2.wait(RESUMED_CHUNKS, 900, alive(proc))
         tap.ok(got >= RESUMED_CHUNKS, f"L2 runs on here: {got} chunks "
                "more, after each the pattern and every chunk it wrote "
                "before and after the migration read back intact",
                open(console, errors="replace").read()[-3000:])
-        n = max(n, max(l2.tap.chunks, default=-1) + 1)
+        n = max(n, max(l2.chunks, default=-1) + 1)
         dst.close()
     finally:
         kill(proc)

@@ -190,6 +190,16 @@ def libvirtd_start(listen=False):
     return None
 
 
+def host_up(listen=False):
+    """install(), and libvirtd started by hand (@listen: also on TCP, for
+    the other host of a migration), as a test result"""
+    install()
+    took = libvirtd_start(listen=listen)
+    return tap.ok(took is not None, "libvirtd started by hand"
+                  + (", listening on TCP" if listen else "")
+                  + f" ({took or 0:.1f} s)", libvirtd_log_tail())
+
+
 def export_caps():
     """After a define (libvirtd has probed the domain's QEMU by then): hand
     each new probe to the real host for the next boot"""
@@ -355,9 +365,11 @@ class L2Tap:
 
     KMSG_RE = re.compile(r"^(?:\[[^\]]*\]\s*)+((?:not )?ok \d+ - .*|# .*)$")
 
-    def __init__(self, name, console=False):
+    def __init__(self, name, console=False, path=None):
+        """@path: L2's file when it is not libvirt's domain's (a QEMU run
+        by hand, l1_repro.py)"""
         self.name, self.console = name, console
-        self.path = f"{WORK}/{name}.{'console' if console else 'tap'}"
+        self.path = path or f"{WORK}/{name}.{'console' if console else 'tap'}"
         self.seen, self.chunks, self.failed = 0, [], False
 
     def lines(self):
@@ -380,11 +392,12 @@ class L2Tap:
                 self.chunks.append(int(line.split(" - chunk ")[1].split()[0]))
         self.seen = len(lines)
 
-    def wait(self, want, timeout):
+    def wait(self, want, timeout, running=None):
         """until @want chunks, a failure, or the domain stops running; or
         until L2 has printed nothing for @timeout s: a slow L2 (nested TCG
         on a loaded machine) is waited for as long as it makes progress,
-        a hung one is not"""
+        a hung one is not. @running: whether L2's QEMU still runs, when
+        libvirt does not run it"""
         # Whether the domain still runs: its QEMU's pid file each time
         # (free), libvirt's word every 10 s (a paused L2). A virsh every
         # 0.5 s (0.3-0.7 s of CPU each) took a third of this L1's one vCPU
@@ -396,7 +409,10 @@ class L2Tap:
             self.poll()
             if len(self.chunks) >= want or self.failed:
                 break
-            if time.monotonic() - asked >= 10:
+            if running:
+                if not running():
+                    break
+            elif time.monotonic() - asked >= 10:
                 asked = time.monotonic()
                 if lv.state(self.name) != "running":
                     break

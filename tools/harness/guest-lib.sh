@@ -297,7 +297,13 @@ dx_fsdax() {
     # (the NVDIMM needs --pmem FILE,label=128K). An existing fsdax namespace
     # is kept unless --force.
     dx__namespace fsdax "$@" || return 1
-    dx__json blockdev "$dx_json"
+    dx__fsdax_dev "$dx_json"
+}
+
+dx__fsdax_dev() {
+    # dx__fsdax_dev JSON: DX_PMEM, the block device of the fsdax namespace
+    # ndctl described in JSON, once it is there and DAX-capable
+    dx__json blockdev "$1"
     DX_PMEM=/dev/$dx_val
     dx_wait_dev "$DX_PMEM" || return 1
     dx__read "/sys/block/${DX_PMEM#/dev/}/queue/dax"
@@ -349,14 +355,7 @@ dx_cxl_fsdax() {
         dx_x ndctl enable-region region0 >&2 || return 1
     json=$(dx_x ndctl create-namespace -m fsdax -r region0) || return 1
     echo "$json" >&2
-    dx__json blockdev "$json"
-    DX_PMEM=/dev/$dx_val
-    dx_wait_dev "$DX_PMEM" || return 1
-    dx__read "/sys/block/${DX_PMEM#/dev/}/queue/dax"
-    [ "$dx_val" = 1 ] || {
-        echo "dx: $DX_PMEM has queue/dax=0" >&2
-        return 1
-    }
+    dx__fsdax_dev "$json"
 }
 
 dx_devdax() {

@@ -58,6 +58,16 @@ write_chunk() { # DIR K: chunk K (seed CHAIN_SEED+2+K) written in DIR
             --size $chunk >/dev/null
 }
 
+write_chunks() { # PREFIX WHERE: chunks 0..CHAIN_COUNT-1 in PREFIX0,
+    # PREFIX1, ..., "ok - chunk k" after each; the end at the first that fails
+    local k=0
+    while [ $k -lt "$CHAIN_COUNT" ]; do
+        write_chunk "$1$k" $k || { dx_not_ok "chunk $k on $2"; dx_done; }
+        dx_ok "chunk $k"
+        k=$((k + 1))
+    done
+}
+
 bad_chunks() { # PREFIX: which of chunks 0..CHAIN_COUNT-1 (in PREFIX0,
     # PREFIX1, ...) do not verify, or "none bad"
     local k=0 bad=
@@ -138,13 +148,7 @@ write)
     dx_run "pmem0: pattern of seed $CHAIN_SEED written" \
         daxfile-guest write --dir /mnt/p0 --seed "$CHAIN_SEED" --size 2M ||
         dx_done
-    k=0
-    while [ $k -lt "$CHAIN_COUNT" ]; do
-        write_chunk "/mnt/p0/w$k" $k ||
-            { dx_not_ok "chunk $k on pmem0"; dx_done; }
-        dx_ok "chunk $k"
-        k=$((k + 1))
-    done
+    write_chunks /mnt/p0/w pmem0
     ;;
 vpmem-write | vpmem-verify)
     # shellcheck disable=SC2034 # the device of dx_mkfs and dx_mount
@@ -155,13 +159,7 @@ vpmem-write | vpmem-verify)
         dx_run "/dev/pmem0: ext4 -o dax" dx_mkfs ext4 /mnt/v || dx_done
         dx_run "pattern of seed $((CHAIN_SEED + 1)) written, msynced through the device's flush" \
             vpmem_write /mnt/v $((CHAIN_SEED + 1)) 2M || dx_done
-        k=0
-        while [ $k -lt "$CHAIN_COUNT" ]; do
-            write_chunk "/mnt/v/v$k" $k ||
-                { dx_not_ok "chunk $k on the virtio-pmem device"; dx_done; }
-            dx_ok "chunk $k"
-            k=$((k + 1))
-        done
+        write_chunks /mnt/v/v "the virtio-pmem device"
         # what was flushed must survive the host's crash, which comes
         # while this guest still runs
         while :; do sleep 60; done
