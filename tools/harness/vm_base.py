@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 # tools/harness: guest-init.sh, guest-lib.sh and guest/ (the guest scripts
@@ -283,16 +284,29 @@ class _Memo:
         return self.data[k]
 
 
+# A cached file used within this long is never pruned: a run that is
+# still using it (CI lanes, a second checkout's run) may be about to open
+# it. Every cache hit refreshes the file's mtime.
+PRUNE_IDLE = 6 * 3600
+
+
 def _prune(dirpath, pattern, keep):
-    """Keep the @keep newest; a concurrent run may prune the same files."""
+    """Remove what lies beyond the @keep newest of @pattern in @dirpath,
+    but only what no one has used for PRUNE_IDLE seconds: counting alone
+    removed a kernel another lane had been handed and was about to boot
+    (CI, 6.1's chain and the libvirt suite: "could not open kernel
+    file"). A concurrent run may prune the same files."""
     stamped = []
     for p in dirpath.glob(pattern):
         try:
             stamped.append((p.stat().st_mtime, p))
         except FileNotFoundError:
             pass
-    items = [p for _, p in sorted(stamped, key=lambda t: t[0], reverse=True)]
-    for p in items[keep:]:
+    stamped.sort(key=lambda t: t[0], reverse=True)
+    idle_since = time.time() - PRUNE_IDLE
+    for mtime, p in stamped[keep:]:
+        if mtime >= idle_since:
+            continue
         try:
             p.unlink()
         except OSError:

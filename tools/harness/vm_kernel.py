@@ -266,8 +266,11 @@ def pvh_vmlinux(vmlinuz):
     st = os.stat(vmlinuz)
     out = CACHE_DIR / 'pvh' / (_hash(_file_key(vmlinuz))[:20] + '.vmlinux')
     none = out.with_suffix('.none')
-    if out.exists():
+    try:
+        os.utime(out)           # in use: see _prune
         return out
+    except FileNotFoundError:
+        pass
     if none.exists():
         return None
     data = Path(vmlinuz).read_bytes()
