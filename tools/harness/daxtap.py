@@ -7,12 +7,25 @@ pass or a skip. Skips are only for what the environment truly lacks.
 """
 
 import sys
+import threading
 import traceback
+
+
+# One line is one write, under a lock: a thread's diagnostics (a guest's
+# StallWatch) never land in the middle of a result line.
+_LOCK = threading.Lock()
+
+
+def _emit(line):
+    with _LOCK:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 class Tap:
     """Collects results and prints TAP as it goes: the one TAP emitter of
-    the Python tests (plan, ok/not ok, skip, diag, skip_all, bail_out)."""
+    the Python tests (plan, ok/not ok, skip, diag, skip_all, bail_out).
+    Its methods may be called from more than one thread."""
 
     def __init__(self):
         self.n = 0
@@ -21,22 +34,22 @@ class Tap:
 
     def plan(self, n):
         self.planned = n
-        print(f"1..{n}", flush=True)
+        _emit(f"1..{n}")
 
     def diag(self, text):
         for line in str(text).splitlines() or [""]:
-            print(f"# {line}", flush=True)
+            _emit(f"# {line}")
 
     @staticmethod
     def skip_all(why):
         """The whole test does not apply here: an empty plan; exits 0."""
-        print(f"1..0 # SKIP {why}", flush=True)
+        _emit(f"1..0 # SKIP {why}")
         sys.exit(0)
 
     @staticmethod
     def bail_out(why):
         """Stop the whole test at once; exits 1."""
-        print(f"Bail out! {why}", flush=True)
+        _emit(f"Bail out! {why}")
         sys.exit(1)
 
     @staticmethod
@@ -49,10 +62,10 @@ class Tap:
         name = self._name(name)
         self.n += 1
         if cond:
-            print(f"ok {self.n} - {name}", flush=True)
+            _emit(f"ok {self.n} - {name}")
         else:
             self.failed += 1
-            print(f"not ok {self.n} - {name}", flush=True)
+            _emit(f"not ok {self.n} - {name}")
             if diag is not None:
                 self.diag(diag)
         return bool(cond)
@@ -64,8 +77,7 @@ class Tap:
         that cause; never a way to quiet a failure it cannot explain."""
         name = self._name(name)
         self.n += 1
-        print(f"not ok {self.n} - {name} # TODO {self._name(why)}",
-              flush=True)
+        _emit(f"not ok {self.n} - {name} # TODO {self._name(why)}")
         if diag is not None:
             self.diag(diag)
 
@@ -75,7 +87,7 @@ class Tap:
     def skip(self, name, why):
         name = self._name(name)
         self.n += 1
-        print(f"ok {self.n} - {name} # SKIP {why}", flush=True)
+        _emit(f"ok {self.n} - {name} # SKIP {why}")
 
     def subtest(self, name, func, *args):
         """Run func; an exception is a failed result, not a crash."""
@@ -87,9 +99,8 @@ class Tap:
 
     def done(self):
         if self.planned is None:
-            print(f"1..{self.n}", flush=True)
+            _emit(f"1..{self.n}")
         elif self.planned != self.n:
             self.failed += 1
-            print(f"# planned {self.planned} results, ran {self.n}",
-                  flush=True)
+            _emit(f"# planned {self.planned} results, ran {self.n}")
         return 1 if self.failed else 0

@@ -10,6 +10,11 @@ wchan and kernel stack (/proc/PID/stack). It reads /proc/PID/stat, wchan
 and stack only, none of which waits for a task's memory map lock, so a
 task stuck in a page fault does not stop it. A step that is merely slow
 costs a few comment lines; nothing else changes.
+
+Every `beat` seconds it also prints a heartbeat comment (HEARTBEAT): the
+host that boots the guest tells a guest whose kernel has hung (no
+heartbeat) from one whose step is slow, and kills the first in a minute
+or two rather than after the steps' own timeouts.
 """
 
 import os
@@ -54,18 +59,28 @@ def tasks(names=NAMES):
     return out
 
 
+HEARTBEAT = "ALIVE"
+
+
 class StallWatch(threading.Thread):
     """Prints tasks() through @tap when @tap has had no result for @stall
-    seconds (see the module's docstring)"""
+    seconds, and a HEARTBEAT comment every @beat seconds (see the module's
+    docstring)"""
 
-    def __init__(self, tap, stall=120, poll=5):
+    def __init__(self, tap, stall=120, poll=5, beat=30):
         super().__init__(name="stallwatch", daemon=True)
         self.tap, self.stall, self.poll = tap, stall, poll
+        self.beat = beat
 
     def run(self):
         seen, since, dumps = self.tap.n, time.monotonic(), 0
+        beaten = since
         while True:
             time.sleep(self.poll)
+            if time.monotonic() - beaten >= self.beat:
+                beaten = time.monotonic()
+                self.tap.diag(f"{HEARTBEAT} at {time.monotonic():.0f} s "
+                              "of uptime")
             if self.tap.n != seen:
                 seen, since, dumps = self.tap.n, time.monotonic(), 0
                 continue
