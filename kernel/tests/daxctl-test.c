@@ -14,7 +14,8 @@
  * whose start is not align-aligned (the DAX partition offset must count);
  * --nondax-dir on a dax=never mount of ext4 or xfs; --tmpfs-dir on tmpfs.
  * Each directory given runs its section (at least one is needed): --dir
- * the life cycle, the fault path and the error cases, the others their
+ * the life cycle, the fault path, fsync's writeback, the error cases and
+ * memory failure (last: its pages stay poisoned), the others their
  * own cases (--persist-*: see persist_write()); xfs
  * allows one DAX filesystem per DAX device (holder), so a guest script may
  * have to mount them one at a time.  --number-from and --no-plan let a
@@ -39,6 +40,7 @@
 #include <linux/falloc.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -1729,6 +1731,295 @@ persist_verify(const char *p, unsigned seed)
     free(want);
 }
 
+/* ------------------------------------- what a static file must keep doing */
+
+/*
+ * A static file is still a DAX file: fsync writes back the CPU caches of
+ * what was stored through a plain shared mapping, exactly there, and a
+ * memory error on one of its pages signals the processes that map it.
+ * Issue 39's fault path must keep both; these cases prove them on the
+ * series as it is, against the same file not static.
+ */
+
+#define CHUNK (2 * MIB)
+#define NCHUNKS ((int)(FILE_SIZE / CHUNK))
+
+/*
+ * The writeback events of this process since the trace was emptied, as the
+ * 2 MiB chunks of @ino they cover (a bit each) and the pages they flushed.
+ * fs_dax:dax_writeback_one is one event per DAX entry written back.
+ */
+struct wb_trace {
+    unsigned chunks;
+    long events, pages;
+};
+
+static bool
+trace_writeback(bool on)
+{
+    const char *ev = TRACEFS "/events/fs_dax/dax_writeback_one/enable";
+    char pid[32];
+
+    snprintf(pid, sizeof(pid), "%d", (int)getpid());
+    if (on)
+        return write_str(TRACEFS "/trace", "") &&
+               write_str(TRACEFS "/set_event_pid", pid) && write_str(ev, "1");
+    return write_str(ev, "0");
+}
+
+static bool
+trace_read_writeback(unsigned long ino, struct wb_trace *wb)
+{
+    FILE *f = fopen(TRACEFS "/trace", "re");
+    char line[1024];
+
+    memset(wb, 0, sizeof(*wb));
+    if (!f)
+        return false;
+    while (fgets(line, sizeof(line), f)) {
+        const char *ev = strstr(line, " dax_writeback_one: ");
+        unsigned long evino, pgoff, pglen;
+        unsigned maj, min;
+
+        if (!ev || sscanf(ev, " dax_writeback_one: dev %u:%u ino %lx pgoff "
+                              "%lx pglen %lx",
+                          &maj, &min, &evino, &pgoff, &pglen) != 5 ||
+            evino != ino)
+            continue;
+        wb->events++;
+        wb->pages += (long)pglen;
+        for (unsigned long pg = pgoff; pg < pgoff + pglen; pg++)
+            if (pg * 4096 < (unsigned long)FILE_SIZE)
+                wb->chunks |= 1u << (pg * 4096 / CHUNK);
+    }
+    fclose(f);
+    return true;
+}
+
+/* Store one byte into each chunk in @chunks through @m */
+static void
+store_chunks(volatile char *m, unsigned chunks, char val)
+{
+    for (int c = 0; c < NCHUNKS; c++)
+        if (chunks & (1u << c))
+            m[(size_t)c * CHUNK + 3 * 4096 + 17] = val;
+}
+
+/*
+ * One writeback case: store into @stored through @m, then @sync (fsync, or
+ * msync(MS_SYNC) over the chunks in @range), and compare the chunks written
+ * back with @want.
+ */
+static void
+writeback_case(int fd, unsigned long ino, volatile char *m, unsigned stored,
+               unsigned range, unsigned want, const char *what,
+               const char *how)
+{
+    struct wb_trace wb = {0};
+    bool traced;
+    int rc;
+
+    traced = trace_writeback(true);
+    store_chunks(m, stored, (char)stored);
+    if (range) {
+        int first = __builtin_ctz(range), n = __builtin_popcount(range);
+
+        rc = msync((char *)m + (size_t)first * CHUNK, (size_t)n * CHUNK,
+                   MS_SYNC);
+    } else {
+        rc = fsync(fd);
+    }
+    trace_writeback(false);
+    traced = traced && trace_read_writeback(ino, &wb);
+    report(traced && rc == 0 && wb.chunks == want,
+           "%s, %s: %s writes back chunks %#x of %d (got %#x: %ld events, %ld pages)",
+           what, how, range ? "msync(MS_SYNC)" : "fsync", want, NCHUNKS,
+           wb.chunks, wb.events, wb.pages);
+}
+
+/*
+ * On a fresh plain shared mapping of @fd: nothing stored, then chunks 0
+ * and 2, the same again through msync over chunks 0-1 then fsync, then
+ * every chunk.  Only stores: 6.1's dax_insert_entry() marks an entry
+ * dirty on a read fault too, 6.12's only on a write fault.
+ */
+static void
+writeback_cases(int fd, const char *what, bool pmd)
+{
+    const char *how = pmd ? "2 MiB mappings" : "4 KiB mappings";
+    unsigned all = (1u << NCHUNKS) - 1, some = 0x5 & all;
+    volatile char *m;
+    struct stat st;
+
+    m = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED || fstat(fd, &st) < 0) {
+        report(false, "%s, %s: a plain shared mapping (%s)", what, how,
+               strerror(errno));
+        return;
+    }
+    if (!pmd)
+        madvise((void *)m, FILE_SIZE, MADV_NOHUGEPAGE);
+    fsync(fd); /* whatever an earlier case left */
+    writeback_case(fd, st.st_ino, m, 0, 0, 0, what,
+                   "a fresh mapping, nothing stored");
+    writeback_case(fd, st.st_ino, m, some, 0, some, what, how);
+    writeback_case(fd, st.st_ino, m, 0, 0, 0, what, "again, nothing stored");
+    writeback_case(fd, st.st_ino, m, some, 0x3 & all, some & 0x3, what, how);
+    writeback_case(fd, st.st_ino, m, 0, 0, some & ~0x3u, what,
+                   "what the msync left");
+    writeback_case(fd, st.st_ino, m, all, 0, all, what, "every chunk stored");
+    munmap((void *)m, FILE_SIZE);
+}
+
+static void
+test_writeback(void)
+{
+    char *p = path_in(dir, "writeback.img");
+    char *q = path_in(dir, "writeback-plain.img");
+    int fd = -1, qfd = -1;
+
+    if (access(TRACEFS "/events/fs_dax/dax_writeback_one/enable", W_OK)) {
+        skip("no fs_dax tracepoints (tracefs)",
+             "fsync of a static file writes back what was stored");
+        goto out;
+    }
+    if (make_file(p, FILE_SIZE, 8, true, true) < 0 ||
+        make_file(q, FILE_SIZE, 9, true, true) < 0 ||
+        (fd = open(p, O_RDWR | O_CLOEXEC)) < 0 ||
+        (qfd = open(q, O_RDWR | O_CLOEXEC)) < 0) {
+        report(false, "create the writeback test files");
+        goto out;
+    }
+    expect_rc(CALL(daxctl(p, DAXCTL_F_STATIC, align)), 0,
+              "F_STATIC on the writeback test file");
+    /* 2 MiB first: the 4 KiB entries left behind would make it fall back */
+    if (align % (2 * MIB) == 0)
+        writeback_cases(fd, "static file", true);
+    writeback_cases(fd, "static file", false);
+    expect_rc(CALL(daxctl(p, 0, 0)), 0, "release the writeback test file");
+    writeback_cases(qfd, "the same, not static", false);
+out:
+    if (fd >= 0)
+        close(fd);
+    if (qfd >= 0)
+        close(qfd);
+    unlink(p);
+    unlink(q);
+    free(p);
+    free(q);
+}
+
+/* What a child saw of MADV_HWPOISON on a page it maps */
+struct mf_seen {
+    int sig, code, lsb;
+    uintptr_t addr, page;
+    long rc;
+    int err;
+};
+
+static struct mf_seen *mf_seen;
+
+static void
+mf_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    mf_seen->sig = sig;
+    mf_seen->code = si->si_code;
+    mf_seen->addr = (uintptr_t)si->si_addr;
+    mf_seen->lsb = si->si_addr_lsb;
+    _exit(0);
+}
+
+/* In a child: map @fd shared, store to a page, poison it */
+static void
+mf_child(int fd)
+{
+    struct sigaction sa = {.sa_sigaction = mf_handler,
+                           .sa_flags = SA_SIGINFO};
+    volatile char *m;
+
+    sigaction(SIGBUS, &sa, NULL);
+    m = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED)
+        _exit(2);
+    madvise((void *)m, FILE_SIZE, MADV_NOHUGEPAGE);
+    mf_seen->page = (uintptr_t)m + CHUNK + 5 * 4096;
+    *(volatile char *)mf_seen->page = 1;
+    errno = 0;
+    mf_seen->rc = madvise((void *)mf_seen->page, 4096, MADV_HWPOISON);
+    mf_seen->err = errno;
+    _exit(1);
+}
+
+static void
+memory_failure_case(int fd, const char *what)
+{
+    struct mf_seen *s = mf_seen;
+    int status = -1;
+    pid_t pid;
+
+    memset(s, 0, sizeof(*s));
+    pid = fork();
+    if (pid == 0)
+        mf_child(fd);
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+        report(false, "%s: MADV_HWPOISON in a child (fork: %s)", what,
+               strerror(errno));
+        return;
+    }
+    if (!report(WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                    s->sig == SIGBUS && s->code == BUS_MCEERR_AR &&
+                    s->addr == s->page && s->lsb == 12,
+                "%s: MADV_HWPOISON on a mapped page delivers SIGBUS "
+                "BUS_MCEERR_AR at that page's address",
+                what))
+        diag("  child status %#x; signal %d code %d addr %#lx (page %#lx) "
+             "lsb %d; madvise returned %ld (%s)",
+             status, s->sig, s->code, (unsigned long)s->addr,
+             (unsigned long)s->page, s->lsb, s->rc, errname(s->err));
+}
+
+static void
+test_memory_failure(void)
+{
+    char *p = path_in(dir, "hwpoison.img");
+    char *q = path_in(dir, "hwpoison-plain.img");
+    int fd = -1, qfd = -1;
+
+    mf_seen = mmap(NULL, sizeof(*mf_seen), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mf_seen == MAP_FAILED) {
+        mf_seen = NULL;
+        report(false, "memory failure: a shared page for the result");
+        goto out;
+    }
+    if (make_file(p, FILE_SIZE, 10, true, true) < 0 ||
+        make_file(q, FILE_SIZE, 11, true, true) < 0 ||
+        (fd = open(p, O_RDWR | O_CLOEXEC)) < 0 ||
+        (qfd = open(q, O_RDWR | O_CLOEXEC)) < 0) {
+        report(false, "create the memory-failure test files");
+        goto out;
+    }
+    expect_rc(CALL(daxctl(p, DAXCTL_F_STATIC, align)), 0,
+              "F_STATIC on the memory-failure test file");
+    memory_failure_case(fd, "static file");
+    expect_rc(CALL(daxctl(p, 0, 0)), 0,
+              "release the memory-failure test file");
+    memory_failure_case(qfd, "the same, not static");
+out:
+    if (fd >= 0)
+        close(fd);
+    if (qfd >= 0)
+        close(qfd);
+    /* Their poisoned pages stay poisoned for this boot (simulated) */
+    unlink(p);
+    unlink(q);
+    if (mf_seen)
+        munmap(mf_seen, sizeof(*mf_seen));
+    free(p);
+    free(q);
+}
+
 static void
 usage(void)
 {
@@ -1817,7 +2108,10 @@ main(int argc, char **argv)
         diag("%s: reflink %s", label, reflink ? "works" : "is not available");
         test_lifecycle(reflink);
         test_fault_path();
+        test_writeback();
         test_errors(reflink);
+        /* last: its pages stay poisoned */
+        test_memory_failure();
     }
     if (misaligned_dir)
         test_misaligned();
