@@ -1781,9 +1781,10 @@ trace_read_writeback(unsigned long ino, struct wb_trace *wb)
         unsigned long evino, pgoff, pglen;
         unsigned maj, min;
 
-        if (!ev || sscanf(ev, " dax_writeback_one: dev %u:%u ino %lx pgoff "
-                              "%lx pglen %lx",
-                          &maj, &min, &evino, &pgoff, &pglen) != 5 ||
+        if (!ev ||
+            sscanf(ev,
+                   " dax_writeback_one: dev %u:%u ino %lx pgoff %lx pglen %lx",
+                   &maj, &min, &evino, &pgoff, &pglen) != 5 ||
             evino != ino)
             continue;
         wb->events++;
@@ -1812,8 +1813,7 @@ store_chunks(volatile char *m, unsigned chunks, char val)
  */
 static void
 writeback_case(int fd, unsigned long ino, volatile char *m, unsigned stored,
-               unsigned range, unsigned want, const char *what,
-               const char *how)
+               unsigned range, unsigned want, const char *what, const char *how)
 {
     struct wb_trace wb = {0};
     bool traced;
@@ -1831,10 +1831,11 @@ writeback_case(int fd, unsigned long ino, volatile char *m, unsigned stored,
     }
     trace_writeback(false);
     traced = traced && trace_read_writeback(ino, &wb);
-    report(traced && rc == 0 && wb.chunks == want,
-           "%s, %s: %s writes back chunks %#x of %d (got %#x: %ld events, %ld pages)",
-           what, how, range ? "msync(MS_SYNC)" : "fsync", want, NCHUNKS,
-           wb.chunks, wb.events, wb.pages);
+    report(
+        traced && rc == 0 && wb.chunks == want,
+        "%s, %s: %s writes back chunks %#x of %d (got %#x: %ld events, %ld pages)",
+        what, how, range ? "msync(MS_SYNC)" : "fsync", want, NCHUNKS, wb.chunks,
+        wb.events, wb.pages);
 }
 
 /*
@@ -1934,8 +1935,7 @@ mf_handler(int sig, siginfo_t *si, void *uc)
 static void
 mf_child(int fd)
 {
-    struct sigaction sa = {.sa_sigaction = mf_handler,
-                           .sa_flags = SA_SIGINFO};
+    struct sigaction sa = {.sa_sigaction = mf_handler, .sa_flags = SA_SIGINFO};
     volatile char *m;
 
     sigaction(SIGBUS, &sa, NULL);
@@ -1967,16 +1967,15 @@ memory_failure_case(int fd, const char *what)
                strerror(errno));
         return;
     }
-    if (!report(WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-                    s->sig == SIGBUS && s->code == BUS_MCEERR_AR &&
-                    s->addr == s->page && s->lsb == 12,
-                "%s: MADV_HWPOISON on a mapped page delivers SIGBUS "
-                "BUS_MCEERR_AR at that page's address",
-                what))
-        diag("  child status %#x; signal %d code %d addr %#lx (page %#lx) "
-             "lsb %d; madvise returned %ld (%s)",
-             status, s->sig, s->code, (unsigned long)s->addr,
-             (unsigned long)s->page, s->lsb, s->rc, errname(s->err));
+    if (!report(
+            WIFEXITED(status) && WEXITSTATUS(status) == 0 && s->sig == SIGBUS &&
+                s->code == BUS_MCEERR_AR && s->addr == s->page && s->lsb == 12,
+            "%s: MADV_HWPOISON on a mapped page delivers SIGBUS BUS_MCEERR_AR at that page's address",
+            what))
+        diag(
+            "  child status %#x; signal %d code %d addr %#lx (page %#lx) lsb %d; madvise returned %ld (%s)",
+            status, s->sig, s->code, (unsigned long)s->addr,
+            (unsigned long)s->page, s->lsb, s->rc, errname(s->err));
 }
 
 static void
@@ -2003,8 +2002,7 @@ test_memory_failure(void)
     expect_rc(CALL(daxctl(p, DAXCTL_F_STATIC, align)), 0,
               "F_STATIC on the memory-failure test file");
     memory_failure_case(fd, "static file");
-    expect_rc(CALL(daxctl(p, 0, 0)), 0,
-              "release the memory-failure test file");
+    expect_rc(CALL(daxctl(p, 0, 0)), 0, "release the memory-failure test file");
     memory_failure_case(qfd, "the same, not static");
 out:
     if (fd >= 0)
