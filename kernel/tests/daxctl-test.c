@@ -1083,6 +1083,48 @@ test_fault_times(const char *p, int fd)
 }
 
 /*
+ * Two provisioned 8 MiB test files in dir: @name, made static at align,
+ * and its comparator @q_name (@q_written: written through, else allocated
+ * and unwritten).  On failure it reports and returns false; pair_close()
+ * cleans up either way.
+ */
+struct file_pair {
+    char *p, *q;
+    int fd, qfd;
+};
+
+static bool
+pair_open(struct file_pair *fp, const char *name, const char *q_name,
+          unsigned seed, bool q_written, const char *what)
+{
+    fp->p = path_in(dir, name);
+    fp->q = path_in(dir, q_name);
+    fp->fd = fp->qfd = -1;
+    if (make_file(fp->p, FILE_SIZE, seed, true, true) < 0 ||
+        make_file(fp->q, FILE_SIZE, seed + 1, q_written, true) < 0 ||
+        (fp->fd = open(fp->p, O_RDWR | O_CLOEXEC)) < 0 ||
+        (fp->qfd = open(fp->q, O_RDWR | O_CLOEXEC)) < 0) {
+        report(false, "create the %s test files", what);
+        return false;
+    }
+    return expect_rc(CALL(daxctl(fp->p, DAXCTL_F_STATIC, align)), 0,
+                     "F_STATIC on the %s test file", what);
+}
+
+static void
+pair_close(struct file_pair *fp)
+{
+    if (fp->fd >= 0)
+        close(fp->fd);
+    if (fp->qfd >= 0)
+        close(fp->qfd);
+    unlink(fp->p);
+    unlink(fp->q);
+    free(fp->p);
+    free(fp->q);
+}
+
+/*
  * The fault path of a static file: 4 KiB, 2 MiB and read-then-write
  * faults, with and without MAP_SYNC, start no journal handle or
  * transaction and never sync; the same faults after release do (so the
@@ -1102,26 +1144,21 @@ test_fault_path(void)
         {FAULT_PTE, true, "4 KiB MAP_SYNC write faults"},
         {FAULT_READ_WRITE, true, "4 KiB MAP_SYNC read faults, then writes"},
     };
-    char *p = path_in(dir, "faults.img"), *u = path_in(dir, "unwritten.img");
+    struct file_pair fp;
     struct fault_trace ft;
-    int fd = -1, ufd = -1;
+    int fd, ufd;
     long n;
 
     if (!have_tracing()) {
         skip("no fs_dax tracepoints (tracefs)",
              "the fault path of a static file (tracepoints)");
-        goto out;
+        return;
     }
-    if (make_file(p, FILE_SIZE, 5, true, true) < 0 ||
-        make_file(u, FILE_SIZE, 6, false, true) < 0 ||
-        (fd = open(p, O_RDWR | O_CLOEXEC)) < 0 ||
-        (ufd = open(u, O_RDWR | O_CLOEXEC)) < 0) {
-        report(false, "create the fault-path test files");
+    /* the comparator: allocated, unwritten */
+    if (!pair_open(&fp, "faults.img", "unwritten.img", 5, false, "fault-path"))
         goto out;
-    }
-
-    expect_rc(CALL(daxctl(p, DAXCTL_F_STATIC, align)), 0,
-              "F_STATIC on the fault-path test file");
+    fd = fp.fd;
+    ufd = fp.qfd;
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         if (cases[i].how == FAULT_PMD && align % (2 * MIB)) {
             skip("align is not a multiple of 2 MiB", "static file: %s",
@@ -1136,7 +1173,7 @@ test_fault_path(void)
                 cases[i].what, n))
             diag_trace(&ft);
     }
-    expect_rc(CALL(daxctl(p, 0, 0)), 0, "release the fault-path test file");
+    expect_rc(CALL(daxctl(fp.p, 0, 0)), 0, "release the fault-path test file");
 
     n = traced_writes(fd, FAULT_PTE, true, &ft);
     if (!report(
@@ -1151,16 +1188,9 @@ test_fault_path(void)
             ft.syncs, n))
         diag_trace(&ft);
 
-    test_fault_times(p, fd);
+    test_fault_times(fp.p, fd);
 out:
-    if (fd >= 0)
-        close(fd);
-    if (ufd >= 0)
-        close(ufd);
-    unlink(p);
-    unlink(u);
-    free(p);
-    free(u);
+    pair_close(&fp);
 }
 
 /* Drop CAP_LINUX_IMMUTABLE in a child and try to change the state. */
@@ -1875,39 +1905,24 @@ writeback_cases(int fd, const char *what, bool pmd)
 static void
 test_writeback(void)
 {
-    char *p = path_in(dir, "writeback.img");
-    char *q = path_in(dir, "writeback-plain.img");
-    int fd = -1, qfd = -1;
+    struct file_pair fp;
 
     if (access(TRACEFS "/events/fs_dax/dax_writeback_one/enable", W_OK)) {
         skip("no fs_dax tracepoints (tracefs)",
              "fsync of a static file writes back what was stored");
-        goto out;
+        return;
     }
-    if (make_file(p, FILE_SIZE, 8, true, true) < 0 ||
-        make_file(q, FILE_SIZE, 9, true, true) < 0 ||
-        (fd = open(p, O_RDWR | O_CLOEXEC)) < 0 ||
-        (qfd = open(q, O_RDWR | O_CLOEXEC)) < 0) {
-        report(false, "create the writeback test files");
+    if (!pair_open(&fp, "writeback.img", "writeback-plain.img", 8, true,
+                   "writeback"))
         goto out;
-    }
-    expect_rc(CALL(daxctl(p, DAXCTL_F_STATIC, align)), 0,
-              "F_STATIC on the writeback test file");
     /* 2 MiB first: the 4 KiB entries left behind would make it fall back */
     if (align % (2 * MIB) == 0)
-        writeback_cases(fd, "static file", true);
-    writeback_cases(fd, "static file", false);
-    expect_rc(CALL(daxctl(p, 0, 0)), 0, "release the writeback test file");
-    writeback_cases(qfd, "the same, not static", false);
+        writeback_cases(fp.fd, "static file", true);
+    writeback_cases(fp.fd, "static file", false);
+    expect_rc(CALL(daxctl(fp.p, 0, 0)), 0, "release the writeback test file");
+    writeback_cases(fp.qfd, "the same, not static", false);
 out:
-    if (fd >= 0)
-        close(fd);
-    if (qfd >= 0)
-        close(qfd);
-    unlink(p);
-    unlink(q);
-    free(p);
-    free(q);
+    pair_close(&fp);
 }
 
 /* What a child saw of MADV_HWPOISON on a page it maps */
@@ -1981,41 +1996,25 @@ memory_failure_case(int fd, const char *what)
 static void
 test_memory_failure(void)
 {
-    char *p = path_in(dir, "hwpoison.img");
-    char *q = path_in(dir, "hwpoison-plain.img");
-    int fd = -1, qfd = -1;
+    struct file_pair fp;
 
     mf_seen = mmap(NULL, sizeof(*mf_seen), PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (mf_seen == MAP_FAILED) {
-        mf_seen = NULL;
         report(false, "memory failure: a shared page for the result");
-        goto out;
+        return;
     }
-    if (make_file(p, FILE_SIZE, 10, true, true) < 0 ||
-        make_file(q, FILE_SIZE, 11, true, true) < 0 ||
-        (fd = open(p, O_RDWR | O_CLOEXEC)) < 0 ||
-        (qfd = open(q, O_RDWR | O_CLOEXEC)) < 0) {
-        report(false, "create the memory-failure test files");
+    if (!pair_open(&fp, "hwpoison.img", "hwpoison-plain.img", 10, true,
+                   "memory-failure"))
         goto out;
-    }
-    expect_rc(CALL(daxctl(p, DAXCTL_F_STATIC, align)), 0,
-              "F_STATIC on the memory-failure test file");
-    memory_failure_case(fd, "static file");
-    expect_rc(CALL(daxctl(p, 0, 0)), 0, "release the memory-failure test file");
-    memory_failure_case(qfd, "the same, not static");
+    memory_failure_case(fp.fd, "static file");
+    expect_rc(CALL(daxctl(fp.p, 0, 0)), 0,
+              "release the memory-failure test file");
+    memory_failure_case(fp.qfd, "the same, not static");
 out:
-    if (fd >= 0)
-        close(fd);
-    if (qfd >= 0)
-        close(qfd);
-    /* Their poisoned pages stay poisoned for this boot (simulated) */
-    unlink(p);
-    unlink(q);
-    if (mf_seen)
-        munmap(mf_seen, sizeof(*mf_seen));
-    free(p);
-    free(q);
+    /* their poisoned pages stay poisoned for this boot (simulated) */
+    pair_close(&fp);
+    munmap(mf_seen, sizeof(*mf_seen));
 }
 
 static void
