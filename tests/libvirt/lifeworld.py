@@ -20,11 +20,14 @@ import subprocess
 import threading
 import time
 
-from daxtest import DAXFILE, build_path, daxfile, fake_dax_env, is_immutable
+from daxtest import (DAXFILE, build_path, daxfile, fake_dax_env, is_immutable,
+                     seams_missing)
 import libvirt_env as lv
 
 M = 1 << 20
 HOOK = build_path("libvirt-hooks", "daxfile-hook")
+# the watch's hold points are in the virt half of the CLI
+DAXFILE_VIRT = build_path("src", "daxfilectl", "daxfile-virt")
 MARK = b"\xa5" * M
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 
@@ -211,16 +214,18 @@ class World:
         return lv.virsh("dumpxml", "--inactive", name).stdout
 
     def watcher(self, env=None):
-        return Watcher(dict(self.env, **(env or {})))
+        holds = Holds(self.loop.tmp)
+        return Watcher(dict(self.env, **holds.env, **(env or {})), holds)
 
 
 class Watcher:
     """`daxfile watch`, its stderr lines collected"""
 
-    def __init__(self, env=None):
+    def __init__(self, env=None, holds=None):
         self.lines = []
         self.all = []
         self.cond = threading.Condition()
+        self.holds = holds
         self.proc = subprocess.Popen([DAXFILE, "watch"], text=True,
                                      env=dict(os.environ, **(env or {})),
                                      stdout=subprocess.DEVNULL,
@@ -234,6 +239,26 @@ class Watcher:
                 self.lines.append(line.rstrip("\n"))
                 self.all.append(line.rstrip("\n"))
                 self.cond.notify_all()
+
+    def define(self, w, name, devices):
+        """w.define(), then wait until this watch has read the definition
+        (its event thread passed the hold point watch-defined). A domain
+        undefined before that read leaves files the watch never knew,
+        which it says and leaves alone (test-watch.py's busy case): a
+        lifecycle row that undefines at once must wait for the read. In a
+        build without the test seams the point does not exist and the
+        row is not synchronised."""
+        seams = (self.holds is not None and
+                 os.environ.get("DAXFILE_TEST_SEAMS") != "false" and
+                 not seams_missing(DAXFILE_VIRT))
+        if seams:
+            self.holds.forget("watch-defined")
+        res = w.define(name, devices)
+        if seams and res.returncode == 0 and \
+                not self.holds.reached("watch-defined"):
+            raise RuntimeError(f"daxfile watch did not read {name}'s "
+                               "definition in 60 s")
+        return res
 
     def wait(self, text, timeout=60):
         """the first line since the last wait that holds @text, or None"""
