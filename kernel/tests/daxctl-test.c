@@ -836,9 +836,9 @@ write_str(const char *path, const char *str)
     return ok;
 }
 
-/* Every event in fault_events, for this process only; trace emptied first */
+/* The @n @events, for this process only; the trace emptied first */
 static bool
-trace_faults(bool on)
+trace_events(const char *const *events, size_t n, bool on)
 {
     char path[256], pid[32];
     bool ok = true;
@@ -848,12 +848,29 @@ trace_faults(bool on)
         ok = write_str(TRACEFS "/trace", "") &&
              write_str(TRACEFS "/set_event_pid", pid);
     }
-    for (size_t i = 0; i < sizeof(fault_events) / sizeof(*fault_events); i++) {
-        snprintf(path, sizeof(path), TRACEFS "/events/%s/enable",
-                 fault_events[i]);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof(path), TRACEFS "/events/%s/enable", events[i]);
         ok = write_str(path, on ? "1" : "0") && ok;
     }
     return ok;
+}
+
+/* Every event in fault_events (trace_events()) */
+static bool
+trace_faults(bool on)
+{
+    return trace_events(fault_events,
+                        sizeof(fault_events) / sizeof(*fault_events), on);
+}
+
+/* Whether tracefs offers @event ("system/name") */
+static bool
+have_event(const char *event)
+{
+    char path[256];
+
+    snprintf(path, sizeof(path), TRACEFS "/events/%s/enable", event);
+    return access(path, W_OK) == 0;
 }
 
 static bool
@@ -944,8 +961,7 @@ diag_trace(const struct fault_trace *ft)
 static bool
 have_tracing(void)
 {
-    return access(TRACEFS "/events/fs_dax/dax_pte_fault_done/enable", W_OK) ==
-           0;
+    return have_event("fs_dax/dax_pte_fault_done");
 }
 
 /*
@@ -1784,17 +1800,12 @@ struct wb_trace {
     long events, pages;
 };
 
+static const char *const writeback_events[] = {"fs_dax/dax_writeback_one"};
+
 static bool
 trace_writeback(bool on)
 {
-    const char *ev = TRACEFS "/events/fs_dax/dax_writeback_one/enable";
-    char pid[32];
-
-    snprintf(pid, sizeof(pid), "%d", (int)getpid());
-    if (on)
-        return write_str(TRACEFS "/trace", "") &&
-               write_str(TRACEFS "/set_event_pid", pid) && write_str(ev, "1");
-    return write_str(ev, "0");
+    return trace_events(writeback_events, 1, on);
 }
 
 static bool
@@ -1907,7 +1918,7 @@ test_writeback(void)
 {
     struct file_pair fp;
 
-    if (access(TRACEFS "/events/fs_dax/dax_writeback_one/enable", W_OK)) {
+    if (!have_event(writeback_events[0])) {
         skip("no fs_dax tracepoints (tracefs)",
              "fsync of a static file writes back what was stored");
         return;
