@@ -215,11 +215,13 @@ class World:
 
     def watcher(self, env=None):
         """`daxfile watch` with this world's environment, @env on top,
-        and hold points (Watcher.define()): the caller's, when @env names
-        a hold directory, else a directory of its own"""
+        and hold points for Watcher.define(): a directory of its own,
+        unless @env names the caller's or the build has no test seams"""
         holds = Holds(self.loop.tmp)
         env = {**self.env, **holds.env, **(env or {})}
-        if env["DAXFILE_TEST_HOLD_DIR"] != holds.dir:
+        if (env["DAXFILE_TEST_HOLD_DIR"] != holds.dir or
+                os.environ.get("DAXFILE_TEST_SEAMS") == "false" or
+                seams_missing(DAXFILE_VIRT)):
             holds = None
         return Watcher(env, holds)
 
@@ -251,16 +253,13 @@ class Watcher:
         (its event thread passed the hold point watch-defined). A domain
         undefined before that read leaves files the watch never knew,
         which it says and leaves alone (test-watch.py's busy case): a
-        lifecycle row that undefines at once must wait for the read. In a
-        build without the test seams the point does not exist and the
-        row is not synchronised."""
-        seams = (self.holds is not None and
-                 os.environ.get("DAXFILE_TEST_SEAMS") != "false" and
-                 not seams_missing(DAXFILE_VIRT))
-        if seams:
+        lifecycle row that undefines at once must wait for the read.
+        Without hold points (a build without the test seams) the row is
+        not synchronised."""
+        if self.holds:
             self.holds.forget("watch-defined")
         res = w.define(name, devices)
-        if seams and res.returncode == 0 and \
+        if self.holds and res.returncode == 0 and \
                 not self.holds.reached("watch-defined"):
             raise RuntimeError(f"daxfile watch did not read {name}'s "
                                "definition in 60 s")
